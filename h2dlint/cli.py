@@ -1,0 +1,132 @@
+"""The `h2dlint` command."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markdown import Markdown
+
+from . import __version__
+from .discovery import find_python_files
+from .engine import Linter
+from .output import FORMATS
+from .rule import all_rules
+from .runner import run_files
+from .settings import Settings, SettingsError
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class DefaultToCheck(click.Group):
+    """`h2dlint PATHS...` means `h2dlint check PATHS...`."""
+
+    def parse_args(self, ctx, args):
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+
+def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(code.strip().upper() for value in values for code in value.split(",") if code.strip())
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    unsafe_fixes: bool
+    quiet: bool
+
+
+@click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="h2dlint")
+def main() -> None:
+    """Find and fix PyTorch code that stalls the GPU stream (blocking host-to-device copies and more)."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--fix", is_flag=True, help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
+@click.option("--unsafe-fixes", is_flag=True, help="Also offer and apply fixes that may change behaviour.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if any.")
+@click.option("--select", multiple=True, help="Rule codes or prefixes to check (comma separated), or ALL.")
+@click.option("--extend-select", multiple=True, help="Codes or prefixes to check besides the selected ones.")
+@click.option("--ignore", multiple=True, help="Codes or prefixes not to check.")
+@click.option("--exclude", multiple=True, help="Glob patterns of files or folders to skip in folders walked.")
+@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
+@click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary when clean.")
+@click.option("--full-parse", is_flag=True, hidden=True,
+              help="Parse whole files with LibCST instead of only candidate calls (slow; for checking parity).")
+def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude, output_format, exit_zero,
+          no_cache, jobs, quiet, full_parse) -> None:
+    """Check PATHS (files or folders; default: the current folder)."""
+    console = Console(highlight=False, soft_wrap=True)
+    errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    settings = Settings(select=_codes(select), extend_select=_codes(extend_select), ignore=_codes(ignore),
+                        unsafe_fixes=unsafe_fixes, exclude=tuple(exclude), full_parse=full_parse)
+    rules = all_rules()
+    try:
+        enabled = settings.enabled_codes(rules)
+    except SettingsError as error:
+        errors.print(f"error: {error}", markup=False)
+        sys.exit(EXIT_ERROR)
+    problems: list[str] = []
+    files = find_python_files(list(paths) or [Path(".")], settings.exclude, settings.respect_gitignore, problems)
+    mode = "diff" if diff else "fix" if fix else "check"
+    results = run_files(files, Linter([rules[code] for code in enabled], settings), mode, jobs)
+
+    if diff:
+        for result in results:
+            if result.diff:
+                console.out(result.diff, end="", highlight=False)
+        would_fix = sum(result.fixes_applied for result in results)
+        remaining = sum(len(result.findings) for result in results)
+        errors.print(f"Would fix {would_fix} error{'s' * (would_fix != 1)}"
+                     f" ({remaining} without an applicable fix).", markup=False)
+    else:
+        FORMATS[output_format](console, results, ReportOptions(unsafe_fixes=unsafe_fixes, quiet=quiet))
+    problems += [f"{result.path}: {result.error}" for result in results if result.error]
+    for problem in problems:
+        errors.print(f"error: {problem}", markup=False)
+
+    if problems:
+        sys.exit(EXIT_ERROR)
+    if diff:
+        sys.exit(EXIT_FINDINGS if any(result.diff for result in results) and not exit_zero else EXIT_CLEAN)
+    remaining = any(result.findings for result in results)
+    sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
+
+
+@main.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule.")
+def rule(code, show_all) -> None:
+    """Explain rule CODE (e.g. HDL101), or list the rules with --all."""
+    console = Console(highlight=False)
+    rules = all_rules()
+    if show_all or code is None:
+        for rule_code, rule_class in rules.items():
+            default = "" if rule_class.default_enabled else " (opt-in)"
+            console.print(f"{rule_code}  {rule_class.name}{default}: {rule_class.summary}", markup=False)
+        return
+    rule_class = rules.get(code.upper())
+    if rule_class is None:
+        Console(stderr=True).print(f"error: unknown rule {code!r}; `h2dlint rule --all` lists them", markup=False)
+        sys.exit(EXIT_ERROR)
+    text = f"# {rule_class.name} ({rule_class.code})\n\n{_dedent(rule_class.docs())}"
+    if console.is_terminal:
+        console.print(Markdown(text))
+    else:
+        console.out(text, highlight=False)
+
+
+def _dedent(docs: str) -> str:
+    import textwrap
+
+    first, _, rest = docs.partition("\n")
+    return textwrap.dedent(first + "\n" + textwrap.dedent(rest)).strip()

@@ -1,0 +1,386 @@
+"""What h2dlint knows about one file, computed once from Python's `ast`.
+
+`ast` parses about ten times faster than LibCST, so the facts rules need about
+the whole file (import aliases, what a local name is bound to, whether a call's
+result is read back to the host at once) come from here, while the rules
+themselves are LibCST visitors over the candidate calls only.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import re
+from dataclasses import dataclass, field
+
+SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+SYNC_BUILTINS = frozenset({"int", "float", "bool"})
+HOST_NAME_SUFFIXES = ("_cpu", "_list", "_np", "_numpy", "_host")
+_MULTI_STREAM = re.compile(r"\b(?:Stream|ExternalStream|wait_stream|record_stream|set_stream)\b|\.stream\(")
+
+
+class Device(enum.Enum):
+    CUDA = "certainly a CUDA device"
+    NOT_CUDA = "certainly not a CUDA device"
+    UNKNOWN = "a device known only at run time"
+
+
+class Data(enum.Enum):
+    HOST = "host data"  # Python literals, comprehensions, .tolist() results
+    LIKELY_HOST = "probably host data"  # by name (`*_cpu`, `*_list`) or numpy
+    TENSOR = "a tensor"
+    UNKNOWN = "unknown data"
+
+
+@dataclass(frozen=True)
+class Binding:
+    line: int
+    value: ast.expr | None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A function (or the module): the names it binds and to what.
+
+    A binding value of None means the name is bound in a way h2dlint does not
+    follow (a parameter, a loop target, tuple unpacking, `with ... as`).
+    """
+
+    first_line: int
+    last_line: int
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+
+
+@dataclass
+class CallSite:
+    """Facts about one call, keyed by its position: who reads its result."""
+
+    node: ast.Call
+    line: int
+    column: int  # code points, 0-based
+    end_line: int
+    end_column: int
+    synced_by: str | None = None  # e.g. ".item()" when the result is read back at once
+
+
+class FileFacts:
+    def __init__(self, tree: ast.Module, text: str, call_names: frozenset[str], line_index) -> None:
+        self.text = text
+        self.aliases: dict[str, str] = {}
+        self._collect_imports(tree)
+        self.module_scope = Scope(1, 1 << 30)
+        self.scopes: list[Scope] = []
+        self.loops: list[tuple[int, int]] = []
+        self.if_arms: list[tuple[tuple[int, int], tuple[int, int]]] = []
+        self._collect_scopes(tree)
+        self.uses_several_streams = bool(_MULTI_STREAM.search(text))
+        self.sites: dict[tuple[int, int], CallSite] = {}
+        self._collect_sites(tree, call_names, line_index)
+
+    # ----- names -----------------------------------------------------------
+
+    def _collect_imports(self, tree: ast.Module) -> None:
+        conflicting: set[str] = set()
+
+        def bind(local: str, qualified: str) -> None:
+            if self.aliases.get(local, qualified) != qualified:
+                conflicting.add(local)
+            self.aliases[local] = qualified
+
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        bind(alias.asname, alias.name)
+                    else:
+                        top = alias.name.split(".")[0]
+                        bind(top, top)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    if alias.name != "*":
+                        bind(alias.asname or alias.name, f"{node.module}.{alias.name}")
+        for local in conflicting:
+            del self.aliases[local]
+        self.torch_from_import_line = next(
+            (node.lineno for node in tree.body
+             if isinstance(node, ast.ImportFrom) and node.col_offset == 0 and node.level == 0
+             and (node.module == "torch" or (node.module or "").startswith("torch."))), None)
+
+    def qualify(self, dotted: str | None) -> str | None:
+        """`th.tensor` -> `torch.tensor` when `import torch as th`; None when not imported."""
+        if not dotted:
+            return None
+        head, _, rest = dotted.partition(".")
+        qualified_head = self.aliases.get(head)
+        if qualified_head is None:
+            return None
+        return f"{qualified_head}.{rest}" if rest else qualified_head
+
+    def local_name_for(self, qualified: str) -> str | None:
+        """The name this file uses for module or object `qualified`, if any."""
+        best = None
+        for local, target in self.aliases.items():
+            if target == qualified and (best is None or local == qualified.split(".")[-1]):
+                best = local
+        return best
+
+    # ----- scopes and bindings ---------------------------------------------
+
+    def _collect_scopes(self, tree: ast.Module) -> None:
+        self._bind_statements(tree.body, self.module_scope)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                self.loops.append((node.lineno, node.end_lineno or node.lineno))
+            elif isinstance(node, ast.If) and node.orelse:
+                self.if_arms.append(((node.body[0].lineno, node.body[-1].end_lineno or node.lineno),
+                                     (node.orelse[0].lineno, node.orelse[-1].end_lineno or node.lineno)))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                scope = Scope(node.lineno, node.end_lineno or node.lineno)
+                arguments = node.args
+                for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                            arguments.vararg, arguments.kwarg]:
+                    if arg is not None:
+                        scope.bindings.setdefault(arg.arg, []).append(Binding(0, None))
+                body = node.body if isinstance(node.body, list) else [ast.Expr(node.body)]
+                self._bind_statements(body, scope)
+                self.scopes.append(scope)
+        self.scopes.sort(key=lambda scope: scope.first_line)
+
+    @staticmethod
+    def _bind_statements(body: list[ast.stmt], scope: Scope) -> None:
+        """Record bindings made by `body`, not descending into nested functions or classes."""
+        stack: list[ast.AST] = list(body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                scope.bindings.setdefault(node.name, []).append(Binding(node.lineno, None))
+                continue
+            if isinstance(node, ast.Lambda):
+                continue
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    _bind_target(scope, target, node.value, node.lineno)
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                _bind_target(scope, node.target, node.value if isinstance(node, ast.AnnAssign) else None, node.lineno)
+            elif isinstance(node, ast.NamedExpr):
+                _bind_target(scope, node.target, node.value, node.lineno)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                _bind_target(scope, node.target, None, node.lineno)
+            elif isinstance(node, ast.comprehension):
+                _bind_target(scope, node.target, None, node.target.lineno)
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                _bind_target(scope, node.optional_vars, None, node.optional_vars.lineno)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    scope.bindings.setdefault((alias.asname or alias.name).split(".")[0], []).append(
+                        Binding(node.lineno, None))
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                scope.bindings.setdefault(node.name, []).append(Binding(node.lineno, None))
+            stack.extend(ast.iter_child_nodes(node))
+
+    def bindings_at(self, name: str, line: int) -> list[ast.expr | None] | None:
+        """What `name` may hold when read at `line`, or None when it is not bound in this file.
+
+        The bindings are those of the innermost function that binds the name
+        (else the module's) that can reach `line`: those made on earlier lines,
+        and, inside a loop, those made anywhere in that loop.
+        """
+        scope = next((scope for scope in reversed(self.scopes)
+                      if scope.first_line <= line <= scope.last_line and name in scope.bindings), None)
+        if scope is None:
+            scope = self.module_scope
+            if name not in scope.bindings:
+                return None
+        loops = [loop for loop in self.loops if loop[0] <= line <= loop[1]]
+        return [binding.value for binding in scope.bindings[name]
+                if (binding.line < line or any(first <= binding.line <= last for first, last in loops))
+                and not self._in_other_branch(binding.line, line)]
+
+    def _in_other_branch(self, first: int, second: int) -> bool:
+        """True when the two lines lie in the two arms of one `if`, so one never runs after the other."""
+        for (body_start, body_end), (else_start, else_end) in self.if_arms:
+            if (body_start <= first <= body_end and else_start <= second <= else_end) or \
+                    (else_start <= first <= else_end and body_start <= second <= body_end):
+                return True
+        return False
+
+    # ----- classification ----------------------------------------------------
+
+    def classify_device(self, expr: ast.expr, line: int, depth: int = 0) -> Device:
+        if isinstance(expr, ast.Constant):
+            value = expr.value
+            if isinstance(value, str):
+                return Device.CUDA if re.fullmatch(r"cuda(:\d+)?", value.strip()) else Device.NOT_CUDA
+            if isinstance(value, int) and not isinstance(value, bool):
+                return Device.CUDA
+            return Device.NOT_CUDA if value is None else Device.UNKNOWN
+        if isinstance(expr, ast.JoinedStr) and expr.values and isinstance(expr.values[0], ast.Constant):
+            prefix = str(expr.values[0].value)
+            if prefix.startswith("cuda"):
+                return Device.CUDA
+            if prefix.startswith(("cpu", "meta")):
+                return Device.NOT_CUDA
+            return Device.UNKNOWN
+        if isinstance(expr, ast.Call):
+            qualified = self.qualify(dotted_name(expr.func))
+            if qualified == "torch.cuda.current_device":
+                return Device.CUDA
+            if qualified == "torch.device":
+                first = expr.args[0] if expr.args else next(
+                    (kw.value for kw in expr.keywords if kw.arg == "type"), None)
+                return self.classify_device(first, line, depth + 1) if first is not None else Device.UNKNOWN
+            return Device.UNKNOWN
+        if isinstance(expr, ast.IfExp):
+            both = {self.classify_device(expr.body, line, depth + 1), self.classify_device(expr.orelse, line, depth + 1)}
+            return both.pop() if len(both) == 1 else Device.UNKNOWN
+        if isinstance(expr, ast.Name) and depth < 4:
+            return self._classify_name(expr.id, line, lambda value: self.classify_device(value, line, depth + 1),
+                                       Device.UNKNOWN)
+        return Device.UNKNOWN
+
+    def classify_data(self, expr: ast.expr, line: int, depth: int = 0) -> Data:
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Set, ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return Data.HOST
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float, complex, bool)):
+            return Data.HOST
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.operand, ast.Constant):
+            return Data.HOST
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr == "tolist":
+                return Data.HOST
+            if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to"):
+                return Data.TENSOR
+            if isinstance(func, ast.Name) and func.id in ("list", "tuple", "range", "sorted") \
+                    and func.id not in self.aliases:
+                return Data.HOST
+            qualified = self.qualify(dotted_name(func)) or ""
+            if qualified.startswith("numpy."):
+                return Data.LIKELY_HOST
+            if qualified.startswith("torch."):
+                return Data.TENSOR
+            return Data.UNKNOWN
+        if isinstance(expr, ast.Name):
+            if depth < 4:
+                bound = self._classify_name(expr.id, line, lambda value: self.classify_data(value, line, depth + 1),
+                                            Data.UNKNOWN)
+                if bound is not Data.UNKNOWN:
+                    return bound
+            return Data.LIKELY_HOST if expr.id.endswith(HOST_NAME_SUFFIXES) else Data.UNKNOWN
+        if isinstance(expr, ast.Attribute):
+            return Data.LIKELY_HOST if expr.attr.endswith(HOST_NAME_SUFFIXES) else Data.UNKNOWN
+        return Data.UNKNOWN
+
+    def _classify_name(self, name, line, classify_value, unknown):
+        values = self.bindings_at(name, line)
+        if not values or any(value is None for value in values):
+            return unknown
+        kinds = {classify_value(value) for value in values}
+        return kinds.pop() if len(kinds) == 1 else unknown
+
+    # ----- call sites --------------------------------------------------------
+
+    def _collect_sites(self, tree: ast.Module, call_names: frozenset[str], line_index) -> None:
+        if not call_names:
+            return
+        local_names = {local for local, target in self.aliases.items() if target.rsplit(".", 1)[-1] in call_names}
+        wanted = call_names | local_names
+        parents: dict[ast.AST, ast.AST] = {}
+        calls: list[ast.Call] = []
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                parents[child] = node
+            if isinstance(node, ast.Call) and terminal_name(node.func) in wanted:
+                calls.append(node)
+        for call in calls:
+            line, end_line = call.lineno, call.end_lineno or call.lineno
+            site = CallSite(
+                node=call,
+                line=line,
+                column=line_index.column_from_utf8(line, call.col_offset),
+                end_line=end_line,
+                end_column=line_index.column_from_utf8(end_line, call.end_col_offset or 0),
+                synced_by=_sync_reading(call, parents),
+            )
+            self.sites[(site.line, site.column)] = site
+
+    def site_at(self, line: int, column: int) -> CallSite | None:
+        return self.sites.get((line, column))
+
+
+def _bind_target(scope: Scope, target: ast.expr, value: ast.expr | None, line: int) -> None:
+    if isinstance(target, ast.Name):
+        scope.bindings.setdefault(target.id, []).append(Binding(line, value))
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            _bind_target(scope, element, None, line)
+    elif isinstance(target, ast.Starred):
+        _bind_target(scope, target.value, None, line)
+
+
+def dotted_name(node: ast.expr) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def terminal_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def _sync_reading(call: ast.Call, parents: dict[ast.AST, ast.AST]) -> str | None:
+    """How the call's result is read back to the host right away, if it is."""
+    node, chain = call, ""
+    while True:  # climb a method chain such as `torch.tensor(...).sum().item()`
+        parent = parents.get(node)
+        method_call = parents.get(parent) if isinstance(parent, ast.Attribute) else None
+        if isinstance(method_call, ast.Call) and method_call.func is parent:
+            chain += f".{parent.attr}()"
+            if parent.attr in SYNC_METHODS:
+                return chain
+            node = method_call
+            continue
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in SYNC_BUILTINS \
+                and parent.args == [node]:
+            return f"{parent.func.id}(<tensor>{chain})"
+        break
+    statement = parents.get(call)
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is call:
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        if len(targets) == 1 and isinstance(targets[0], ast.Name):
+            following = _next_statement(statement, parents)
+            if following is not None:
+                return _reads_back(following, targets[0].id)
+    return None
+
+
+def _next_statement(statement: ast.stmt, parents: dict[ast.AST, ast.AST]) -> ast.stmt | None:
+    block_owner = parents.get(statement)
+    for field_name in ("body", "orelse", "finalbody"):
+        block = getattr(block_owner, field_name, None)
+        if isinstance(block, list) and statement in block:
+            index = block.index(statement)
+            return block[index + 1] if index + 1 < len(block) else None
+    return None
+
+
+def _reads_back(statement: ast.stmt, name: str) -> str | None:
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in SYNC_METHODS \
+                    and isinstance(func.value, ast.Name) and func.value.id == name:
+                return f"{name}.{func.attr}() on the next line"
+            if isinstance(func, ast.Name) and func.id in SYNC_BUILTINS and len(node.args) == 1 \
+                    and isinstance(node.args[0], ast.Name) and node.args[0].id == name:
+                return f"{func.id}({name}) on the next line"
+    return None

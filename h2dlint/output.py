@@ -1,0 +1,136 @@
+"""Reporting findings: one function per output format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from .engine import FileResult, apply_edits
+from .model import Applicability, Finding
+from .source import LineIndex, read_source
+
+
+def _json_location(position) -> dict:
+    return {"row": position.line, "column": position.column + 1}
+
+
+def finding_to_json(finding: Finding) -> dict:
+    fix = None
+    if finding.fix is not None:
+        fix = {
+            "applicability": finding.fix.applicability.value,
+            "message": finding.fix.message,
+            "edits": [{"content": edit.content, "location": _json_location(edit.start),
+                       "end_location": _json_location(edit.end)} for edit in finding.fix.edits],
+        }
+    return {
+        "code": finding.code,
+        "message": finding.message,
+        "filename": finding.path,
+        "location": _json_location(finding.start),
+        "end_location": _json_location(finding.end),
+        "fix": fix,
+        "url": None,
+    }
+
+
+def write_json(console: Console, results: list[FileResult], options) -> None:
+    findings = [finding_to_json(finding) for result in results for finding in result.findings]
+    console.out(json.dumps(findings, indent=2), highlight=False)
+
+
+def write_concise(console: Console, results: list[FileResult], options) -> None:
+    for finding in _all(results):
+        marker = "[*] " if _fixable(finding, options.unsafe_fixes) else ""
+        console.print(Text.assemble((f"{finding.path}:{finding.start.line}:{finding.start.column + 1}:", "bold"),
+                                    " ", (finding.code, "bold red"), f" {marker}{finding.message}"))
+    _summary(console, results, options)
+
+
+def write_full(console: Console, results: list[FileResult], options) -> None:
+    texts: dict[str, LineIndex | None] = {}
+    for finding in _all(results):
+        if finding.path not in texts:
+            try:
+                texts[finding.path] = LineIndex(read_source(Path(finding.path)).text)
+            except Exception:
+                texts[finding.path] = None
+        index = texts[finding.path]
+        console.print(Text.assemble((f"{finding.path}:{finding.start.line}:{finding.start.column + 1}:", "bold"),
+                                    " ", (finding.code, "bold red"), f" {finding.message}"))
+        if index is not None and finding.start.line <= index.line_count:
+            _frame(console, index, finding)
+            if finding.fix is not None:
+                _proposed_fix(console, index, finding)
+        console.print()
+    _summary(console, results, options)
+
+
+def _frame(console: Console, index: LineIndex, finding: Finding) -> None:
+    first = max(1, finding.start.line - 1)
+    last = min(index.line_count, finding.end.line + 1)
+    width = len(str(last))
+    for line in range(first, last + 1):
+        text = index.line_text(line).expandtabs(1)
+        console.print(Text.assemble((f"{line:>{width}} | ", "blue"), text))
+        if finding.start.line == finding.end.line == line:
+            start, end = finding.start.column, max(finding.end.column, finding.start.column + 1)
+            console.print(Text.assemble((f"{'':>{width}} | ", "blue"), " " * start, ("^" * (end - start), "red")))
+
+
+def _proposed_fix(console: Console, index: LineIndex, finding: Finding) -> None:
+    fix = finding.fix
+    label = "Safe fix" if fix.applicability is Applicability.SAFE else "Unsafe fix"
+    console.print(Text(f"{label}: {fix.message}", style="italic cyan"))
+    first = min(edit.start.line for edit in fix.edits)
+    last = max(edit.end.line for edit in fix.edits)
+    end_offset = index.starts[last] if last < len(index.starts) else len(index.text)
+    before = index.text[index.starts[first - 1]:end_offset]
+    shifted = [type(edit)(type(edit.start)(edit.start.line - first + 1, edit.start.column),
+                          type(edit.end)(edit.end.line - first + 1, edit.end.column), edit.content)
+               for edit in fix.edits]
+    after = apply_edits(before, shifted)
+    for line in before.splitlines():
+        console.print(Text(f"  - {line}", style="red"))
+    for line in after.splitlines():
+        console.print(Text(f"  + {line}", style="green"))
+
+
+def _summary(console: Console, results: list[FileResult], options) -> None:
+    findings = list(_all(results))
+    fixed = sum(result.fixes_applied for result in results)
+    if not findings:
+        if fixed:
+            console.print(f"Found {fixed} error{'s' * (fixed != 1)} ({fixed} fixed, 0 remaining).")
+        elif not options.quiet:
+            console.print("All checks passed!")
+        return
+    total = len(findings) + fixed
+    noun = "error" if total == 1 else "errors"
+    if fixed:
+        console.print(f"Found {total} {noun} ({fixed} fixed, {len(findings)} remaining).")
+    else:
+        console.print(f"Found {total} {noun}.")
+    safe = sum(1 for finding in findings if _fixable(finding, options.unsafe_fixes))
+    hidden = sum(1 for finding in findings if finding.fix is not None and not _fixable(finding, options.unsafe_fixes))
+    if safe:
+        console.print(f"[*] {safe} fixable with the `--fix` option"
+                      + (" and `--unsafe-fixes`." if options.unsafe_fixes else "."), markup=False)
+    if hidden:
+        console.print(f"{hidden} hidden fix{'es' * (hidden != 1)} can be enabled with the `--unsafe-fixes` option.",
+                      markup=False)
+
+
+def _fixable(finding: Finding, unsafe_fixes: bool) -> bool:
+    return finding.fix is not None and (finding.fix.applicability is Applicability.SAFE or unsafe_fixes)
+
+
+def _all(results: list[FileResult]):
+    for result in results:
+        yield from result.findings
+
+
+FORMATS = {"full": write_full, "concise": write_concise, "json": write_json}

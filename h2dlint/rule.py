@@ -1,0 +1,154 @@
+"""The rule interface, and discovery of the rule catalogue.
+
+A rule is a LibCST visitor class in `h2dlint.rules` (the repository's `rules/`
+folder) with a code, docs in its docstring, and examples that double as tests.
+Defining the class registers it; no list of rules is kept by hand.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from dataclasses import dataclass
+from typing import ClassVar
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from .facts import FileFacts
+from .model import Edit, Finding, Fix, Position
+from .source import LineIndex, SourceFile
+
+_CODE = re.compile(r"[A-Z]+[0-9]+")
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code the rule must not report."""
+
+    code: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code the rule must report once, and what the fix (if any) must produce."""
+
+    code: str
+    expected_fix: str | None = None  # None: no fix offered
+    message_contains: str = ""
+    unsafe: bool = False
+
+
+class RuleContext:
+    """What a rule sees besides the nodes: the file's facts and a place to report."""
+
+    def __init__(self, source: SourceFile, line_index: LineIndex, facts: FileFacts, settings,
+                 module: cst.Module, origin: Position) -> None:
+        self.source = source
+        self.path = str(source.path)
+        self.line_index = line_index
+        self.facts = facts
+        self.settings = settings
+        self.module = module  # the parsed code being visited: the whole file, or one call in it
+        self.origin = origin  # where `module` starts in the file
+        self.findings: list[Finding] = []
+        self._module_code: str | None = None
+        self._module_index: LineIndex | None = None
+
+    def file_position(self, line: int, column: int) -> Position:
+        if line == 1:
+            return Position(self.origin.line, self.origin.column + column)
+        return Position(self.origin.line + line - 1, column)
+
+    def replace_node(self, node: cst.CSTNode, replacement: cst.CSTNode, rule: Rule) -> Edit | None:
+        """An edit replacing `node` (without its parentheses) by `replacement`.
+
+        The replacement is rendered in place, inside the visited module, so it
+        gets the indentation and line endings of its surroundings. None when the
+        file's text at the node's position is not exactly the node's code: then
+        the edit could damage the file, and no fix is offered.
+        """
+        start, end = rule.position(node)
+        if self._module_code is None:
+            self._module_code = self.module.code
+            self._module_index = LineIndex(self._module_code)
+        old_code, old_index = self._module_code, self._module_index
+        relative_start = self._relative(start)
+        relative_end = self._relative(end)
+        prefix = old_code[:old_index.offset(*relative_start)]
+        suffix = old_code[old_index.offset(*relative_end):]
+        original = old_code[len(prefix):len(old_code) - len(suffix)]
+        file_text = self.line_index.text
+        if file_text[self.line_index.offset(start.line, start.column):
+                     self.line_index.offset(end.line, end.column)] != original:
+            return None
+        replacement = replacement.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
+        new_code = self.module.deep_replace(node, replacement).code
+        if not (new_code.startswith(prefix) and new_code.endswith(suffix)):
+            return None
+        return Edit(start, end, new_code[len(prefix):len(new_code) - len(suffix)])
+
+    def _relative(self, position: Position) -> tuple[int, int]:
+        if position.line == self.origin.line:
+            return 1, position.column - self.origin.column
+        return position.line - self.origin.line + 1, position.column
+
+    def insert_line_before(self, line: int, content: str) -> Edit:
+        at = Position(line, 0)
+        return Edit(at, at, content + self.source.newline)
+
+
+class Rule(cst.BatchableCSTVisitor):
+    """Base class of every rule. Subclasses define the ClassVars below and visit_* methods."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    # Names of called functions or methods (the part after the last dot) at which
+    # the rule looks. Only calls with these names are parsed with LibCST.
+    call_names: ClassVar[frozenset[str]]
+    # A regex a file's text must match for the rule to be able to fire at all.
+    prefilter: ClassVar[re.Pattern[str]]
+    default_enabled: ClassVar[bool] = True
+    valid_examples: ClassVar[tuple[Valid, ...]] = ()
+    invalid_examples: ClassVar[tuple[Invalid, ...]] = ()
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+    registry: ClassVar[dict[str, type[Rule]]] = {}
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if not _CODE.fullmatch(cls.code):
+            raise TypeError(f"{cls.__name__}: rule code {cls.code!r} must be letters then digits")
+        if cls.code in Rule.registry:
+            raise TypeError(f"{cls.__name__}: code {cls.code} is already used by {Rule.registry[cls.code].__name__}")
+        Rule.registry[cls.code] = cls
+
+    def __init__(self, context: RuleContext) -> None:
+        super().__init__()
+        self.context = context
+
+    @classmethod
+    def docs(cls) -> str:
+        return (cls.__doc__ or "").strip()
+
+    def position(self, node: cst.CSTNode) -> tuple[Position, Position]:
+        code_range = self.get_metadata(PositionProvider, node)
+        to_file = self.context.file_position
+        return (to_file(code_range.start.line, code_range.start.column),
+                to_file(code_range.end.line, code_range.end.column))
+
+    def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None) -> None:
+        start, end = self.position(node)
+        self.context.findings.append(
+            Finding(path=self.context.path, start=start, end=end, code=self.code, message=message, fix=fix))
+
+
+def all_rules() -> dict[str, type[Rule]]:
+    """Every rule in the catalogue, by code, importing the catalogue on first use."""
+    from . import rules as catalogue
+
+    for module in pkgutil.iter_modules(catalogue.__path__):
+        importlib.import_module(f"{catalogue.__name__}.{module.name}")
+    return dict(sorted(Rule.registry.items()))

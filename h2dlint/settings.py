@@ -1,0 +1,42 @@
+"""Settings, resolved once per run and shared by every file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEFAULT_PIN_MEMORY_HELPERS = ("is_pin_memory_available",)
+
+
+class SettingsError(Exception):
+    """A bad option or configuration value; the message names it."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = ()  # code prefixes or "ALL"; empty: the default-on rules
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    unsafe_fixes: bool = False
+    pin_memory_helpers: tuple[str, ...] = DEFAULT_PIN_MEMORY_HELPERS
+    exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    full_parse: bool = False  # parse whole files with LibCST instead of candidate calls only
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def enabled_codes(self, rules) -> tuple[str, ...]:
+        """The codes of `rules` (a dict code -> rule class) this run checks."""
+        for prefix in (*self.select, *self.extend_select, *self.ignore):
+            if prefix != "ALL" and not any(code.startswith(prefix) for code in rules):
+                raise SettingsError(f"unknown rule selector {prefix!r}: no rule code starts with it "
+                                    f"(codes: {', '.join(rules)})")
+        if self.select:
+            chosen = {code for code in rules if _matches(code, self.select)}
+        else:
+            chosen = {code for code, rule in rules.items() if rule.default_enabled}
+        chosen |= {code for code in rules if _matches(code, self.extend_select)}
+        chosen -= {code for code in rules if _matches(code, self.ignore)}
+        return tuple(sorted(chosen))
+
+
+def _matches(code: str, selectors: tuple[str, ...]) -> bool:
+    return any(selector == "ALL" or code.startswith(selector) for selector in selectors)

@@ -1,0 +1,1 @@
+"""The rule catalogue: one rule per module, installed as `h2dlint.rules`."""

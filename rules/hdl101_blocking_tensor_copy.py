@@ -1,0 +1,307 @@
+from __future__ import annotations
+
+import ast
+import re
+
+import libcst as cst
+
+from h2dlint.facts import Data, Device
+from h2dlint.model import Applicability, Edit, Fix
+from h2dlint.rule import Invalid, Rule, Valid
+
+
+class BlockingTensorCopy(Rule):
+    """
+    ## What it does
+    Finds `torch.tensor(data, device=...)` and `torch.as_tensor(data, device=...)`
+    that build a tensor from host data (Python lists, scalars, numpy arrays) directly
+    on a device that is, or may be, a CUDA GPU.
+
+    ## Why is this bad?
+    PyTorch first builds the tensor in ordinary (pageable) host memory, then copies it
+    with `non_blocking=False`: a `cudaMemcpyAsync` followed by a stream synchronize.
+    The host waits until every kernel already queued on the stream has finished, so
+    the CPU can no longer run ahead of the GPU and launch overhead shows up in every
+    step. Building the tensor in pinned memory and copying it with `non_blocking=True`
+    only enqueues the copy.
+
+    Where the result is read back to the host at once (`.item()`, `.tolist()`,
+    `.cpu()`, `int(...)`, in the same or the next statement), the host waits anyway:
+    h2dlint still reports the copy but offers no rewrite, since it would gain nothing.
+
+    ## Example
+    ```python
+    indices = torch.tensor(indices, device=states.device, dtype=torch.int64)
+    ```
+
+    Use instead:
+    ```python
+    indices = torch.tensor(
+        indices, dtype=torch.int64, pin_memory=torch.cuda.is_available()
+    ).to(states.device, non_blocking=True)
+    ```
+
+    ## Fix safety
+    The rewrite keeps the data, an explicit `dtype` (an inferred one is unchanged,
+    since the data is untouched), and leaf status: `requires_grad=True` moves after
+    the copy as `.requires_grad_()`. The device expression is still evaluated once.
+
+    `pin_memory=True` raises on a PyTorch build without CUDA, so the fix writes a
+    literal `True` only where the device is certainly CUDA (`"cuda"`, `"cuda:1"`,
+    an ordinal, `torch.device("cuda", 0)`, or a local name bound to one). Otherwise
+    it writes a guard: a helper this file already imports (by default
+    `is_pin_memory_available`), else `torch.cuda.is_available()`. On a CUDA machine
+    where the device turns out to be the CPU, the result is a pinned CPU tensor with
+    the same values.
+
+    The fix is **safe** when the data is certainly host data (a literal, a
+    comprehension, `.tolist()`, or a local name bound only to those). It is
+    **unsafe** when:
+    - the data might be a tensor: `torch.tensor(t, pin_memory=...)` raises for a
+      tensor `t` ("Can't pin tensor constructed from a variable");
+    - it is `torch.as_tensor` with data that is only probably host data: `as_tensor`
+      returned a tensor already on the device without copying, `torch.tensor` copies;
+    - the file uses several CUDA streams: a `non_blocking` copy is ordered only on
+      the current stream, so a consumer on another stream may need `wait_stream`
+      or `record_stream`;
+    - moving the device (or `requires_grad`) after the other arguments changes the
+      order in which calls with side effects run.
+
+    ## References
+    - PyTorch: "A guide on good usage of non_blocking and pin_memory()"
+    - CUDA Runtime API: "API synchronization behavior" (pageable and pinned memcpy)
+    """
+
+    code = "HDL101"
+    name = "blocking-tensor-copy"
+    summary = "`torch.tensor(host_data, device=<gpu>)` blocks the host until the GPU stream drains"
+    call_names = frozenset({"tensor", "as_tensor"})
+    prefilter = re.compile(r"\b(?:as_)?tensor\b")
+
+    valid_examples = (
+        Valid("import torch\nx = torch.tensor([1, 2], device='cpu')\n"),
+        Valid("import torch\nx = torch.tensor([1, 2], device=torch.device('cpu'))\n"),
+        Valid("import torch\nx = torch.tensor([1, 2])\n"),
+        Valid("import torch\ndef f(idx, states):\n"
+              "    return torch.tensor(idx, dtype=torch.int64, pin_memory=True).to(states.device, non_blocking=True)\n"),
+        Valid("import torch\ndef f(t):\n    return torch.as_tensor(t, device='cuda')\n"),
+        Valid("import torch\ndef f(a):\n    b = a.cuda()\n    return torch.tensor(b, device='cuda')\n"),
+        Valid("import torch\ndev = 'meta'\nx = torch.tensor([1.0], device=dev)\n"),
+        Valid("def tensor(x, device=None): return x\nx = tensor([1], device='cuda')\n"),
+        Valid("import numpy as np\nx = np.tensor([1], device='cuda')\n"),
+    )
+    invalid_examples = (
+        Invalid(
+            "import torch\nx = torch.tensor([1, 2], device='cuda')\n",
+            "import torch\nx = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(indices, states):\n"
+            "    return torch.tensor(indices, device=states.device, dtype=torch.int64)\n",
+            "import torch\ndef f(indices, states):\n"
+            "    return torch.tensor(indices, dtype=torch.int64, pin_memory=torch.cuda.is_available())"
+            ".to(states.device, non_blocking=True)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch as th\ndef f(states):\n    idx = [i * 2 for i in range(4)]\n"
+            "    return th.tensor(idx, device=states.device)\n",
+            "import torch as th\ndef f(states):\n    idx = [i * 2 for i in range(4)]\n"
+            "    return th.tensor(idx, pin_memory=th.cuda.is_available()).to(states.device, non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\nw = torch.tensor([0.5], requires_grad=True, device=torch.device('cuda', 0))\n",
+            "import torch\nw = torch.tensor([0.5], pin_memory=True).to(torch.device('cuda', 0), non_blocking=True)"
+            ".requires_grad_()\n",
+        ),
+        Invalid(
+            "from torch import tensor\ndef f(dev):\n    return tensor([1, 2, 3], device=dev)\n",
+            "import torch\nfrom torch import tensor\ndef f(dev):\n"
+            "    return tensor([1, 2, 3], pin_memory=torch.cuda.is_available()).to(dev, non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\nfrom vllm.utils import is_pin_memory_available\ndef f(meta, device):\n"
+            "    return torch.tensor(\n        meta.lens_cpu,\n        device=device,\n    )\n",
+            "import torch\nfrom vllm.utils import is_pin_memory_available\ndef f(meta, device):\n"
+            "    return torch.tensor(\n        meta.lens_cpu,\n        pin_memory=is_pin_memory_available(),\n"
+            "    ).to(device, non_blocking=True)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\ndef f(device):\n    return torch.as_tensor([1, 2], dtype=torch.int32, device=device)\n",
+            "import torch\ndef f(device):\n"
+            "    return torch.tensor([1, 2], dtype=torch.int32, pin_memory=torch.cuda.is_available())"
+            ".to(device, non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(n, device):\n    return torch.tensor([n], device=device).item()\n",
+            None,
+            message_contains="read back to the host at once (.item())",
+        ),
+        Invalid(
+            "import torch\ndef f(n, device):\n    t = torch.tensor([n], device=device)\n    return t.tolist()\n",
+            None,
+            message_contains="t.tolist() on the next line",
+        ),
+        Invalid(
+            "import torch\ns = torch.cuda.Stream()\ndef f(device):\n    return torch.tensor([1], device=device)\n",
+            "import torch\ns = torch.cuda.Stream()\ndef f(device):\n"
+            "    return torch.tensor([1], pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
+            unsafe=True,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        facts = self.context.facts
+        qualified = facts.qualify(_dotted(node.func))
+        if qualified not in ("torch.tensor", "torch.as_tensor"):
+            return
+        is_as_tensor = qualified == "torch.as_tensor"
+        if any(arg.star for arg in node.args):
+            return
+        positional = [arg for arg in node.args if arg.keyword is None]
+        keywords = {arg.keyword.value: arg for arg in node.args if arg.keyword is not None}
+        if not positional or "pin_memory" in keywords:
+            return
+        data_arg = positional[0]
+        device_arg = keywords.get("device")
+        if device_arg is None:
+            return
+        start, _ = self.position(node)
+        device = facts.classify_device(_to_ast(device_arg.value), start.line)
+        if device is Device.NOT_CUDA:
+            return
+        data = facts.classify_data(_to_ast(data_arg.value), start.line)
+        if data is Data.TENSOR or (is_as_tensor and data not in (Data.HOST, Data.LIKELY_HOST)):
+            return
+
+        call_text = "torch.as_tensor" if is_as_tensor else "torch.tensor"
+        device_text = _code(device_arg.value)
+        where = "a CUDA device" if device is Device.CUDA else f"`{device_text}` (if it is a CUDA device)"
+        message = (f"`{call_text}` copies host data to {where} from pageable memory with a blocking copy: "
+                   "the host waits until the GPU stream drains")
+        site = facts.site_at(start.line, start.column)
+        if site is not None and site.synced_by:
+            self.report(node, f"{message}; its result is read back to the host at once ({site.synced_by}), "
+                              "so a pinned non_blocking copy would gain nothing: keep the value on the host "
+                              "or move the read later")
+            return
+        self.report(node, message, self._fix(node, is_as_tensor, data, device, data_arg, device_arg,
+                                             keywords.get("requires_grad")))
+
+    def _fix(self, node, is_as_tensor, data, device, data_arg, device_arg, requires_grad_arg):
+        facts = self.context.facts
+        torch_name = facts.local_name_for("torch")
+        extra_edits = []
+        if torch_name is None:
+            if facts.torch_from_import_line is None:
+                return None
+            torch_name = "torch"
+            extra_edits.append(self.context.insert_line_before(facts.torch_from_import_line, "import torch"))
+
+        unsafe_reasons = []
+        if data is not Data.HOST:
+            unsafe_reasons.append(f"`{_code(data_arg.value)}` may be a tensor, and pinning one raises"
+                                  if not is_as_tensor else
+                                  "`torch.as_tensor` returned data already on the device without a copy")
+        if facts.uses_several_streams:
+            unsafe_reasons.append("this file uses several CUDA streams; the copy is now ordered on the current "
+                                  "stream only")
+        moved = [device_arg] + ([requires_grad_arg] if _moves_requires_grad(requires_grad_arg) else [])
+        later = node.args[node.args.index(device_arg) + 1:]
+        if (later and any(not _is_pure(arg.value) for arg in moved)) or any(not _is_pure(arg.value) for arg in later):
+            unsafe_reasons.append("the device is now evaluated after the other arguments")
+
+        if device is Device.CUDA:
+            guard = cst.Name("True")
+        else:
+            helper = next((name for name in self.context.settings.pin_memory_helpers
+                           if facts.bindings_at(name, 10**9) is not None or name in facts.aliases), None)
+            guard = cst.parse_expression(f"{helper}()" if helper else f"{torch_name}.cuda.is_available()")
+
+        kept = []
+        for arg in node.args:
+            if arg is device_arg or (arg is requires_grad_arg and _moves_requires_grad(arg)):
+                continue
+            kept.append(arg)
+        pin_arg = cst.Arg(guard, keyword=cst.Name("pin_memory"), equal=_tight_equal())
+        func = node.func
+        if is_as_tensor:
+            func = cst.parse_expression(f"{torch_name}.tensor")
+        source = node.with_changes(func=func, args=_join_args(node.args, kept + [pin_arg]), lpar=[], rpar=[])
+        result = cst.Call(
+            func=cst.Attribute(value=source, attr=cst.Name("to")),
+            args=[cst.Arg(device_arg.value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                  cst.Arg(cst.Name("True"), keyword=cst.Name("non_blocking"), equal=_tight_equal())],
+        )
+        if _moves_requires_grad(requires_grad_arg):
+            flag = requires_grad_arg.value
+            grad_args = [] if isinstance(flag, cst.Name) and flag.value == "True" else [cst.Arg(flag)]
+            result = cst.Call(func=cst.Attribute(value=result, attr=cst.Name("requires_grad_")), args=grad_args)
+
+        replacement = self.context.replace_node(node, result, self)
+        if replacement is None:
+            return None
+        applicability = Applicability.UNSAFE if unsafe_reasons else Applicability.SAFE
+        message = "Build the tensor in pinned memory and copy it with `non_blocking=True`"
+        if unsafe_reasons:
+            message += " (unsafe: " + "; ".join(unsafe_reasons) + ")"
+        return Fix(edits=tuple(sorted([replacement, *extra_edits])), applicability=applicability, message=message)
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def _to_ast(node: cst.BaseExpression) -> ast.expr:
+    return ast.parse(f"(\n{_code(node)}\n)", mode="eval").body
+
+
+def _is_pure(node: cst.BaseExpression) -> bool:
+    """True for expressions whose evaluation has no side effects: names, attributes, literals."""
+    if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString, cst.Ellipsis)):
+        return True
+    if isinstance(node, cst.Attribute):
+        return _is_pure(node.value)
+    if isinstance(node, cst.Subscript):
+        return _is_pure(node.value) and all(
+            isinstance(element.slice, cst.Index) and _is_pure(element.slice.value) for element in node.slice)
+    if isinstance(node, cst.Call):  # torch.device("cuda", 0) and friends
+        return _dotted(node.func) in ("torch.device", "th.device", "device") and all(
+            _is_pure(arg.value) for arg in node.args)
+    return False
+
+
+def _moves_requires_grad(arg: cst.Arg | None) -> bool:
+    return arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "False")
+
+
+def _tight_equal() -> cst.AssignEqual:
+    return cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+def _join_args(original: list[cst.Arg], new: list[cst.Arg]) -> list[cst.Arg]:
+    """Lay out `new` like `original` was: same separators, same trailing comma and closing whitespace."""
+    last = original[-1]
+    separator = next((arg.comma for arg in original[:-1] if isinstance(arg.comma, cst.Comma)),
+                     cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    result = []
+    for index, arg in enumerate(new):
+        if index == len(new) - 1:
+            result.append(arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg))
+        elif arg is last or not isinstance(arg.comma, cst.Comma):
+            result.append(arg.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace("")))
+        else:
+            result.append(arg)
+    return result

@@ -1,0 +1,31 @@
+"""Running the real linter on code held in a string."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from h2dlint.engine import Linter, apply_edits
+from h2dlint.rule import all_rules
+from h2dlint.settings import Settings
+from h2dlint.source import decode_source
+
+
+def linter_for(*codes: str, **settings) -> Linter:
+    rules = all_rules()
+    selected = Settings(select=codes or ("ALL",), **settings)
+    return Linter([rules[code] for code in selected.enabled_codes(rules)], selected)
+
+
+def lint(code: str, *codes: str, **settings):
+    return linter_for(*codes, **settings).lint(decode_source(code.encode(), Path("example.py")))
+
+
+def fix(code: str, *codes: str, unsafe: bool = True, **settings) -> str:
+    linter = linter_for(*codes, unsafe_fixes=unsafe, **settings)
+    source = decode_source(code.encode(), Path("example.py"))
+    text, _, _ = linter.fix(source, linter.lint(source))
+    return text
+
+
+def apply_fix(code: str, finding) -> str:
+    return apply_edits(code, list(finding.fix.edits))

@@ -1,0 +1,153 @@
+"""The `h2dlint` command, through click's runner and as a real subprocess."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from h2dlint import __version__
+from h2dlint.cli import main
+
+BLOCKING = "import torch\n\ndef f(device):\n    return torch.tensor([1, 2, 3], device=device)\n"
+SAFE_FIXABLE = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
+CLEAN = "import torch\nx = torch.tensor([1, 2])\n"
+
+
+def run(*args, cwd=None):
+    return CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "blocking.py").write_text(BLOCKING)
+    (tmp_path / "clean.py").write_text(CLEAN)
+    return tmp_path
+
+
+def test_findings_exit_1_and_clean_exit_0(tree):
+    result = run(tree / "blocking.py")
+    assert result.exit_code == 1
+    assert "blocking.py:4:12: HDL101" in result.output
+    assert "Found 1 error." in result.output
+    clean = run(tree / "clean.py")
+    assert clean.exit_code == 0 and "All checks passed!" in clean.output
+
+
+def test_check_subcommand_is_the_default(tree):
+    assert run("check", tree).output == run(tree).output
+
+
+def test_full_output_shows_code_frame_and_proposed_fix(tree):
+    output = run(tree / "blocking.py", "--output-format", "full").output
+    assert "4 |     return torch.tensor([1, 2, 3], device=device)" in output
+    assert "^^^^" in output
+    assert "Safe fix: Build the tensor in pinned memory" in output
+    assert "+     return torch.tensor([1, 2, 3], pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)" \
+        in output
+
+
+def test_json_output_is_ruff_compatible(tree):
+    result = run(tree / "blocking.py", "--output-format", "json")
+    assert result.exit_code == 1
+    [finding] = json.loads(result.output)
+    assert finding["code"] == "HDL101"
+    assert finding["filename"] == str(tree / "blocking.py")
+    assert finding["location"] == {"row": 4, "column": 12}
+    assert finding["end_location"] == {"row": 4, "column": 50}
+    assert finding["fix"]["applicability"] == "safe"
+    [edit] = finding["fix"]["edits"]
+    assert edit["location"] == {"row": 4, "column": 12} and edit["end_location"] == {"row": 4, "column": 50}
+    assert edit["content"].endswith(".to(device, non_blocking=True)")
+    assert set(finding) == {"code", "message", "filename", "location", "end_location", "fix", "url"}
+
+
+def test_fix_rewrites_and_exits_0_when_nothing_is_left(tree):
+    result = run(tree / "blocking.py", "--fix")
+    assert result.exit_code == 0, result.output
+    assert "pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)" in \
+        (tree / "blocking.py").read_text()
+    assert run(tree / "blocking.py").exit_code == 0
+
+
+def test_unsafe_fix_needs_the_flag(tmp_path):
+    path = tmp_path / "unsafe.py"
+    original = "import torch\ndef f(x, device):\n    return torch.tensor(x, device=device)\n"
+    path.write_text(original)
+    result = run(path, "--fix")
+    assert result.exit_code == 1 and path.read_text() == original
+    assert "1 hidden fix can be enabled with the `--unsafe-fixes` option." in result.output
+    result = run(path, "--fix", "--unsafe-fixes")
+    assert result.exit_code == 0 and path.read_text() != original
+
+
+def test_diff_writes_nothing_and_exits_1(tree):
+    before = (tree / "blocking.py").read_text()
+    result = run(tree / "blocking.py", "--diff")
+    assert result.exit_code == 1
+    assert "-    return torch.tensor([1, 2, 3], device=device)" in result.output
+    assert (tree / "blocking.py").read_text() == before
+    assert run(tree / "clean.py", "--diff").exit_code == 0
+
+
+def test_select_ignore_prefixes_and_all(tree):
+    assert run(tree, "--select", "HDL1").exit_code == 1
+    assert run(tree, "--select", "ALL").exit_code == 1
+    assert run(tree, "--ignore", "HDL101").exit_code == 0
+    assert run(tree, "--select", "HDL", "--ignore", "HDL1").exit_code == 0
+
+
+def test_unknown_selector_is_a_usage_error(tree):
+    result = run(tree, "--select", "XYZ9")
+    assert result.exit_code == 2
+    assert "unknown rule selector 'XYZ9'" in result.output
+
+
+def test_exit_zero(tree):
+    assert run(tree, "--exit-zero").exit_code == 0
+
+
+def test_no_cache_is_accepted(tree):
+    assert run(tree, "--no-cache").exit_code == 1
+
+
+def test_rule_command_prints_docs():
+    result = run("rule", "HDL101")
+    assert result.exit_code == 0
+    for section in ("## What it does", "## Why is this bad?", "## Fix safety"):
+        assert section in result.output
+    assert run("rule", "NOPE1").exit_code == 2
+    assert "HDL101" in run("rule", "--all").output
+
+
+def test_version():
+    assert __version__ in run("--version").output
+
+
+def test_syntax_error_is_a_finding_and_the_run_goes_on(tree):
+    broken = tree / "broken.py"
+    content = b"import torch\ndef f(:\n    return torch.tensor([1], device='cuda')\n"
+    broken.write_bytes(content)
+    result = run(tree, "--fix", "--output-format", "concise")
+    assert result.exit_code == 1
+    assert "broken.py:2:7: HDL001 SyntaxError" in result.output
+    assert broken.read_bytes() == content
+    assert "pin_memory" in (tree / "blocking.py").read_text()
+
+
+def test_real_subprocess_console_script_and_module(tree):
+    script = Path(sys.executable).parent / "h2dlint"
+    for command in ([str(script)] if script.exists() else []) + [[sys.executable, "-m", "h2dlint"]]:
+        command = command if isinstance(command, list) else [command]
+        completed = subprocess.run([*command, str(tree), "--output-format", "concise"], capture_output=True, text=True)
+        assert completed.returncode == 1, completed.stderr
+        assert "HDL101" in completed.stdout
+        completed = subprocess.run([*command, str(tree / "clean.py")], capture_output=True, text=True)
+        assert completed.returncode == 0
+
+
+def test_missing_path_is_an_error(tmp_path):
+    result = run(tmp_path / "nope.py")
+    assert result.exit_code == 2
