@@ -38,7 +38,6 @@ class Linter:
     def __init__(self, rules: list[type[Rule]], settings: Settings) -> None:
         self.rules = rules
         self.settings = settings
-        self.call_names = frozenset().union(*(rule.call_names for rule in rules))
 
     def lint(self, source: SourceFile) -> list[Finding]:
         text = source.text
@@ -53,7 +52,10 @@ class Linter:
         except (SyntaxError, ValueError) as error:
             return [_syntax_finding(path, error)]
         line_index = LineIndex(text)
-        facts = FileFacts(tree, text, frozenset().union(*(rule.call_names for rule in active)), line_index)
+        facts = FileFacts(tree, text, line_index)
+        for rule in active:
+            for node in rule.candidates(facts):
+                facts.add_site(node)
         if not facts.sites and not self.settings.full_parse:
             return []
         findings: list[Finding] = []
@@ -65,14 +67,14 @@ class Linter:
                       key=lambda finding: finding.sort_key)
 
     def _units(self, text: str, line_index: LineIndex, facts: FileFacts):
-        """The pieces of code LibCST parses: the whole file, or each outermost candidate call."""
+        """The pieces of code LibCST parses: the whole file, or each outermost candidate expression."""
         if self.settings.full_parse:
             yield cst.parse_module(text), Position(1, 0)
             return
         covered_until = (0, 0)
         for site in sorted(facts.sites.values(), key=lambda site: (site.line, site.column)):
             if (site.line, site.column) < covered_until:
-                continue  # inside a candidate call already parsed
+                continue  # inside a candidate already parsed
             covered_until = (site.end_line, site.end_column)
             snippet = text[line_index.offset(site.line, site.column):line_index.offset(site.end_line,
                                                                                         site.end_column)]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_BUILTINS = frozenset({"int", "float", "bool"})
 HOST_NAME_SUFFIXES = ("_cpu", "_list", "_np", "_numpy", "_host")
+GRAPH_CAPTURE_CALLS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
 _MULTI_STREAM = re.compile(r"\b(?:Stream|ExternalStream|wait_stream|record_stream|set_stream)\b|\.stream\(")
 
 
@@ -52,20 +53,55 @@ class Scope:
 
 
 @dataclass
-class CallSite:
-    """Facts about one call, keyed by its position: who reads its result."""
+class Site:
+    """A candidate expression some rule may report on, and what is known around it."""
 
-    node: ast.Call
+    node: ast.expr
     line: int
     column: int  # code points, 0-based
     end_line: int
     end_column: int
-    synced_by: str | None = None  # e.g. ".item()" when the result is read back at once
+    parent: ast.AST | None
+    synced_by: str | None = None  # e.g. ".item()" when a call's result is read back to the host at once
+
+
+@dataclass(frozen=True)
+class CodeContext:
+    """Where a line sits: in which function, inside a loop, under CUDA graph capture."""
+
+    function: str | None  # innermost enclosing function's name; None at module level
+    in_loop: bool
+    in_graph_capture: bool
+    hot_function: bool  # `forward`, `__call__`, a training/decoding step, or configured as hot
+
+    @property
+    def hot(self) -> bool:
+        return self.in_loop or self.in_graph_capture or self.hot_function
+
+    @property
+    def cold(self) -> bool:
+        """Run once: module level or a constructor, and not in a loop there."""
+        return not self.hot and self.function in (None, "__init__", "__post_init__", "setup", "reset_parameters")
+
+    def describe(self) -> str:
+        if self.in_graph_capture:
+            return "under CUDA graph capture"
+        where = []
+        if self.in_loop:
+            where.append("in a loop")
+        if self.hot_function:
+            where.append(f"in `{self.function}`")
+        return " and ".join(where)
+
+
+HOT_FUNCTION_NAMES = frozenset({"forward", "__call__", "step", "training_step", "train_step", "validation_step",
+                                "forward_batch", "decode", "sample", "generate"})
 
 
 class FileFacts:
-    def __init__(self, tree: ast.Module, text: str, call_names: frozenset[str], line_index) -> None:
+    def __init__(self, tree: ast.Module, text: str, line_index) -> None:
         self.text = text
+        self.line_index = line_index
         self.aliases: dict[str, str] = {}
         self._collect_imports(tree)
         self.module_scope = Scope(1, 1 << 30)
@@ -74,8 +110,8 @@ class FileFacts:
         self.if_arms: list[tuple[tuple[int, int], tuple[int, int]]] = []
         self._collect_scopes(tree)
         self.uses_several_streams = bool(_MULTI_STREAM.search(text))
-        self.sites: dict[tuple[int, int], CallSite] = {}
-        self._collect_sites(tree, call_names, line_index)
+        self.sites: dict[tuple[int, int], Site] = {}
+        self._index_nodes(tree)
 
     # ----- names -----------------------------------------------------------
 
@@ -280,31 +316,59 @@ class FileFacts:
 
     # ----- call sites --------------------------------------------------------
 
-    def _collect_sites(self, tree: ast.Module, call_names: frozenset[str], line_index) -> None:
-        if not call_names:
-            return
-        local_names = {local for local, target in self.aliases.items() if target.rsplit(".", 1)[-1] in call_names}
-        wanted = call_names | local_names
-        parents: dict[ast.AST, ast.AST] = {}
-        calls: list[ast.Call] = []
+    def _index_nodes(self, tree: ast.Module) -> None:
+        """One walk: parents, calls by name, and the blocks that make code hot."""
+        self.parents: dict[ast.AST, ast.AST] = {}
+        self.calls_by_name: dict[str, list[ast.Call]] = {}
+        self.graph_captures: list[tuple[int, int]] = []
+        self.functions: list[tuple[int, int, str]] = []
         for node in ast.walk(tree):
             for child in ast.iter_child_nodes(node):
-                parents[child] = node
-            if isinstance(node, ast.Call) and terminal_name(node.func) in wanted:
-                calls.append(node)
-        for call in calls:
-            line, end_line = call.lineno, call.end_lineno or call.lineno
-            site = CallSite(
-                node=call,
-                line=line,
-                column=line_index.column_from_utf8(line, call.col_offset),
-                end_line=end_line,
-                end_column=line_index.column_from_utf8(end_line, call.end_col_offset or 0),
-                synced_by=_sync_reading(call, parents),
-            )
-            self.sites[(site.line, site.column)] = site
+                self.parents[child] = node
+            if isinstance(node, ast.Call):
+                name = terminal_name(node.func)
+                if name is not None:
+                    qualified = self.aliases.get(name)
+                    key = qualified.rsplit(".", 1)[-1] if qualified else name
+                    self.calls_by_name.setdefault(key, []).append(node)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions.append((node.lineno, node.end_lineno or node.lineno, node.name))
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                for item in node.items:
+                    call = item.context_expr
+                    if isinstance(call, ast.Call) and self.qualify(dotted_name(call.func)) in GRAPH_CAPTURE_CALLS:
+                        self.graph_captures.append((node.lineno, node.end_lineno or node.lineno))
+        self.functions.sort()
 
-    def site_at(self, line: int, column: int) -> CallSite | None:
+    def calls_named(self, names: frozenset[str]) -> list[ast.Call]:
+        """Calls whose function's last name part (after resolving `from x import y as z`) is in `names`."""
+        return [call for name in names for call in self.calls_by_name.get(name, ())]
+
+    def add_site(self, node: ast.expr) -> Site:
+        line, end_line = node.lineno, node.end_lineno or node.lineno
+        site = Site(node=node, line=line, column=self.line_index.column_from_utf8(line, node.col_offset),
+                    end_line=end_line, end_column=self.line_index.column_from_utf8(end_line, node.end_col_offset or 0),
+                    parent=self.parents.get(node),
+                    synced_by=_sync_reading(node, self.parents) if isinstance(node, ast.Call) else None)
+        self.sites[(site.line, site.column)] = site
+        return site
+
+    def context_at(self, line: int, hot_functions: frozenset[str] = frozenset()) -> CodeContext:
+        function = None
+        for first, last, name in self.functions:
+            if first <= line <= last:
+                function = name  # sorted by first line, so the last match is the innermost
+        in_loop = any(first <= line <= last for first, last in self.loops
+                      if not any(f_first > first and f_first <= line <= f_last
+                                 for f_first, f_last, _ in self.functions))
+        return CodeContext(
+            function=function,
+            in_loop=in_loop,
+            in_graph_capture=any(first <= line <= last for first, last in self.graph_captures),
+            hot_function=function is not None and (function in HOT_FUNCTION_NAMES or function in hot_functions),
+        )
+
+    def site_at(self, line: int, column: int) -> Site | None:
         return self.sites.get((line, column))
 
 

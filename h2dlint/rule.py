@@ -7,9 +7,11 @@ Defining the class registers it; no list of rules is kept by hand.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -106,8 +108,8 @@ class Rule(cst.BatchableCSTVisitor):
     name: ClassVar[str]
     summary: ClassVar[str]
     # Names of called functions or methods (the part after the last dot) at which
-    # the rule looks. Only calls with these names are parsed with LibCST.
-    call_names: ClassVar[frozenset[str]]
+    # the rule looks, for the default `candidates`.
+    call_names: ClassVar[frozenset[str]] = frozenset()
     # A regex a file's text must match for the rule to be able to fire at all.
     prefilter: ClassVar[re.Pattern[str]]
     default_enabled: ClassVar[bool] = True
@@ -124,6 +126,12 @@ class Rule(cst.BatchableCSTVisitor):
         if cls.code in Rule.registry:
             raise TypeError(f"{cls.__name__}: code {cls.code} is already used by {Rule.registry[cls.code].__name__}")
         Rule.registry[cls.code] = cls
+
+    @classmethod
+    def candidates(cls, facts: FileFacts) -> Iterable[ast.expr]:
+        """The expressions this rule may report on. Only these are parsed with LibCST
+        (except with --full-parse), so a rule must never report outside them."""
+        return facts.calls_named(cls.call_names)
 
     def __init__(self, context: RuleContext) -> None:
         super().__init__()
