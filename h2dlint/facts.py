@@ -26,6 +26,20 @@ class Device(enum.Enum):
     UNKNOWN = "a device known only at run time"
 
 
+class Placement(enum.Enum):
+    """Where a tensor-valued expression lives."""
+
+    GPU = "a CUDA tensor"
+    HOST = "a host (CPU) tensor"
+    UNKNOWN = "a tensor of unknown placement"
+
+
+TORCH_FACTORIES = frozenset({
+    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint", "randperm",
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "linspace", "eye",
+})
+
+
 class Data(enum.Enum):
     HOST = "host data"  # Python literals, comprehensions, .tolist() results
     LIKELY_HOST = "probably host data"  # by name (`*_cpu`, `*_list`) or numpy
@@ -307,6 +321,46 @@ class FileFacts:
             return Data.LIKELY_HOST if expr.attr.endswith(HOST_NAME_SUFFIXES) else Data.UNKNOWN
         return Data.UNKNOWN
 
+    def classify_placement(self, expr: ast.expr, line: int, depth: int = 0) -> Placement:
+        """Whether `expr` (a tensor) is on a CUDA device, on the host, or unknown.
+
+        GPU: `.cuda()`, `.to(<cuda device>)`, a torch factory with a CUDA `device=`.
+        HOST: `.cpu()`, `.pin_memory()`, `torch.from_numpy`, a factory without a device
+        or with a host device, a `*_cpu` name. Names follow their local bindings.
+        """
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute):
+                if func.attr == "cuda":
+                    return Placement.GPU
+                if func.attr in ("cpu", "pin_memory", "numpy"):
+                    return Placement.HOST
+                if func.attr == "to":
+                    target = expr.args[0] if expr.args else next(
+                        (kw.value for kw in expr.keywords if kw.arg == "device"), None)
+                    device = self.classify_device(target, line) if target is not None else Device.UNKNOWN
+                    return _placement_of(device)
+            qualified = self.qualify(dotted_name(func)) or ""
+            if qualified == "torch.from_numpy":
+                return Placement.HOST
+            if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in TORCH_FACTORIES:
+                device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
+                if device is None:
+                    return Placement.UNKNOWN if qualified.endswith("_like") else Placement.HOST
+                return _placement_of(self.classify_device(device, line))
+            return Placement.UNKNOWN
+        if isinstance(expr, ast.Name):
+            if depth < 4:
+                bound = self._classify_name(expr.id, line,
+                                            lambda value: self.classify_placement(value, line, depth + 1),
+                                            Placement.UNKNOWN)
+                if bound is not Placement.UNKNOWN:
+                    return bound
+            return Placement.HOST if expr.id.endswith(HOST_NAME_SUFFIXES) else Placement.UNKNOWN
+        if isinstance(expr, ast.Attribute):
+            return Placement.HOST if expr.attr.endswith(HOST_NAME_SUFFIXES) else Placement.UNKNOWN
+        return Placement.UNKNOWN
+
     def _classify_name(self, name, line, classify_value, unknown):
         values = self.bindings_at(name, line)
         if not values or any(value is None for value in values):
@@ -370,6 +424,10 @@ class FileFacts:
 
     def site_at(self, line: int, column: int) -> Site | None:
         return self.sites.get((line, column))
+
+
+def _placement_of(device: Device) -> Placement:
+    return {Device.CUDA: Placement.GPU, Device.NOT_CUDA: Placement.HOST}.get(device, Placement.UNKNOWN)
 
 
 def _bind_target(scope: Scope, target: ast.expr, value: ast.expr | None, line: int) -> None:

@@ -1,0 +1,101 @@
+"""The whole-file facts rules rest on: aliases, bindings, device and placement reasoning, code context."""
+
+import ast
+
+import pytest
+
+from h2dlint.facts import Data, Device, FileFacts, Placement
+from h2dlint.source import LineIndex
+
+
+def facts_for(code: str) -> FileFacts:
+    return FileFacts(ast.parse(code), code, LineIndex(code))
+
+
+def expression(code: str, marker: str = "TARGET"):
+    """The value assigned to the name `marker` in `code`, and its line."""
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == marker:
+            return node.value, node.lineno
+    raise AssertionError("no TARGET")
+
+
+def test_aliases_resolve_imports():
+    facts = facts_for("import torch as th\nfrom torch import tensor as T\nimport torch.cuda\nimport numpy\n")
+    assert facts.qualify("th.tensor") == "torch.tensor"
+    assert facts.qualify("T") == "torch.tensor"
+    assert facts.qualify("torch.cuda.synchronize") == "torch.cuda.synchronize"
+    assert facts.qualify("np.zeros") is None
+    assert facts.local_name_for("torch") in ("th", "torch")
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ('"cuda"', Device.CUDA), ('"cuda:1"', Device.CUDA), ("0", Device.CUDA),
+    ('torch.device("cuda", 0)', Device.CUDA), ("torch.device(type='cuda')", Device.CUDA),
+    ('f"cuda:{rank}"', Device.CUDA), ("torch.cuda.current_device()", Device.CUDA),
+    ('"cpu"', Device.NOT_CUDA), ('"meta"', Device.NOT_CUDA), ('torch.device("cpu")', Device.NOT_CUDA),
+    ("None", Device.NOT_CUDA), ("x.device", Device.UNKNOWN), ("param", Device.UNKNOWN),
+    ('"cuda" if flag else "cpu"', Device.UNKNOWN), ('"cuda" if flag else 1', Device.CUDA),
+])
+def test_classify_device(value, expected):
+    code = f"import torch\ndef f(param, x, flag, rank):\n    TARGET = {value}\n"
+    node, line = expression(code)
+    assert facts_for(code).classify_device(node, line) is expected
+
+
+def test_device_names_follow_reaching_bindings():
+    code = ("import torch\ndef f(a):\n    dev = 'cpu'\n    if a:\n        dev2 = 'cuda'\n    else:\n"
+            "        dev2 = 'cuda:1'\n    TARGET = (dev, dev2)\n")
+    node, line = expression(code)
+    facts = facts_for(code)
+    assert facts.classify_device(node.elts[0], line) is Device.NOT_CUDA
+    assert facts.classify_device(node.elts[1], line) is Device.CUDA
+
+
+def test_bindings_in_the_other_branch_do_not_reach():
+    code = "def f(c):\n    if c:\n        idx = None\n    else:\n        idx = []\n        TARGET = idx\n"
+    node, line = expression(code)
+    assert facts_for(code).classify_data(node, line) is Data.HOST
+
+
+def test_a_later_binding_in_a_loop_reaches_an_earlier_use():
+    code = "def f(xs):\n    idx = []\n    for x in xs:\n        TARGET = idx\n        idx = x.cuda()\n"
+    node, line = expression(code)
+    assert facts_for(code).classify_data(node, line) is Data.UNKNOWN
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("[1, 2]", Data.HOST), ("[i for i in range(3)]", Data.HOST), ("3.5", Data.HOST), ("t.tolist()", Data.HOST),
+    ("lens_cpu", Data.LIKELY_HOST), ("meta.seq_lens_cpu", Data.LIKELY_HOST), ("np.arange(3)", Data.LIKELY_HOST),
+    ("t.cuda()", Data.TENSOR), ("torch.zeros(3)", Data.TENSOR), ("values", Data.UNKNOWN),
+])
+def test_classify_data(value, expected):
+    code = f"import torch\nimport numpy as np\ndef f(t, lens_cpu, meta, values):\n    TARGET = {value}\n"
+    node, line = expression(code)
+    assert facts_for(code).classify_data(node, line) is expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("t.cuda()", Placement.GPU), ("t.to('cuda:0')", Placement.GPU), ("torch.zeros(3, device='cuda')", Placement.GPU),
+    ("t.cpu()", Placement.HOST), ("torch.from_numpy(a)", Placement.HOST), ("torch.arange(4)", Placement.HOST),
+    ("t.to(x.device)", Placement.UNKNOWN), ("t", Placement.UNKNOWN), ("seq_lens_cpu", Placement.HOST),
+])
+def test_classify_placement(value, expected):
+    code = f"import torch\ndef f(t, a, x, seq_lens_cpu):\n    TARGET = {value}\n"
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected
+
+
+def test_code_context():
+    code = ("import torch\nclass M:\n    def __init__(self):\n        self.a = 1\n"
+            "    def forward(self, x):\n        for i in range(3):\n            x = x + 1\n        return x\n"
+            "def capture(g):\n    with torch.cuda.graph(g):\n        y = 1\n"
+            "def outer():\n    for i in range(2):\n        def inner():\n            return 1\n")
+    facts = facts_for(code)
+    assert facts.context_at(4).cold and not facts.context_at(4).hot
+    assert facts.context_at(7).in_loop and facts.context_at(7).hot_function
+    assert facts.context_at(8).hot and not facts.context_at(8).in_loop
+    assert facts.context_at(11).in_graph_capture
+    assert not facts.context_at(15).in_loop, "a function defined in a loop does not run in it"
+    assert facts.context_at(1).cold
