@@ -7,7 +7,9 @@ files can be spread over worker processes and results cached by content.
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -21,6 +23,7 @@ from .source import FileChangedError, LineIndex, SourceError, SourceFile, read_s
 from .suppression import is_file_exempt, suppressed
 
 MAX_FIX_ROUNDS = 10
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)\b", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class Linter:
         text = source.text
         if is_file_exempt(text):
             return []
-        active = [rule for rule in self.rules if rule.prefilter.search(text)]
+        active = [rule for rule in self.rules if self.settings.full_parse or rule.may_apply(text)]
         if not active:
             return []
         path = str(source.path)
@@ -52,7 +55,7 @@ class Linter:
         except (SyntaxError, ValueError) as error:
             return [_syntax_finding(path, error)]
         line_index = LineIndex(text)
-        facts = FileFacts(tree, text, line_index)
+        facts = self._facts(tree, text, line_index, active)
         for rule in active:
             for node in rule.candidates(facts):
                 facts.add_site(node)
@@ -61,10 +64,23 @@ class Linter:
         findings: list[Finding] = []
         for module, origin in self._units(text, line_index, facts):
             context = RuleContext(source, line_index, facts, self.settings, module, origin)
-            MetadataWrapper(module, unsafe_skip_copy=True).visit_batched([rule(context) for rule in active])
+            wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+            for rule in active:
+                wrapper.visit(rule(context))
             findings.extend(context.findings)
         return sorted((finding for finding in findings if not suppressed(finding, line_index)),
                       key=lambda finding: finding.sort_key)
+
+    def _facts(self, tree: ast.Module, text: str, line_index: LineIndex, active: list[type[Rule]]) -> FileFacts:
+        """File facts, from a walk limited to the statements around the rules' anchor lines when possible."""
+        anchors = [rule.anchor() for rule in active]
+        if self.settings.full_parse or any(anchor is None for anchor in anchors):
+            return FileFacts(tree, text, line_index)
+        offsets = {match.start() for anchor in [*anchors, _IMPORT_LINE] for match in anchor.finditer(text)}
+        lines = sorted({bisect.bisect_right(line_index.starts, offset) for offset in offsets})
+        facts = FileFacts(tree, text, line_index, lines)
+        call_names = frozenset().union(*(rule.call_names for rule in active))
+        return FileFacts(tree, text, line_index) if facts.renames(call_names) else facts
 
     def _units(self, text: str, line_index: LineIndex, facts: FileFacts):
         """The pieces of code LibCST parses: the whole file, or each outermost candidate expression."""

@@ -9,6 +9,7 @@ themselves are LibCST visitors over the candidate calls only.
 from __future__ import annotations
 
 import ast
+import bisect
 import enum
 import re
 from dataclasses import dataclass, field
@@ -113,23 +114,76 @@ HOT_FUNCTION_NAMES = frozenset({"forward", "__call__", "step", "training_step", 
 
 
 class FileFacts:
-    def __init__(self, tree: ast.Module, text: str, line_index) -> None:
+    def __init__(self, tree: ast.Module, text: str, line_index, anchor_lines: list[int] | None = None) -> None:
+        """`anchor_lines`, when given, are the only lines where candidates can be (sorted): the
+        walk then skips statements that contain none of them. None walks everything."""
         self.text = text
         self.line_index = line_index
+        self.tree = tree
         self.aliases: dict[str, str] = {}
-        self._collect_imports(tree)
-        self.module_scope = Scope(1, 1 << 30)
-        self.scopes: list[Scope] = []
+        self.parents: dict[ast.AST, ast.AST] = {}
         self.loops: list[tuple[int, int]] = []
         self.if_arms: list[tuple[tuple[int, int], tuple[int, int]]] = []
-        self._collect_scopes(tree)
+        self.graph_captures: list[tuple[int, int]] = []
+        self.functions: list[tuple[int, int, str]] = []
+        self._function_nodes: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
+        self._calls_by_terminal: dict[str, list[ast.Call]] = {}
+        self._scopes: dict[int, Scope] = {}  # built on first use, by id of the function node (0: the module)
         self.uses_several_streams = bool(_MULTI_STREAM.search(text))
         self.sites: dict[tuple[int, int], Site] = {}
-        self._index_nodes(tree)
+        self._index(tree, anchor_lines)
+
+    def _index(self, tree: ast.Module, anchor_lines: list[int] | None) -> None:
+        """One walk over the tree: parents, imports, calls by name, and the blocks that shape control flow."""
+        imports: list[ast.Import | ast.ImportFrom] = []
+        with_blocks: list[ast.With | ast.AsyncWith] = []
+        parents = self.parents
+        stack: list[ast.AST] = [tree]
+        while stack:
+            node = stack.pop()
+            if anchor_lines is not None and isinstance(node, ast.stmt):
+                first = bisect.bisect_left(anchor_lines, node.lineno)
+                if first == len(anchor_lines) or anchor_lines[first] > (node.end_lineno or node.lineno):
+                    continue
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if isinstance(value, ast.AST):
+                    parents[value] = node
+                    stack.append(value)
+                elif isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            parents[item] = node
+                            stack.append(item)
+            if isinstance(node, ast.Call):
+                name = terminal_name(node.func)
+                if name is not None:
+                    self._calls_by_terminal.setdefault(name, []).append(node)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                self._function_nodes.append(node)
+                if not isinstance(node, ast.Lambda):
+                    self.functions.append((node.lineno, node.end_lineno or node.lineno, node.name))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                self.loops.append((node.lineno, node.end_lineno or node.lineno))
+            elif isinstance(node, ast.If) and node.orelse:
+                self.if_arms.append(((node.body[0].lineno, node.body[-1].end_lineno or node.lineno),
+                                     (node.orelse[0].lineno, node.orelse[-1].end_lineno or node.lineno)))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                imports.append(node)
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                with_blocks.append(node)
+        self.functions.sort()
+        self._function_nodes.sort(key=lambda node: (node.lineno, node.col_offset))
+        self._collect_imports(sorted(imports, key=lambda node: (node.lineno, node.col_offset)), tree)
+        for block in with_blocks:
+            for item in block.items:
+                call = item.context_expr
+                if isinstance(call, ast.Call) and self.qualify(dotted_name(call.func)) in GRAPH_CAPTURE_CALLS:
+                    self.graph_captures.append((block.lineno, block.end_lineno or block.lineno))
 
     # ----- names -----------------------------------------------------------
 
-    def _collect_imports(self, tree: ast.Module) -> None:
+    def _collect_imports(self, imports: list[ast.Import | ast.ImportFrom], tree: ast.Module) -> None:
         conflicting: set[str] = set()
 
         def bind(local: str, qualified: str) -> None:
@@ -137,7 +191,7 @@ class FileFacts:
                 conflicting.add(local)
             self.aliases[local] = qualified
 
-        for node in ast.walk(tree):
+        for node in imports:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -145,7 +199,7 @@ class FileFacts:
                     else:
                         top = alias.name.split(".")[0]
                         bind(top, top)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            elif node.module and node.level == 0:
                 for alias in node.names:
                     if alias.name != "*":
                         bind(alias.asname or alias.name, f"{node.module}.{alias.name}")
@@ -155,6 +209,11 @@ class FileFacts:
             (node.lineno for node in tree.body
              if isinstance(node, ast.ImportFrom) and node.col_offset == 0 and node.level == 0
              and (node.module == "torch" or (node.module or "").startswith("torch."))), None)
+
+    def renames(self, names: frozenset[str]) -> bool:
+        """True when this file imports one of `names` under another name (`from torch import tensor as T`)."""
+        return any(local != target.rsplit(".", 1)[-1] and target.rsplit(".", 1)[-1] in names
+                   for local, target in self.aliases.items())
 
     def qualify(self, dotted: str | None) -> str | None:
         """`th.tensor` -> `torch.tensor` when `import torch as th`; None when not imported."""
@@ -176,25 +235,25 @@ class FileFacts:
 
     # ----- scopes and bindings ---------------------------------------------
 
-    def _collect_scopes(self, tree: ast.Module) -> None:
-        self._bind_statements(tree.body, self.module_scope)
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-                self.loops.append((node.lineno, node.end_lineno or node.lineno))
-            elif isinstance(node, ast.If) and node.orelse:
-                self.if_arms.append(((node.body[0].lineno, node.body[-1].end_lineno or node.lineno),
-                                     (node.orelse[0].lineno, node.orelse[-1].end_lineno or node.lineno)))
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                scope = Scope(node.lineno, node.end_lineno or node.lineno)
-                arguments = node.args
-                for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                            arguments.vararg, arguments.kwarg]:
-                    if arg is not None:
-                        scope.bindings.setdefault(arg.arg, []).append(Binding(0, None))
-                body = node.body if isinstance(node.body, list) else [ast.Expr(node.body)]
-                self._bind_statements(body, scope)
-                self.scopes.append(scope)
-        self.scopes.sort(key=lambda scope: scope.first_line)
+    def _scope_for(self, node: ast.AST | None) -> Scope:
+        """The bindings of a function (or, for None, the module), collected on first use."""
+        key = id(node) if node is not None else 0
+        scope = self._scopes.get(key)
+        if scope is not None:
+            return scope
+        if node is None:
+            scope = Scope(1, 1 << 30)
+            self._bind_statements(self.tree.body, scope)
+        else:
+            scope = Scope(node.lineno, node.end_lineno or node.lineno)
+            arguments = node.args
+            for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                        arguments.vararg, arguments.kwarg]:
+                if arg is not None:
+                    scope.bindings.setdefault(arg.arg, []).append(Binding(0, None))
+            self._bind_statements(node.body if isinstance(node.body, list) else [ast.Expr(node.body)], scope)
+        self._scopes[key] = scope
+        return scope
 
     @staticmethod
     def _bind_statements(body: list[ast.stmt], scope: Scope) -> None:
@@ -235,10 +294,11 @@ class FileFacts:
         (else the module's) that can reach `line`: those made on earlier lines,
         and, inside a loop, those made anywhere in that loop.
         """
-        scope = next((scope for scope in reversed(self.scopes)
-                      if scope.first_line <= line <= scope.last_line and name in scope.bindings), None)
+        enclosing = [node for node in self._function_nodes
+                     if node.lineno <= line <= (node.end_lineno or node.lineno)]
+        scope = next((scope for scope in map(self._scope_for, reversed(enclosing)) if name in scope.bindings), None)
         if scope is None:
-            scope = self.module_scope
+            scope = self._scope_for(None)
             if name not in scope.bindings:
                 return None
         loops = [loop for loop in self.loops if loop[0] <= line <= loop[1]]
@@ -370,33 +430,14 @@ class FileFacts:
 
     # ----- call sites --------------------------------------------------------
 
-    def _index_nodes(self, tree: ast.Module) -> None:
-        """One walk: parents, calls by name, and the blocks that make code hot."""
-        self.parents: dict[ast.AST, ast.AST] = {}
-        self.calls_by_name: dict[str, list[ast.Call]] = {}
-        self.graph_captures: list[tuple[int, int]] = []
-        self.functions: list[tuple[int, int, str]] = []
-        for node in ast.walk(tree):
-            for child in ast.iter_child_nodes(node):
-                self.parents[child] = node
-            if isinstance(node, ast.Call):
-                name = terminal_name(node.func)
-                if name is not None:
-                    qualified = self.aliases.get(name)
-                    key = qualified.rsplit(".", 1)[-1] if qualified else name
-                    self.calls_by_name.setdefault(key, []).append(node)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions.append((node.lineno, node.end_lineno or node.lineno, node.name))
-            elif isinstance(node, (ast.With, ast.AsyncWith)):
-                for item in node.items:
-                    call = item.context_expr
-                    if isinstance(call, ast.Call) and self.qualify(dotted_name(call.func)) in GRAPH_CAPTURE_CALLS:
-                        self.graph_captures.append((node.lineno, node.end_lineno or node.lineno))
-        self.functions.sort()
-
     def calls_named(self, names: frozenset[str]) -> list[ast.Call]:
         """Calls whose function's last name part (after resolving `from x import y as z`) is in `names`."""
-        return [call for name in names for call in self.calls_by_name.get(name, ())]
+        found = []
+        for terminal, calls in self._calls_by_terminal.items():
+            qualified = self.aliases.get(terminal)
+            if (qualified.rsplit(".", 1)[-1] if qualified else terminal) in names:
+                found.extend(calls)
+        return found
 
     def add_site(self, node: ast.expr) -> Site:
         line, end_line = node.lineno, node.end_lineno or node.lineno

@@ -101,7 +101,7 @@ class RuleContext:
         return Edit(at, at, content + self.source.newline)
 
 
-class Rule(cst.BatchableCSTVisitor):
+class Rule(cst.CSTVisitor):
     """Base class of every rule. Subclasses define the ClassVars below and visit_* methods."""
 
     code: ClassVar[str]
@@ -126,6 +126,18 @@ class Rule(cst.BatchableCSTVisitor):
         if cls.code in Rule.registry:
             raise TypeError(f"{cls.__name__}: code {cls.code} is already used by {Rule.registry[cls.code].__name__}")
         Rule.registry[cls.code] = cls
+
+    @classmethod
+    def may_apply(cls, text: str) -> bool:
+        """A cheap test on the file's text: False only where the rule certainly cannot fire."""
+        return bool(cls.prefilter.search(text))
+
+    @classmethod
+    def anchor(cls) -> re.Pattern[str] | None:
+        """A regex whose matches mark every line a candidate can lie on; None: any line."""
+        if not cls.call_names:
+            return None
+        return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, cls.call_names))) + r")\b")
 
     @classmethod
     def candidates(cls, facts: FileFacts) -> Iterable[ast.expr]:

@@ -12,7 +12,7 @@ _FILE_NOQA = re.compile(r"^\s*#\s*h2dlint:\s*noqa\s*$", re.IGNORECASE | re.MULTI
 
 
 def is_file_exempt(text: str) -> bool:
-    return bool(_FILE_NOQA.search(text))
+    return "h2dlint" in text and bool(_FILE_NOQA.search(text))
 
 
 def suppressed(finding: Finding, line_index: LineIndex) -> bool:
