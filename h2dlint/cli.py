@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from . import __version__
+from .cache import FindingsCache, build_fingerprint
 from .discovery import find_python_files
 from .engine import Linter
 from .output import FORMATS
@@ -57,7 +58,7 @@ def main() -> None:
 @click.option("--exclude", multiple=True, help="Glob patterns of files or folders to skip in folders walked.")
 @click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.h2dlint_cache in the current folder).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary when clean.")
 @click.option("--full-parse", is_flag=True, hidden=True,
@@ -78,7 +79,8 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
     problems: list[str] = []
     files = find_python_files(list(paths) or [Path(".")], settings.exclude, settings.respect_gitignore, problems)
     mode = "diff" if diff else "fix" if fix else "check"
-    results = run_files(files, Linter([rules[code] for code in enabled], settings), mode, jobs)
+    cache = None if no_cache else FindingsCache(Path.cwd(), build_fingerprint(settings, enabled))
+    results = run_files(files, Linter([rules[code] for code in enabled], settings), mode, jobs, cache)
 
     if diff:
         for result in results:

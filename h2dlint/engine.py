@@ -33,6 +33,8 @@ class FileResult:
     fixes_applied: int = 0
     diff: str = ""  # with --diff: what --fix would change
     error: str | None = None  # a problem that stopped h2dlint from doing its job on this file
+    # (size, mtime_ns, digest) of the unchanged file the findings describe; None when not cacheable
+    stamp: tuple[int, int, str] | None = None
 
 
 class Linter:
@@ -157,13 +159,17 @@ def process_file(path, linter: Linter, mode: str) -> FileResult:
     """Lint one file and, with mode "fix" or "diff", fix it. Never raises."""
     name = str(path)
     try:
+        status = path.stat()
         source = read_source(path)
+    except OSError as error:
+        source_error = f"cannot read: {error.strerror or error}"
+        return FileResult(name, (Finding(name, Position(1, 0), Position(1, 0), UNREADABLE, source_error),))
     except SourceError as error:
         return FileResult(name, (Finding(name, Position(1, 0), Position(1, 0), UNREADABLE, str(error)),))
     try:
         findings = linter.lint(source)
         if mode == "check" or not any(linter.applicable(finding.fix) for finding in findings):
-            return FileResult(name, tuple(findings))
+            return FileResult(name, tuple(findings), stamp=(status.st_size, status.st_mtime_ns, source.digest))
         new_text, remaining, applied = linter.fix(source, findings)
         if mode == "diff":
             diff = "".join(difflib.unified_diff(source.text.splitlines(keepends=True),

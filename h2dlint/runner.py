@@ -6,6 +6,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from .cache import FindingsCache
 from .engine import FileResult, Linter, process_file
 
 # Below this many files, starting worker processes costs more than it saves.
@@ -24,12 +25,29 @@ def _work(job: tuple[Path, str]) -> FileResult:
     return process_file(path, _worker_linter, mode)
 
 
-def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = None) -> list[FileResult]:
+def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = None,
+              cache: FindingsCache | None = None) -> list[FileResult]:
+    """Process `files`; with a cache, files unchanged since the last run (and, when
+    fixing, with nothing to fix) reuse their findings without being parsed."""
+    results: list[FileResult] = []
+    to_process: list[Path] = []
+    for path in files:
+        cached = cache.lookup(path) if cache is not None else None
+        if cached is not None and (mode == "check" or not any(linter.applicable(f.fix) for f in cached)):
+            results.append(FileResult(str(path), cached))
+        else:
+            to_process.append(path)
+
     jobs = jobs or os.cpu_count() or 1
-    if jobs == 1 or len(files) < PARALLEL_THRESHOLD:
-        results = [process_file(path, linter, mode) for path in files]
+    if jobs == 1 or len(to_process) < PARALLEL_THRESHOLD:
+        processed = [process_file(path, linter, mode) for path in to_process]
     else:
-        chunksize = max(1, min(32, len(files) // (jobs * 8)))
+        chunksize = max(1, min(32, len(to_process) // (jobs * 8)))
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(linter,)) as pool:
-            results = list(pool.map(_work, [(path, mode) for path in files], chunksize=chunksize))
-    return sorted(results, key=lambda result: result.path)
+            processed = list(pool.map(_work, [(path, mode) for path in to_process], chunksize=chunksize))
+    if cache is not None:
+        for path, result in zip(to_process, processed):
+            if result.stamp is not None and result.error is None:
+                cache.store(path, result.stamp[2], result.stamp[0], result.stamp[1], result.findings)
+        cache.save()
+    return sorted(results + processed, key=lambda result: result.path)

@@ -23,6 +23,10 @@ class Settings:
     full_parse: bool = False  # parse whole files with LibCST instead of candidate calls only
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
+    def cache_key(self) -> str:
+        """Everything in the settings, as text: any change invalidates cached findings."""
+        return repr(self)
+
     def enabled_codes(self, rules) -> tuple[str, ...]:
         """The codes of `rules` (a dict code -> rule class) this run checks."""
         for prefix in (*self.select, *self.extend_select, *self.ignore):

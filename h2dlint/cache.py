@@ -1,0 +1,113 @@
+"""A content-keyed cache of findings, so an unchanged tree is checked in a blink.
+
+One JSON file per (h2dlint build, settings) under `.h2dlint_cache/`, mapping each
+file's absolute path to its size, mtime, content digest and findings. A file whose
+size and mtime match is not even read; one whose content digest matches is not
+parsed. JSON rather than pickle: a cache file is data and is read as data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from . import __version__
+from .model import Applicability, Edit, Finding, Fix, Position
+
+CACHE_DIR_NAME = ".h2dlint_cache"
+_CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+                 "# This file is a cache directory tag created by h2dlint.\n"
+                 "# For information about cache directory tags see https://bford.info/cachedir/\n")
+
+
+def build_fingerprint(settings, enabled_codes: tuple[str, ...]) -> str:
+    """Changes whenever a finding could change: h2dlint's own code, the rules run, the settings."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(__version__.encode())
+    digest.update(repr((enabled_codes, settings.cache_key())).encode())
+    from . import rules as catalogue
+
+    folders = [Path(__file__).parent, *map(Path, catalogue.__path__)]
+    for source in sorted(source for folder in folders for source in folder.glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
+class FindingsCache:
+    def __init__(self, root: Path, fingerprint: str) -> None:
+        self.folder = root / CACHE_DIR_NAME
+        self.file = self.folder / f"{fingerprint}.json"
+        self.entries: dict[str, list] = {}
+        self.changed = False
+        try:
+            self.entries = json.loads(self.file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            self.entries = {}
+
+    def lookup(self, path: Path) -> tuple[Finding, ...] | None:
+        """The cached findings when the file is unchanged since it was cached, else None."""
+        key = str(path.absolute())
+        entry = self.entries.get(key)
+        if entry is None:
+            return None
+        size, mtime_ns, digest, findings = entry
+        try:
+            status = path.stat()
+        except OSError:
+            return None
+        if (status.st_size, status.st_mtime_ns) != (size, mtime_ns):
+            from .source import content_digest
+
+            try:
+                if content_digest(path.read_bytes()) != digest:
+                    return None
+            except OSError:
+                return None
+            entry[1] = status.st_mtime_ns
+            self.changed = True
+        return tuple(finding_from_json(item, str(path)) for item in findings)
+
+    def store(self, path: Path, digest: str, size: int, mtime_ns: int, findings) -> None:
+        self.entries[str(path.absolute())] = [size, mtime_ns, digest, [finding_to_json(f) for f in findings]]
+        self.changed = True
+
+    def save(self) -> None:
+        if not self.changed:
+            return
+        try:
+            self.folder.mkdir(exist_ok=True)
+            tag = self.folder / "CACHEDIR.TAG"
+            if not tag.exists():
+                tag.write_text(_CACHEDIR_TAG)
+                (self.folder / ".gitignore").write_text("*\n")
+            handle, temp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(self.entries, out, separators=(",", ":"))
+            os.replace(temp, self.file)
+        except OSError:
+            pass  # a cache that cannot be written only costs time next run
+
+
+def finding_to_json(finding: Finding) -> list:
+    fix = None
+    if finding.fix is not None:
+        fix = [finding.fix.applicability.value, finding.fix.message,
+               [[*_position(edit.start), *_position(edit.end), edit.content] for edit in finding.fix.edits]]
+    return [*_position(finding.start), *_position(finding.end), finding.code, finding.message, fix]
+
+
+def finding_from_json(item: list, path: str) -> Finding:
+    start_line, start_column, end_line, end_column, code, message, fix = item
+    if fix is not None:
+        applicability, fix_message, edits = fix
+        fix = Fix(edits=tuple(Edit(Position(a, b), Position(c, d), content) for a, b, c, d, content in edits),
+                  applicability=Applicability(applicability), message=fix_message)
+    return Finding(path=path, start=Position(start_line, start_column), end=Position(end_line, end_column),
+                   code=code, message=message, fix=fix)
+
+
+def _position(position: Position) -> list[int]:
+    return [position.line, position.column]
