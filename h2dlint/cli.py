@@ -132,3 +132,8 @@ def _dedent(docs: str) -> str:
 
     first, _, rest = docs.partition("\n")
     return textwrap.dedent(first + "\n" + textwrap.dedent(rest)).strip()
+
+
+from .verify.cli import verify  # noqa: E402  (torch is imported only when `verify` runs)
+
+main.add_command(verify)

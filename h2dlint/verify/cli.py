@@ -1,0 +1,172 @@
+"""The `h2dlint verify` command."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Column, Table
+
+EXIT_CLEAN, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+DEFAULT_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1)
+@click.option("--run", "run_program", is_flag=True,
+              help="Run the program given after `--`, replaying h2dlint's fix next to each site it would fix.")
+@click.option("--include", multiple=True, type=click.Path(path_type=Path),
+              help="With --run: folders whose modules are instrumented [default: the current folder].")
+@click.option("--seeds", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Random inputs per fixture case.")
+@click.option("--output-format", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def verify(paths, run_program, include, seeds, output_format) -> None:
+    """Replay fixes with torch: prove them equivalent and, on a GPU, free of host-device syncs.
+
+    \b
+    h2dlint verify [FIXTURE_FOLDERS]          before.py/after.py cases (default: the repo's fixtures/)
+    h2dlint verify --run -- python train.py   inside a program: each fixable site runs both ways
+    """
+    # Tables piped to a file or CI log get room for every column instead of rich's default 80.
+    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 120)
+    errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    if importlib.util.find_spec("torch") is None:
+        errors.print("error: the verifier needs torch: pip install 'h2dlint[verify]'", markup=False)
+        sys.exit(EXIT_ERROR)
+    if run_program:
+        _verify_program(list(paths), list(include), output_format, console, errors)
+    else:
+        _verify_fixtures([Path(path) for path in paths] or [DEFAULT_FIXTURES], seeds, output_format, console, errors)
+
+
+def _gpu_note(reason: str) -> str:
+    return (f"GPU checks skipped: {reason}. Sync-freedom and host stalls were NOT checked; equivalence "
+            "(values, dtype, device, shape, requires_grad, is_leaf) was checked on the CPU with pin_memory off.")
+
+
+def _verify_fixtures(paths: list[Path], seeds: int, output_format: str, console: Console, errors: Console) -> None:
+    from .replay import find_cases, verify_case
+    from .runtime import gpu_status
+
+    cases = find_cases(paths)
+    if not cases:
+        errors.print(f"error: no before.py/after.py case folders in {', '.join(map(str, paths))}", markup=False)
+        sys.exit(EXIT_ERROR)
+    cuda, reason = gpu_status()
+    results = [verify_case(folder, tuple(range(1, seeds + 1))) for folder in cases]
+    if output_format == "json":
+        console.out(json.dumps([{**result.to_json(), "gpu_skipped_reason": None if cuda else reason}
+                                for result in results], indent=2), highlight=False)
+    else:
+        table = Table(Column("case", no_wrap=True), "equal", "sync-free (after)", "caught (before)", "host ms before", "host ms after",
+                      "result", title="h2dlint verify: fixtures")
+        for result in results:
+            table.add_row(result.case, _yes_no(result.equal, "skipped"), *_gpu_cells(result, cuda),
+                          "skipped" if result.skipped else "pass" if result.passed else "FAIL")
+        console.print(table)
+        for result in results:
+            for line in ([result.skipped] if result.skipped else []) + result.differences:
+                console.print(f"{result.case}: {line}", markup=False)
+    if not cuda:
+        errors.print(_gpu_note(reason), markup=False)
+    sys.exit(EXIT_CLEAN if all(result.passed for result in results) else EXIT_FAILED)
+
+
+def _gpu_cells(result, cuda: bool) -> list[str]:
+    if result.skipped or not cuda:
+        return ["skipped"] * 4
+    if not result.gpu_checked:
+        return ["n/a (no fixed call on the GPU)"] * 2 + ["-", "-"]
+    return [_yes_no(result.sync_free), _yes_no(result.original_caught),
+            f"{result.host_ms_before:.3f}", f"{result.host_ms_after:.3f}"]
+
+
+def _yes_no(value: bool | None, none: str = "-") -> str:
+    return none if value is None else "yes" if value else "NO"
+
+
+def _verify_program(command: list[str], include: list[Path], output_format: str, console: Console,
+                    errors: Console) -> None:
+    from .hook import RESULTS_VARIABLE, ROOTS_VARIABLE
+
+    if not command:
+        errors.print("error: give the program after `--`: h2dlint verify --run -- python train.py", markup=False)
+        sys.exit(EXIT_ERROR)
+    argv = _launcher(command)
+    if argv is None:
+        errors.print(f"error: {command[0]!r} is not python or a Python script on PATH", markup=False)
+        sys.exit(EXIT_ERROR)
+    handle, results_name = tempfile.mkstemp(prefix="h2dlint-verify-", suffix=".json")
+    os.close(handle)
+    results_path = Path(results_name)
+    env = {**os.environ, ROOTS_VARIABLE: os.pathsep.join(str(path.resolve()) for path in include or [Path.cwd()]),
+           RESULTS_VARIABLE: str(results_path)}
+    try:
+        # With JSON output the program's stdout goes to stderr, so stdout holds only the report.
+        completed = subprocess.run(argv, env=env, stdout=2 if output_format == "json" else None)
+        text = results_path.read_text()
+    finally:
+        results_path.unlink(missing_ok=True)
+    if not text:
+        errors.print("error: the program left no results (it ended without running atexit handlers)", markup=False)
+        sys.exit(completed.returncode or EXIT_ERROR)
+    results = json.loads(text)
+    sites = [site for site in results["sites"] if site["hits"]]
+    unreached = len(results["sites"]) - len(sites)
+    if output_format == "json":
+        console.out(json.dumps(sites, indent=2), highlight=False)
+    else:
+        _site_table(console, sites)
+    if unreached:
+        errors.print(f"{unreached} instrumented site{'s' * (unreached != 1)} never ran.", markup=False)
+    for why in results["skipped"]:
+        errors.print(f"not instrumented: {why}", markup=False)
+    if not results["gpu"]["available"]:
+        errors.print(_gpu_note(results["gpu"]["reason"]), markup=False)
+    if completed.returncode != 0:
+        errors.print(f"the program exited with status {completed.returncode}", markup=False)
+        sys.exit(completed.returncode)
+    passed = all(site["equal"] and (not site["gpu_checked"] or site["sync_free"]) for site in sites)
+    sys.exit(EXIT_CLEAN if passed else EXIT_FAILED)
+
+
+def _launcher(command: list[str]) -> list[str] | None:
+    """The command that runs `command` with the import hook installed first."""
+    bootstrap = ["-m", "h2dlint.verify.bootstrap"]
+    first, rest = command[0], command[1:]
+    if first in ("python", "python3"):
+        return [sys.executable, *bootstrap, *rest]  # the interpreter h2dlint runs in, with torch beside it
+    if Path(first).name.startswith("python"):
+        return [first, *bootstrap, *rest]
+    script = shutil.which(first)
+    if script is None:
+        return None
+    with open(script, "rb") as file:
+        shebang = file.readline()
+    if not (shebang.startswith(b"#!") and b"python" in shebang):
+        return None
+    return [sys.executable, *bootstrap, script, *rest]  # a console script such as pytest: run its file
+
+
+def _site_table(console: Console, sites: list[dict]) -> None:
+    table = Table(Column("site", no_wrap=True), "code", "hits", "equal", "sync-free", "caught (before)", "host ms saved",
+                  title="h2dlint verify --run: sites")
+    for site in sites:
+        gpu = site["gpu_checked"]
+        saved = site["host_ms_saved"]
+        table.add_row(f"{site['filename']}:{site['row']}", site["code"], str(site["hits"]), _yes_no(site["equal"]),
+                      _yes_no(site["sync_free"]) if gpu else "skipped",
+                      _yes_no(site["original_caught"]) if gpu else "skipped",
+                      f"{saved:.3f}" if saved is not None else "skipped")
+    console.print(table)
+    for site in sites:
+        for line in site["differences"] + site["errors"]:
+            console.print(f"{site['filename']}:{site['row']}: {line}", markup=False)
