@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from . import __version__
+from .changed_lines import GitError, changed_lines_since
 from .discovery import find_python_files
 from .engine import Linter
 from .output import FORMATS
@@ -62,6 +63,8 @@ def main() -> None:
               help="Write the report to this file instead of standard output.")
 @click.option("--statistics", is_flag=True, help="Count the findings per rule instead of listing them.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes --fix applied, per file and rule.")
+@click.option("--changed-since", metavar="REF",
+              help="Report only findings on lines added or changed since git REF (its merge base with HEAD).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
@@ -69,10 +72,10 @@ def main() -> None:
 @click.option("--full-parse", is_flag=True, hidden=True,
               help="Parse whole files with LibCST instead of only candidate calls (slow; for checking parity).")
 def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude, output_format, output_file,
-          statistics, show_fixes, exit_zero, no_cache, jobs, quiet, full_parse) -> None:
+          statistics, show_fixes, changed_since, exit_zero, no_cache, jobs, quiet, full_parse) -> None:
     """Check PATHS (files or folders; default: the current folder)."""
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
-    _check_report_options(errors, output_format, statistics)
+    _check_report_options(errors, output_format, statistics, changed_since, fix, diff)
     console = _report_console(errors, output_file)
     settings = Settings(select=_codes(select), extend_select=_codes(extend_select), ignore=_codes(ignore),
                         unsafe_fixes=unsafe_fixes, exclude=tuple(exclude), full_parse=full_parse)
@@ -84,8 +87,18 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
         sys.exit(EXIT_ERROR)
     problems: list[str] = []
     files = find_python_files(list(paths) or [Path(".")], settings.exclude, settings.respect_gitignore, problems)
+    changed = None
+    if changed_since is not None:
+        try:
+            changed = changed_lines_since(changed_since, list(paths) or [Path(".")])
+        except GitError as error:
+            errors.print(f"error: {error}", markup=False)
+            sys.exit(EXIT_ERROR)
+        files = [path for path in files if changed.touches(path)]
     mode = "diff" if diff else "fix" if fix else "check"
     results = run_files(files, Linter([rules[code] for code in enabled], settings), mode, jobs)
+    if changed is not None:
+        results = [changed.only_changed(result) for result in results]
 
     if diff:
         for result in results:
@@ -112,10 +125,12 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
     sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
 
 
-def _check_report_options(errors: Console, output_format, statistics) -> None:
+def _check_report_options(errors: Console, output_format, statistics, changed_since, fix, diff) -> None:
     problem = None
     if statistics and output_format not in STATISTICS_FORMATS:
         problem = f"--statistics works with --output-format {', '.join(STATISTICS_FORMATS)}, not {output_format}"
+    elif changed_since is not None and (fix or diff):
+        problem = "--changed-since only narrows the report; it cannot be combined with --fix or --diff"
     if problem:
         errors.print(f"error: {problem}", markup=False)
         sys.exit(EXIT_ERROR)
