@@ -11,7 +11,7 @@ import ast
 import os
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .engine import FileResult
@@ -43,8 +43,7 @@ class ChangedLines:
         return any(line in lines for line in range(finding.start.line, finding.end.line + 1))
 
     def only_changed(self, result: FileResult) -> FileResult:
-        return FileResult(result.path, tuple(finding for finding in result.findings if self.reports(finding)),
-                          result.fixes_applied, result.diff, result.error, result.fixed_codes)
+        return replace(result, findings=tuple(finding for finding in result.findings if self.reports(finding)))
 
 
 def _git(*args: str) -> str:

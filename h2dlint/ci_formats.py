@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import json
 import os
 import re
 import xml.etree.ElementTree as ElementTree

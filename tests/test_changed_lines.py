@@ -1,12 +1,14 @@
 """--changed-since REF, in real scratch git repositories."""
 
 import json
-import subprocess
 
 import pytest
 from click.testing import CliRunner
 
 from h2dlint.cli import main
+
+from .helpers import commit_all as commit
+from .helpers import git
 
 OLD = "import torch\n\ndef old(device):\n    return torch.tensor([1], device=device)\n"
 BLOCKING = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
@@ -14,15 +16,6 @@ BLOCKING = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
 
 def run(*args):
     return CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
-
-
-def git(repo, *args):
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
-
-
-def commit(repo, message):
-    git(repo, "add", "-A")
-    git(repo, "-c", "user.name=h2dlint", "-c", "user.email=h2dlint@example.com", "commit", "-q", "-m", message)
 
 
 @pytest.fixture

@@ -16,6 +16,8 @@ from h2dlint.ci_formats import github_annotation
 from h2dlint.cli import main
 from h2dlint.model import Finding, Position
 
+from .helpers import commit_all, git
+
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "sarif-schema-2.1.0.json").read_text())
 REPO = Path(__file__).resolve().parent.parent
 
@@ -251,16 +253,22 @@ def test_action_yml_runs_h2dlint_with_its_inputs(project):
     assert set(action["inputs"]) >= {"paths", "args", "changed-since", "sarif-file"}
     install, lint = action["runs"]["steps"]
     assert '"$GITHUB_ACTION_PATH"' in install["run"]
-    # Run the lint step's script as the runner would, with this environment's h2dlint.
     script = Path(sys.executable).parent / "h2dlint"
     if not script.exists():
         pytest.skip("no h2dlint console script next to this Python")
+    # A pull request adds one finding to clean.py; multi.py's finding was there before.
+    git(project, "init", "-q")
+    commit_all(project, "base")
+    with (project / "pkg" / "clean.py").open("a") as clean:
+        clean.write("y = torch.tensor([3], device='cuda')\n")
+    # Run the lint step's script as the runner would (bash -e), with this environment's h2dlint.
     env = {**os.environ, "H2DLINT": str(script), "INPUT_PATHS": "pkg/multi.py pkg/clean.py",
-           "INPUT_ARGS": "--select HDL1", "INPUT_CHANGED_SINCE": "", "INPUT_SARIF_FILE": "results.sarif"}
+           "INPUT_ARGS": "--select HDL1", "INPUT_CHANGED_SINCE": "HEAD", "INPUT_SARIF_FILE": "results.sarif"}
     completed = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", lint["run"]],
                                capture_output=True, text=True, env=env)
     assert completed.returncode == 1, completed.stderr
-    assert completed.stdout.startswith("::error file=pkg/multi.py,line=2,endLine=5,")
+    annotations = [line for line in completed.stdout.splitlines() if line.startswith("::")]
+    assert [line.split(",")[:2] for line in annotations] == [["::error file=pkg/clean.py", "line=3"]]
     sarif = json.loads((project / "results.sarif").read_text(encoding="utf-8"))
     jsonschema.validate(sarif, SCHEMA)
-    assert len(sarif["runs"][0]["results"]) == 1
+    assert len(sarif["runs"][0]["results"]) == 2  # the SARIF report covers every line
