@@ -12,12 +12,14 @@ from rich.markdown import Markdown
 
 from . import __version__
 from .cache import FindingsCache, build_fingerprint
+from .changed_lines import GitError, changed_lines_since
 from .discovery import find_python_files
 from .engine import Linter
 from .output import FORMATS
 from .rule import all_rules
 from .runner import run_files
 from .settings import Settings, SettingsError
+from .summaries import STATISTICS_FORMATS, write_statistics
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -39,6 +41,7 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
 class ReportOptions:
     unsafe_fixes: bool
     quiet: bool
+    show_fixes: bool = False
 
 
 @click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
@@ -57,17 +60,24 @@ def main() -> None:
 @click.option("--ignore", multiple=True, help="Codes or prefixes not to check.")
 @click.option("--exclude", multiple=True, help="Glob patterns of files or folders to skip in folders walked.")
 @click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
+@click.option("--output-file", "-o", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the report to this file instead of standard output.")
+@click.option("--statistics", is_flag=True, help="Count the findings per rule instead of listing them.")
+@click.option("--show-fixes", is_flag=True, help="List the fixes --fix applied, per file and rule.")
+@click.option("--changed-since", metavar="REF",
+              help="Report only findings on lines added or changed since git REF (its merge base with HEAD).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.h2dlint_cache in the current folder).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary when clean.")
 @click.option("--full-parse", is_flag=True, hidden=True,
               help="Parse whole files with LibCST instead of only candidate calls (slow; for checking parity).")
-def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude, output_format, exit_zero,
-          no_cache, jobs, quiet, full_parse) -> None:
+def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude, output_format, output_file,
+          statistics, show_fixes, changed_since, exit_zero, no_cache, jobs, quiet, full_parse) -> None:
     """Check PATHS (files or folders; default: the current folder)."""
-    console = Console(highlight=False, soft_wrap=True)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    _check_report_options(errors, output_format, statistics, changed_since, fix, diff)
+    console = _report_console(errors, output_file)
     settings = Settings(select=_codes(select), extend_select=_codes(extend_select), ignore=_codes(ignore),
                         unsafe_fixes=unsafe_fixes, exclude=tuple(exclude), full_parse=full_parse)
     rules = all_rules()
@@ -78,9 +88,19 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
         sys.exit(EXIT_ERROR)
     problems: list[str] = []
     files = find_python_files(list(paths) or [Path(".")], settings.exclude, settings.respect_gitignore, problems)
+    changed = None
+    if changed_since is not None:
+        try:
+            changed = changed_lines_since(changed_since, list(paths) or [Path(".")])
+        except GitError as error:
+            errors.print(f"error: {error}", markup=False)
+            sys.exit(EXIT_ERROR)
+        files = [path for path in files if changed.touches(path)]
     mode = "diff" if diff else "fix" if fix else "check"
     cache = None if no_cache else FindingsCache(Path.cwd(), build_fingerprint(settings, enabled))
     results = run_files(files, Linter([rules[code] for code in enabled], settings), mode, jobs, cache)
+    if changed is not None:
+        results = [changed.only_changed(result) for result in results]
 
     if diff:
         for result in results:
@@ -90,8 +110,11 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
         remaining = sum(len(result.findings) for result in results)
         errors.print(f"Would fix {would_fix} error{'s' * (would_fix != 1)}"
                      f" ({remaining} without an applicable fix).", markup=False)
+    elif statistics:
+        write_statistics(console, results, unsafe_fixes, output_format)
     else:
-        FORMATS[output_format](console, results, ReportOptions(unsafe_fixes=unsafe_fixes, quiet=quiet))
+        FORMATS[output_format](console, results,
+                               ReportOptions(unsafe_fixes=unsafe_fixes, quiet=quiet, show_fixes=show_fixes))
     problems += [f"{result.path}: {result.error}" for result in results if result.error]
     for problem in problems:
         errors.print(f"error: {problem}", markup=False)
@@ -102,6 +125,31 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
         sys.exit(EXIT_FINDINGS if any(result.diff for result in results) and not exit_zero else EXIT_CLEAN)
     remaining = any(result.findings for result in results)
     sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
+
+
+def _check_report_options(errors: Console, output_format, statistics, changed_since, fix, diff) -> None:
+    problem = None
+    if statistics and output_format not in STATISTICS_FORMATS:
+        problem = f"--statistics works with --output-format {', '.join(STATISTICS_FORMATS)}, not {output_format}"
+    elif changed_since is not None and (fix or diff):
+        problem = "--changed-since only narrows the report; it cannot be combined with --fix or --diff"
+    if problem:
+        errors.print(f"error: {problem}", markup=False)
+        sys.exit(EXIT_ERROR)
+
+
+def _report_console(errors: Console, output_file: Path | None) -> Console:
+    """Where the report goes: standard output, or (with -o) a UTF-8 file, without colour codes."""
+    if output_file is None:
+        return Console(highlight=False, soft_wrap=True)
+    try:
+        output_file.parent.mkdir(parents=True, exist_ok=True)
+        handle = output_file.open("w", encoding="utf-8", newline="\n")
+    except OSError as error:
+        errors.print(f"error: cannot write {output_file}: {error.strerror or error}", markup=False)
+        sys.exit(EXIT_ERROR)
+    click.get_current_context().call_on_close(handle.close)
+    return Console(file=handle, highlight=False, soft_wrap=True, color_system=None)
 
 
 @main.command()

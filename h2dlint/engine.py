@@ -35,6 +35,7 @@ class FileResult:
     error: str | None = None  # a problem that stopped h2dlint from doing its job on this file
     # (size, mtime_ns, digest) of the unchanged file the findings describe; None when not cacheable
     stamp: tuple[int, int, str] | None = None
+    fixed_codes: tuple[str, ...] = ()  # the code of each fix applied (for --show-fixes)
 
 
 class Linter:
@@ -98,16 +99,20 @@ class Linter:
                                                                                         site.end_column)]
             yield cst.parse_module(snippet), Position(site.line, site.column)
 
-    def fix(self, source: SourceFile, findings: list[Finding]) -> tuple[str, list[Finding], int]:
-        """Apply every applicable fix, in rounds until none is left; returns (text, remaining, applied)."""
-        text, applied = source.text, 0
+    def fix(self, source: SourceFile, findings: list[Finding]) -> tuple[str, list[Finding], tuple[str, ...]]:
+        """Apply every applicable fix, in rounds until none is left.
+
+        Returns (text, remaining findings, the code of each fix applied).
+        """
+        text, applied = source.text, ()
         for _ in range(MAX_FIX_ROUNDS):
-            chosen = _non_overlapping([finding.fix for finding in findings if self.applicable(finding.fix)])
+            codes = {finding.fix: finding.code for finding in findings if self.applicable(finding.fix)}
+            chosen = _non_overlapping(list(codes))
             if not chosen:
                 break
             new_text = apply_edits(text, [edit for fix in chosen for edit in fix.edits])
             ast.parse(new_text)  # a fix that breaks the file is a bug: let the caller report it
-            text, applied = new_text, applied + len(chosen)
+            text, applied = new_text, applied + tuple(codes[fix] for fix in chosen)
             source = SourceFile(path=source.path, raw=source.raw, text=text, encoding=source.encoding)
             findings = self.lint(source)
         return text, findings, applied
@@ -174,9 +179,9 @@ def process_file(path, linter: Linter, mode: str) -> FileResult:
         if mode == "diff":
             diff = "".join(difflib.unified_diff(source.text.splitlines(keepends=True),
                                                 new_text.splitlines(keepends=True), name, name))
-            return FileResult(name, tuple(remaining), applied, diff=diff)
+            return FileResult(name, tuple(remaining), len(applied), diff=diff, fixed_codes=applied)
         write_source_atomically(source, new_text)
-        return FileResult(name, tuple(remaining), applied)
+        return FileResult(name, tuple(remaining), len(applied), fixed_codes=applied)
     except FileChangedError as error:
         return FileResult(name, tuple(findings), error=str(error))
     except Exception as error:  # an h2dlint bug must not stop the run or touch the file

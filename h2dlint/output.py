@@ -8,9 +8,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
+from .ci_formats import github_annotations, gitlab_report, junit_report, rdjson_report, sarif_log, write_raw
 from .engine import FileResult, apply_edits
 from .model import Applicability, Finding
 from .source import LineIndex, read_source
+from .summaries import write_fix_summary
 
 
 def _json_location(position) -> dict:
@@ -40,6 +42,32 @@ def finding_to_json(finding: Finding) -> dict:
 def write_json(console: Console, results: list[FileResult], options) -> None:
     findings = [finding_to_json(finding) for result in results for finding in result.findings]
     console.out(json.dumps(findings, indent=2), highlight=False)
+
+
+def write_json_lines(console: Console, results: list[FileResult], options) -> None:
+    write_raw(console, [json.dumps(finding_to_json(finding)) for finding in _all(results)])
+
+
+def write_github(console: Console, results: list[FileResult], options) -> None:
+    """Annotations, then the concise report: GitHub shows only the first few annotations of a step."""
+    write_raw(console, github_annotations(results))
+    write_concise(console, results, options)
+
+
+def write_sarif(console: Console, results: list[FileResult], options) -> None:
+    write_raw(console, [json.dumps(sarif_log(results), indent=2)])
+
+
+def write_gitlab(console: Console, results: list[FileResult], options) -> None:
+    write_raw(console, [json.dumps(gitlab_report(results), indent=2)])
+
+
+def write_rdjson(console: Console, results: list[FileResult], options) -> None:
+    write_raw(console, [json.dumps(rdjson_report(results, options.unsafe_fixes), indent=2)])
+
+
+def write_junit(console: Console, results: list[FileResult], options) -> None:
+    write_raw(console, [junit_report(results)])
 
 
 def write_concise(console: Console, results: list[FileResult], options) -> None:
@@ -100,6 +128,8 @@ def _proposed_fix(console: Console, index: LineIndex, finding: Finding) -> None:
 
 
 def _summary(console: Console, results: list[FileResult], options) -> None:
+    if options.show_fixes:
+        write_fix_summary(console, results)
     findings = list(_all(results))
     fixed = sum(result.fixes_applied for result in results)
     if not findings:
@@ -133,4 +163,6 @@ def _all(results: list[FileResult]):
         yield from result.findings
 
 
-FORMATS = {"full": write_full, "concise": write_concise, "json": write_json}
+FORMATS = {"full": write_full, "concise": write_concise, "json": write_json, "json-lines": write_json_lines,
+           "github": write_github, "sarif": write_sarif, "gitlab": write_gitlab, "rdjson": write_rdjson,
+           "junit": write_junit}

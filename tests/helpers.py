@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from h2dlint.engine import Linter, apply_edits
@@ -29,3 +30,12 @@ def fix(code: str, *codes: str, unsafe: bool = True, **settings) -> str:
 
 def apply_fix(code: str, finding) -> str:
     return apply_edits(code, list(finding.fix.edits))
+
+
+def git(repo, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def commit_all(repo, message: str) -> None:
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=h2dlint", "-c", "user.email=h2dlint@example.com", "commit", "-q", "-m", message)
