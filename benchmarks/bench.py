@@ -1,0 +1,178 @@
+"""Benchmark h2dlint against Ruff (and TorchFix where installed) on one real tree.
+
+    python benchmarks/bench.py [TREE] [--rounds 5]
+
+Without TREE it uses sglang 0.5.23's `srt` package, downloaded once with
+`pip download --no-deps` into benchmarks/.trees/ (git-ignored; never committed).
+Runs alternate between the tools, several rounds; the table gives medians and ratios.
+Measured: cold runs (no cache), warm runs (nothing changed), one changed file,
+`--fix` with a warm cache, a pre-commit-sized run (5 files), and h2dlint's peak
+memory (all its processes together, sampled from /proc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_WHEEL = "sglang==0.5.23"
+
+
+def default_tree() -> Path:
+    trees = HERE / ".trees"
+    tree = trees / "sglang-0.5.23" / "sglang" / "srt"
+    if not tree.is_dir():
+        download = trees / "wheels"
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", DEFAULT_WHEEL, "-d", str(download)],
+                       check=True)
+        wheel = next(download.glob("sglang-0.5.23-*.whl"))
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(trees / "sglang-0.5.23", [name for name in archive.namelist()
+                                                        if name.startswith("sglang/")])
+    return tree
+
+
+def h2dlint(*args: str) -> list[str]:
+    return [sys.executable, "-m", "h2dlint", "check", "--output-format", "concise", "--exit-zero", "-q", *args]
+
+
+def ruff(*args: str) -> list[str]:
+    executable = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    return [executable, "check", "--select", "ALL", "--exit-zero", "-q", *args]
+
+
+def timed(command: list[str], cwd: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - started
+
+
+def peak_memory_mb(command: list[str], cwd: Path) -> float:
+    """Peak of the summed resident memory of the process and all its descendants."""
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss(process.pid))
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    process.wait()
+    done.set()
+    sampler.join()
+    return peak / 1024
+
+
+def _tree_rss(root: int) -> int:
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/status") as status:
+                kilobytes = next((int(line.split()[1]) for line in status if line.startswith("VmRSS:")), 0)
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+        rss[int(entry)] = kilobytes
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return total
+
+
+def version(command: list[str]) -> str:
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    return (completed.stdout or completed.stderr).strip().splitlines()[0] if completed.returncode == 0 else "?"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("tree", nargs="?", type=Path)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    source_tree = (args.tree or default_tree()).resolve()
+
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = Path(scratch) / "tree"
+        shutil.copytree(source_tree, tree)
+        files = sorted(tree.rglob("*.py"))
+        lines = sum(path.read_bytes().count(b"\n") for path in files)
+        work = Path(scratch) / "work"
+        work.mkdir()
+        ruff_cache = Path(scratch) / "ruff_cache"
+        changed_file = files[len(files) // 2]
+        original = changed_file.read_bytes()
+        timings: dict[str, list[float]] = {}
+
+        def record(name: str, seconds: float) -> None:
+            timings.setdefault(name, []).append(seconds)
+
+        for _ in range(args.rounds):
+            record("h2dlint cold", timed(h2dlint("--no-cache", str(tree)), work))
+            record("ruff cold", timed(ruff("--no-cache", str(tree)), work))
+            timed(h2dlint(str(tree)), work)  # prime the cache
+            record("h2dlint warm", timed(h2dlint(str(tree)), work))
+            timed(ruff("--cache-dir", str(ruff_cache), str(tree)), work)
+            record("ruff warm", timed(ruff("--cache-dir", str(ruff_cache), str(tree)), work))
+            changed_file.write_bytes(original + b"\n# touched by the benchmark\n")
+            record("h2dlint one file changed", timed(h2dlint(str(tree)), work))
+            changed_file.write_bytes(original)
+            record("h2dlint 5 files (pre-commit)", timed(h2dlint("--no-cache", *map(str, files[:5])), work))
+
+        fix_tree = Path(scratch) / "fix_tree"
+        shutil.copytree(source_tree, fix_tree)
+        timed(h2dlint(str(fix_tree)), work)
+        fix_seconds = timed(h2dlint("--fix", str(fix_tree)), work)
+        fixed = subprocess.run(["diff", "-r", str(source_tree), str(fix_tree)], capture_output=True, text=True)
+        changed_lines = sum(1 for line in fixed.stdout.splitlines() if line.startswith(">"))
+        memory = peak_memory_mb(h2dlint("--no-cache", str(tree)), work)
+
+        torchfix_seconds = None
+        if shutil.which("torchfix"):
+            subset = files[:100]
+            torchfix_seconds = timed(["torchfix", *map(str, subset)], work)
+
+    median = {name: statistics.median(values) for name, values in timings.items()}
+    from h2dlint import __version__
+
+    print(f"tree: {source_tree} ({len(files)} files, {lines:,} lines)")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+          f"h2dlint {__version__}, {version(ruff('--version')[:1] + ['--version'])}; {args.rounds} rounds, medians")
+    print()
+    print("| run | h2dlint | ruff | ratio (h2dlint / ruff) |")
+    print("| --- | ---: | ---: | ---: |")
+    for label, ours, theirs in (("cold (no cache)", "h2dlint cold", "ruff cold"),
+                                ("warm (nothing changed)", "h2dlint warm", "ruff warm")):
+        print(f"| {label} | {median[ours]:.2f} s | {median[theirs]:.2f} s | {median[ours] / median[theirs]:.2f} |")
+    print(f"| one file changed | {median['h2dlint one file changed']:.2f} s | | |")
+    print(f"| 5 files, as pre-commit runs it | {median['h2dlint 5 files (pre-commit)']:.2f} s | | |")
+    print(f"| `--fix`, warm cache ({changed_lines} lines rewritten) | {fix_seconds:.2f} s | | |")
+    print(f"| peak memory, all processes | {memory:.0f} MB | | |")
+    if torchfix_seconds is not None:
+        print(f"| TorchFix on 100 files | {torchfix_seconds:.2f} s | | |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
