@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import click
@@ -11,12 +11,15 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from . import __version__
+from .config import resolve_settings
 from .discovery import find_python_files
 from .engine import Linter
 from .output import FORMATS
+from .progress import progress_bar
 from .rule import all_rules
 from .runner import run_files
-from .settings import Settings, SettingsError
+from .settings import SettingsError
+from .stdin import process_stdin
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -38,6 +41,7 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
 class ReportOptions:
     unsafe_fixes: bool
     quiet: bool
+    texts: dict[str, str] = field(default_factory=dict)  # sources not on disk (stdin), by path
 
 
 @click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,36 +53,67 @@ def main() -> None:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--fix", is_flag=True, help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
-@click.option("--unsafe-fixes", is_flag=True, help="Also offer and apply fixes that may change behaviour.")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
+              help="Also offer and apply fixes that may change behaviour.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if any.")
 @click.option("--select", multiple=True, help="Rule codes or prefixes to check (comma separated), or ALL.")
 @click.option("--extend-select", multiple=True, help="Codes or prefixes to check besides the selected ones.")
 @click.option("--ignore", multiple=True, help="Codes or prefixes not to check.")
 @click.option("--exclude", multiple=True, help="Glob patterns of files or folders to skip in folders walked.")
-@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
+@click.option("--extend-exclude", multiple=True, help="Patterns to skip besides the configured `exclude`.")
+@click.option("--force-exclude", is_flag=True, help="Apply the excludes to files named explicitly too.")
+@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default=None, help="[default: full]")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Use this h2dlint.toml or pyproject.toml instead of the closest one.")
+@click.option("--add-noqa", is_flag=True, help="Write `# noqa: CODE` comments for every finding; exit 0.")
+@click.option("--stdin-filename", help="The name of the file whose source is read from stdin (path `-`).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary when clean.")
 @click.option("--full-parse", is_flag=True, hidden=True,
               help="Parse whole files with LibCST instead of only candidate calls (slow; for checking parity).")
-def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude, output_format, exit_zero,
-          no_cache, jobs, quiet, full_parse) -> None:
-    """Check PATHS (files or folders; default: the current folder)."""
+def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude, extend_exclude, force_exclude,
+          output_format, config_file, add_noqa, stdin_filename, exit_zero, no_cache, jobs, quiet,
+          full_parse) -> None:
+    """Check PATHS (files or folders; default: the current folder; `-`: the source on stdin)."""
     console = Console(highlight=False, soft_wrap=True)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
-    settings = Settings(select=_codes(select), extend_select=_codes(extend_select), ignore=_codes(ignore),
-                        unsafe_fixes=unsafe_fixes, exclude=tuple(exclude), full_parse=full_parse)
+    from_stdin = paths == (Path("-"),)
     rules = all_rules()
     try:
+        if add_noqa and (fix or diff or from_stdin):
+            raise SettingsError("--add-noqa cannot be combined with --fix, --diff or reading stdin")
+        if from_stdin and stdin_filename and stdin_filename.endswith(".ipynb"):
+            raise SettingsError("notebooks cannot be read from stdin")
+        config_paths = [Path(stdin_filename or ".")] if from_stdin else list(paths)
+        settings = resolve_settings(config_paths, rules, config_file, select=_codes(select),
+                                    extend_select=_codes(extend_select), ignore=_codes(ignore),
+                                    exclude=tuple(exclude), extend_exclude=tuple(extend_exclude),
+                                    force_exclude=force_exclude or None, unsafe_fixes=unsafe_fixes,
+                                    output_format=output_format, full_parse=full_parse or None)
         enabled = settings.enabled_codes(rules)
     except SettingsError as error:
         errors.print(f"error: {error}", markup=False)
         sys.exit(EXIT_ERROR)
+    linter = Linter([rules[code] for code in enabled], settings)
+    mode = "diff" if diff else "fix" if fix else "add-noqa" if add_noqa else "check"
+    options = ReportOptions(unsafe_fixes=settings.unsafe_fixes, quiet=quiet)
     problems: list[str] = []
-    files = find_python_files(list(paths) or [Path(".")], settings.exclude, settings.respect_gitignore, problems)
-    mode = "diff" if diff else "fix" if fix else "check"
-    results = run_files(files, Linter([rules[code] for code in enabled], settings), mode, jobs)
+    if from_stdin:
+        result, output = process_stdin(sys.stdin.buffer.read(), stdin_filename or "-", linter, mode)
+        results = [result]
+        options.texts[result.path] = output.decode("utf-8", errors="replace")
+        if fix:  # stdout carries the fixed source only; the report goes to stderr
+            sys.stdout.buffer.write(output)
+            sys.stdout.flush()
+            console = errors
+    else:
+        files = find_python_files(list(paths) or [Path(".")], settings.exclude, settings.respect_gitignore,
+                                  problems, exclude_base=Path(settings.project_root),
+                                  force_exclude=settings.force_exclude)
+        with progress_bar(errors, len(files)) as step:
+            results = run_files(files, linter, mode, jobs, on_done=step)
 
     if diff:
         for result in results:
@@ -89,17 +124,43 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
         errors.print(f"Would fix {would_fix} error{'s' * (would_fix != 1)}"
                      f" ({remaining} without an applicable fix).", markup=False)
     else:
-        FORMATS[output_format](console, results, ReportOptions(unsafe_fixes=unsafe_fixes, quiet=quiet))
+        FORMATS[settings.output_format](console, results, options)
+    if add_noqa:
+        added = sum(result.noqa_added for result in results)
+        errors.print(f"Added {added} noqa directive{'s' * (added != 1)}.", markup=False)
     problems += [f"{result.path}: {result.error}" for result in results if result.error]
     for problem in problems:
         errors.print(f"error: {problem}", markup=False)
 
     if problems:
         sys.exit(EXIT_ERROR)
+    if add_noqa:
+        sys.exit(EXIT_CLEAN)
     if diff:
         sys.exit(EXIT_FINDINGS if any(result.diff for result in results) and not exit_zero else EXIT_CLEAN)
     remaining = any(result.findings for result in results)
     sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
+
+
+@main.command("show-settings")
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Use this h2dlint.toml or pyproject.toml instead of the closest one.")
+def show_settings(path, config_file) -> None:
+    """Print the settings a check of PATH (default: the current folder) would use."""
+    console = Console(highlight=False, soft_wrap=True)
+    rules = all_rules()
+    try:
+        settings = resolve_settings([path or Path(".")], rules, config_file)
+        enabled = settings.enabled_codes(rules)
+    except SettingsError as error:
+        Console(stderr=True).print(f"error: {error}", markup=False)
+        sys.exit(EXIT_ERROR)
+    console.out(f"config file: {settings.config_file or '(none: defaults)'}")
+    console.out(f"enabled rules: {', '.join(enabled)}")
+    for setting in fields(settings):
+        if setting.name not in ("config_file", "extra", "full_parse"):
+            console.out(f"{setting.name.replace('_', '-')}: {getattr(settings, setting.name)!r}")
 
 
 @main.command()

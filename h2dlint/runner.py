@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -24,12 +25,20 @@ def _work(job: tuple[Path, str]) -> FileResult:
     return process_file(path, _worker_linter, mode)
 
 
-def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = None) -> list[FileResult]:
+def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = None,
+              on_done: Callable[[], None] | None = None) -> list[FileResult]:
+    """Process `files`; `on_done` (a progress bar's step) is called as each one finishes."""
     jobs = jobs or os.cpu_count() or 1
+    step = on_done or (lambda: None)
+    results = []
     if jobs == 1 or len(files) < PARALLEL_THRESHOLD:
-        results = [process_file(path, linter, mode) for path in files]
+        for path in files:
+            results.append(process_file(path, linter, mode))
+            step()
     else:
         chunksize = max(1, min(32, len(files) // (jobs * 8)))
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(linter,)) as pool:
-            results = list(pool.map(_work, [(path, mode) for path in files], chunksize=chunksize))
+            for result in pool.map(_work, [(path, mode) for path in files], chunksize=chunksize):
+                results.append(result)
+                step()
     return sorted(results, key=lambda result: result.path)
