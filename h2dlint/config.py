@@ -37,7 +37,7 @@ def _load_toml(path: Path) -> dict:
 def _table(path: Path) -> dict | None:
     """The h2dlint table of a configuration file; None for a pyproject.toml without one."""
     document = _load_toml(path)
-    if path.name == CONFIG_NAME:
+    if path.name != "pyproject.toml":  # h2dlint.toml, or any file given with --config
         return document
     tool = document.get("tool", {})
     return tool.get("h2dlint") if isinstance(tool, dict) else None
