@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import click
@@ -13,12 +13,15 @@ from rich.markdown import Markdown
 from . import __version__
 from .cache import FindingsCache, build_fingerprint
 from .changed_lines import GitError, changed_lines_since
+from .config import resolve_settings
 from .discovery import find_python_files
 from .engine import Linter
 from .output import FORMATS
+from .progress import progress_bar
 from .rule import all_rules
 from .runner import run_files
-from .settings import Settings, SettingsError
+from .settings import SettingsError
+from .stdin import process_stdin
 from .summaries import STATISTICS_FORMATS, write_statistics
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -42,6 +45,7 @@ class ReportOptions:
     unsafe_fixes: bool
     quiet: bool
     show_fixes: bool = False
+    texts: dict[str, str] = field(default_factory=dict)  # sources not on disk (stdin), by path
 
 
 @click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
@@ -53,13 +57,20 @@ def main() -> None:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--fix", is_flag=True, help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
-@click.option("--unsafe-fixes", is_flag=True, help="Also offer and apply fixes that may change behaviour.")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
+              help="Also offer and apply fixes that may change behaviour.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if any.")
 @click.option("--select", multiple=True, help="Rule codes or prefixes to check (comma separated), or ALL.")
 @click.option("--extend-select", multiple=True, help="Codes or prefixes to check besides the selected ones.")
 @click.option("--ignore", multiple=True, help="Codes or prefixes not to check.")
 @click.option("--exclude", multiple=True, help="Glob patterns of files or folders to skip in folders walked.")
-@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
+@click.option("--extend-exclude", multiple=True, help="Patterns to skip besides the configured `exclude`.")
+@click.option("--force-exclude", is_flag=True, help="Apply the excludes to files named explicitly too.")
+@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default=None, help="[default: full]")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Use this h2dlint.toml or pyproject.toml instead of the closest one.")
+@click.option("--add-noqa", is_flag=True, help="Write `# noqa: CODE` comments for every finding; exit 0.")
+@click.option("--stdin-filename", help="The name of the file whose source is read from stdin (path `-`).")
 @click.option("--output-file", "-o", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report to this file instead of standard output.")
 @click.option("--statistics", is_flag=True, help="Count the findings per rule instead of listing them.")
@@ -72,35 +83,59 @@ def main() -> None:
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary when clean.")
 @click.option("--full-parse", is_flag=True, hidden=True,
               help="Parse whole files with LibCST instead of only candidate calls (slow; for checking parity).")
-def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude, output_format, output_file,
-          statistics, show_fixes, changed_since, exit_zero, no_cache, jobs, quiet, full_parse) -> None:
-    """Check PATHS (files or folders; default: the current folder)."""
+def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude, extend_exclude, force_exclude,
+          output_format, config_file, add_noqa, stdin_filename, output_file, statistics, show_fixes, changed_since,
+          exit_zero, no_cache, jobs, quiet, full_parse) -> None:
+    """Check PATHS (files or folders; default: the current folder; `-`: the source on stdin)."""
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
-    _check_report_options(errors, output_format, statistics, changed_since, fix, diff)
-    console = _report_console(errors, output_file)
-    settings = Settings(select=_codes(select), extend_select=_codes(extend_select), ignore=_codes(ignore),
-                        unsafe_fixes=unsafe_fixes, exclude=tuple(exclude), full_parse=full_parse)
+    from_stdin = paths == (Path("-"),)
     rules = all_rules()
     try:
+        if add_noqa and (fix or diff or from_stdin):
+            raise SettingsError("--add-noqa cannot be combined with --fix, --diff or reading stdin")
+        if from_stdin and stdin_filename and stdin_filename.endswith(".ipynb"):
+            raise SettingsError("notebooks cannot be read from stdin")
+        config_paths = [Path(stdin_filename or ".")] if from_stdin else list(paths)
+        settings = resolve_settings(config_paths, rules, config_file, select=_codes(select),
+                                    extend_select=_codes(extend_select), ignore=_codes(ignore),
+                                    exclude=tuple(exclude), extend_exclude=tuple(extend_exclude),
+                                    force_exclude=force_exclude or None, unsafe_fixes=unsafe_fixes,
+                                    output_format=output_format, full_parse=full_parse or None)
         enabled = settings.enabled_codes(rules)
     except SettingsError as error:
         errors.print(f"error: {error}", markup=False)
         sys.exit(EXIT_ERROR)
+    _check_report_options(errors, settings.output_format, statistics, changed_since, fix, diff)
+    console = _report_console(errors, output_file)
+    linter = Linter([rules[code] for code in enabled], settings)
+    mode = "diff" if diff else "fix" if fix else "add-noqa" if add_noqa else "check"
+    options = ReportOptions(unsafe_fixes=settings.unsafe_fixes, quiet=quiet, show_fixes=show_fixes)
     problems: list[str] = []
-    files = find_python_files(list(paths) or [Path(".")], settings.exclude, settings.respect_gitignore, problems)
-    changed = None
-    if changed_since is not None:
-        try:
-            changed = changed_lines_since(changed_since, list(paths) or [Path(".")])
-        except GitError as error:
-            errors.print(f"error: {error}", markup=False)
-            sys.exit(EXIT_ERROR)
-        files = [path for path in files if changed.touches(path)]
-    mode = "diff" if diff else "fix" if fix else "check"
-    cache = None if no_cache else FindingsCache(Path.cwd(), build_fingerprint(settings, enabled))
-    results = run_files(files, Linter([rules[code] for code in enabled], settings), mode, jobs, cache)
-    if changed is not None:
-        results = [changed.only_changed(result) for result in results]
+    if from_stdin:
+        result, output = process_stdin(sys.stdin.buffer.read(), stdin_filename or "-", linter, mode)
+        results = [result]
+        options.texts[result.path] = output.decode("utf-8", errors="replace")
+        if fix:  # stdout carries the fixed source only; the report goes to stderr
+            sys.stdout.buffer.write(output)
+            sys.stdout.flush()
+            console = errors
+    else:
+        files = find_python_files(list(paths) or [Path(".")], settings.exclude, settings.respect_gitignore,
+                                  problems, exclude_base=Path(settings.project_root),
+                                  force_exclude=settings.force_exclude)
+        changed = None
+        if changed_since is not None:
+            try:
+                changed = changed_lines_since(changed_since, list(paths) or [Path(".")])
+            except GitError as error:
+                errors.print(f"error: {error}", markup=False)
+                sys.exit(EXIT_ERROR)
+            files = [path for path in files if changed.touches(path)]
+        cache = None if no_cache else FindingsCache(Path.cwd(), build_fingerprint(settings, enabled))
+        with progress_bar(errors, len(files)) as step:
+            results = run_files(files, linter, mode, jobs, cache, on_done=step)
+        if changed is not None:
+            results = [changed.only_changed(result) for result in results]
 
     if diff:
         for result in results:
@@ -111,16 +146,20 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
         errors.print(f"Would fix {would_fix} error{'s' * (would_fix != 1)}"
                      f" ({remaining} without an applicable fix).", markup=False)
     elif statistics:
-        write_statistics(console, results, unsafe_fixes, output_format)
+        write_statistics(console, results, settings.unsafe_fixes, settings.output_format)
     else:
-        FORMATS[output_format](console, results,
-                               ReportOptions(unsafe_fixes=unsafe_fixes, quiet=quiet, show_fixes=show_fixes))
+        FORMATS[settings.output_format](console, results, options)
+    if add_noqa:
+        added = sum(result.noqa_added for result in results)
+        errors.print(f"Added {added} noqa directive{'s' * (added != 1)}.", markup=False)
     problems += [f"{result.path}: {result.error}" for result in results if result.error]
     for problem in problems:
         errors.print(f"error: {problem}", markup=False)
 
     if problems:
         sys.exit(EXIT_ERROR)
+    if add_noqa:
+        sys.exit(EXIT_CLEAN)
     if diff:
         sys.exit(EXIT_FINDINGS if any(result.diff for result in results) and not exit_zero else EXIT_CLEAN)
     remaining = any(result.findings for result in results)
@@ -150,6 +189,27 @@ def _report_console(errors: Console, output_file: Path | None) -> Console:
         sys.exit(EXIT_ERROR)
     click.get_current_context().call_on_close(handle.close)
     return Console(file=handle, highlight=False, soft_wrap=True, color_system=None)
+
+
+@main.command("show-settings")
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Use this h2dlint.toml or pyproject.toml instead of the closest one.")
+def show_settings(path, config_file) -> None:
+    """Print the settings a check of PATH (default: the current folder) would use."""
+    console = Console(highlight=False, soft_wrap=True)
+    rules = all_rules()
+    try:
+        settings = resolve_settings([path or Path(".")], rules, config_file)
+        enabled = settings.enabled_codes(rules)
+    except SettingsError as error:
+        Console(stderr=True).print(f"error: {error}", markup=False)
+        sys.exit(EXIT_ERROR)
+    console.out(f"config file: {settings.config_file or '(none: defaults)'}")
+    console.out(f"enabled rules: {', '.join(enabled)}")
+    for setting in fields(settings):
+        if setting.name not in ("config_file", "extra", "full_parse"):
+            console.out(f"{setting.name.replace('_', '-')}: {getattr(settings, setting.name)!r}")
 
 
 @main.command()

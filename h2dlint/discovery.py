@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 DEFAULT_EXCLUDES = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".h2dlint_cache", ".mypy_cache", ".nox",
     ".pants.d", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", "__pycache__", "__pypackages__", "_build",
@@ -74,12 +74,19 @@ def _glob_to_regex(glob: str, anchored: bool) -> re.Pattern[str]:
     return re.compile(prefix + "".join(out) + "$")
 
 
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """A gitignore-style glob (`*`, `**`, `?`, `[...]`); one with a `/` is anchored at the start."""
+    pattern = pattern.rstrip("/")
+    return _glob_to_regex(pattern.lstrip("/"), "/" in pattern)
+
+
 class IgnoreRules:
     """The .gitignore files met on the way down a tree, and the user's excludes."""
 
-    def __init__(self, excludes: tuple[str, ...]) -> None:
+    def __init__(self, excludes: tuple[str, ...], exclude_base: Path | None = None) -> None:
         self.layers: list[tuple[Path, list[IgnorePattern]]] = []
         self.excludes = [_glob_to_regex(pattern.rstrip("/"), "/" in pattern.rstrip("/")) for pattern in excludes]
+        self.exclude_base = exclude_base  # excludes from a configuration file are relative to its folder
 
     def with_folder(self, folder: Path, respect_gitignore: bool) -> IgnoreRules:
         gitignore = folder / ".gitignore"
@@ -92,13 +99,13 @@ class IgnoreRules:
         child = IgnoreRules(())
         child.layers = [*self.layers, (folder, patterns)]
         child.excludes = self.excludes
+        child.exclude_base = self.exclude_base
         return child
 
     def ignored(self, path: Path, is_dir: bool, root: Path) -> bool:
         if path.name in DEFAULT_EXCLUDES and is_dir:
             return True
-        relative_to_root = _relative(path, root)
-        if any(regex.match(relative_to_root) or regex.match(path.name) for regex in self.excludes):
+        if self.excluded(path, root):
             return True
         verdict = False
         for base, patterns in self.layers:
@@ -110,6 +117,12 @@ class IgnoreRules:
                     verdict = not pattern.negated
         return verdict
 
+    def excluded(self, path: Path, root: Path) -> bool:
+        names = [_relative(path, root), path.name]
+        if self.exclude_base is not None:
+            names.append(_relative(Path(os.path.abspath(path)), self.exclude_base))
+        return any(regex.match(name) for regex in self.excludes for name in names)
+
 
 def _relative(path: Path, base: Path) -> str:
     try:
@@ -119,8 +132,10 @@ def _relative(path: Path, base: Path) -> str:
 
 
 def find_python_files(paths: list[Path], excludes: tuple[str, ...] = (), respect_gitignore: bool = True,
-                      errors: list[str] | None = None) -> list[Path]:
-    """Files named explicitly are always kept; folders are walked, skipping ignored entries.
+                      errors: list[str] | None = None, exclude_base: Path | None = None,
+                      force_exclude: bool = False) -> list[Path]:
+    """Files named explicitly are kept, unless excluded with `force_exclude`; folders are walked, skipping
+    ignored entries.
 
     Symbolic links to folders are not followed, so a walk never loops and never
     leaves the tree it was given. Unreadable folders are reported in `errors`.
@@ -130,15 +145,24 @@ def find_python_files(paths: list[Path], excludes: tuple[str, ...] = (), respect
     for path in paths:
         if path.is_dir():
             root = path
-            rules = IgnoreRules(excludes)
+            rules = IgnoreRules(excludes, exclude_base)
             for parent in _folders_from_git_root(path):
                 rules = rules.with_folder(parent, respect_gitignore)
             _walk(path, root, rules.with_folder(path, respect_gitignore), respect_gitignore, found, errors)
         elif path.exists() or path.is_symlink():
-            found[path] = None
+            if not (force_exclude and _explicitly_excluded(path, IgnoreRules(excludes, exclude_base))):
+                found[path] = None
         else:
             errors.append(f"{path}: no such file or directory")
     return list(found)
+
+
+def _explicitly_excluded(path: Path, rules: IgnoreRules) -> bool:
+    """For --force-exclude: the file, or a folder it is in, matches an exclude pattern."""
+    absolute = Path(os.path.abspath(path))
+    base = rules.exclude_base or Path.cwd()
+    return any(rules.excluded(candidate, base) for candidate in (absolute, *absolute.parents)
+               if candidate.is_relative_to(base) and candidate != base)
 
 
 def _folders_from_git_root(folder: Path) -> list[Path]:

@@ -20,7 +20,7 @@ from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, 
 from .rule import Rule, RuleContext
 from .settings import Settings
 from .source import FileChangedError, LineIndex, SourceError, SourceFile, read_source, write_source_atomically
-from .suppression import is_file_exempt, suppressed
+from .suppression import add_noqa_edits, is_file_exempt, suppress
 
 MAX_FIX_ROUNDS = 10
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)\b", re.MULTILINE)
@@ -32,6 +32,7 @@ class FileResult:
     findings: tuple[Finding, ...]  # what remains to report, after any fixes
     fixes_applied: int = 0
     diff: str = ""  # with --diff: what --fix would change
+    noqa_added: int = 0  # with --add-noqa: the lines given noqa codes
     error: str | None = None  # a problem that stopped h2dlint from doing its job on this file
     # (size, mtime_ns, digest) of the unchanged file the findings describe; None when not cacheable
     stamp: tuple[int, int, str] | None = None
@@ -44,8 +45,15 @@ class Linter:
     def __init__(self, rules: list[type[Rule]], settings: Settings) -> None:
         self.rules = rules
         self.settings = settings
+        self.enabled_codes = frozenset(rule.code for rule in rules)
+        self.known_codes = frozenset(Rule.registry)
 
     def lint(self, source: SourceFile) -> list[Finding]:
+        """The findings to report for `source`: every rule's, less those suppressed."""
+        findings = self._rule_findings(source)
+        return suppress(findings, source.text, str(source.path), self.settings, self.enabled_codes, self.known_codes)
+
+    def _rule_findings(self, source: SourceFile) -> list[Finding]:
         text = source.text
         if is_file_exempt(text):
             return []
@@ -71,8 +79,7 @@ class Linter:
             for rule in active:
                 wrapper.visit(rule(context))
             findings.extend(context.findings)
-        return sorted((finding for finding in findings if not suppressed(finding, line_index)),
-                      key=lambda finding: finding.sort_key)
+        return findings
 
     def _facts(self, tree: ast.Module, text: str, line_index: LineIndex, active: list[type[Rule]]) -> FileFacts:
         """File facts, from a walk limited to the statements around the rules' anchor lines when possible."""
@@ -161,7 +168,11 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
 
 
 def process_file(path, linter: Linter, mode: str) -> FileResult:
-    """Lint one file and, with mode "fix" or "diff", fix it. Never raises."""
+    """Lint one file and, with mode "fix" or "diff", fix it; with "add-noqa", suppress its findings. Never raises."""
+    if str(path).endswith(".ipynb"):
+        from .notebook import process_notebook
+
+        return process_notebook(path, linter, mode)
     name = str(path)
     try:
         status = path.stat()
@@ -173,6 +184,11 @@ def process_file(path, linter: Linter, mode: str) -> FileResult:
         return FileResult(name, (Finding(name, Position(1, 0), Position(1, 0), UNREADABLE, str(error)),))
     try:
         findings = linter.lint(source)
+        if mode == "add-noqa":
+            edits, left = add_noqa_edits(findings, source.text)
+            if edits:
+                write_source_atomically(source, apply_edits(source.text, edits))
+            return FileResult(name, tuple(left), noqa_added=len(edits))
         if mode == "check" or not any(linter.applicable(finding.fix) for finding in findings):
             return FileResult(name, tuple(findings), stamp=(status.st_size, status.st_mtime_ns, source.digest))
         new_text, remaining, applied = linter.fix(source, findings)

@@ -39,10 +39,11 @@ class Finding:
     code: str
     message: str
     fix: Fix | None = None
+    cell: int | None = None  # in a notebook: the cell's 1-based number; lines and columns count within it
 
     @property
     def sort_key(self):
-        return (self.path, self.start, self.code)
+        return (self.path, self.cell or 0, self.start, self.code)
 
 
 # Codes for problems with the input itself rather than with the code in it.

@@ -19,6 +19,12 @@ def _json_location(position) -> dict:
     return {"row": position.line, "column": position.column + 1}
 
 
+def location(finding: Finding) -> str:
+    """`path:line:column` (1-based column), or `path:cell N:line:column` in a notebook."""
+    cell = f"cell {finding.cell}:" if finding.cell is not None else ""
+    return f"{finding.path}:{cell}{finding.start.line}:{finding.start.column + 1}:"
+
+
 def finding_to_json(finding: Finding) -> dict:
     fix = None
     if finding.fix is not None:
@@ -28,7 +34,9 @@ def finding_to_json(finding: Finding) -> dict:
             "edits": [{"content": edit.content, "location": _json_location(edit.start),
                        "end_location": _json_location(edit.end)} for edit in finding.fix.edits],
         }
+    cell = {} if finding.cell is None else {"cell": finding.cell}
     return {
+        **cell,
         "code": finding.code,
         "message": finding.message,
         "filename": finding.path,
@@ -73,21 +81,19 @@ def write_junit(console: Console, results: list[FileResult], options) -> None:
 def write_concise(console: Console, results: list[FileResult], options) -> None:
     for finding in _all(results):
         marker = "[*] " if _fixable(finding, options.unsafe_fixes) else ""
-        console.print(Text.assemble((f"{finding.path}:{finding.start.line}:{finding.start.column + 1}:", "bold"),
+        console.print(Text.assemble((location(finding), "bold"),
                                     " ", (finding.code, "bold red"), f" {marker}{finding.message}"))
     _summary(console, results, options)
 
 
 def write_full(console: Console, results: list[FileResult], options) -> None:
-    texts: dict[str, LineIndex | None] = {}
+    texts: dict[tuple[str, int | None], LineIndex | None] = {}
     for finding in _all(results):
-        if finding.path not in texts:
-            try:
-                texts[finding.path] = LineIndex(read_source(Path(finding.path)).text)
-            except Exception:
-                texts[finding.path] = None
-        index = texts[finding.path]
-        console.print(Text.assemble((f"{finding.path}:{finding.start.line}:{finding.start.column + 1}:", "bold"),
+        key = (finding.path, finding.cell)
+        if key not in texts:
+            texts[key] = _line_index(finding, getattr(options, "texts", {}))
+        index = texts[key]
+        console.print(Text.assemble((location(finding), "bold"),
                                     " ", (finding.code, "bold red"), f" {finding.message}"))
         if index is not None and finding.start.line <= index.line_count:
             _frame(console, index, finding)
@@ -95,6 +101,20 @@ def write_full(console: Console, results: list[FileResult], options) -> None:
                 _proposed_fix(console, index, finding)
         console.print()
     _summary(console, results, options)
+
+
+def _line_index(finding: Finding, in_memory: dict[str, str]) -> LineIndex | None:
+    """The text a finding points into: read from stdin, a notebook's cell, or the file."""
+    try:
+        if finding.path in in_memory:
+            return LineIndex(in_memory[finding.path])
+        if finding.cell is not None:
+            from .notebook import cell_text
+
+            return LineIndex(cell_text(Path(finding.path), finding.cell))
+        return LineIndex(read_source(Path(finding.path)).text)
+    except Exception:
+        return None
 
 
 def _frame(console: Console, index: LineIndex, finding: Finding) -> None:

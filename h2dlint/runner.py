@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -26,25 +27,33 @@ def _work(job: tuple[Path, str]) -> FileResult:
 
 
 def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = None,
-              cache: FindingsCache | None = None) -> list[FileResult]:
+              cache: FindingsCache | None = None, on_done: Callable[[], None] | None = None) -> list[FileResult]:
     """Process `files`; with a cache, files unchanged since the last run (and, when
-    fixing, with nothing to fix) reuse their findings without being parsed."""
+    fixing, with nothing to fix) reuse their findings without being parsed.
+    `on_done` (a progress bar's step) is called as each file is done."""
+    step = on_done or (lambda: None)
     results: list[FileResult] = []
     to_process: list[Path] = []
     for path in files:
         cached = cache.lookup(path) if cache is not None else None
         if cached is not None and (mode == "check" or not any(linter.applicable(f.fix) for f in cached)):
             results.append(FileResult(str(path), cached))
+            step()
         else:
             to_process.append(path)
 
     jobs = jobs or os.cpu_count() or 1
+    processed: list[FileResult] = []
     if jobs == 1 or len(to_process) < PARALLEL_THRESHOLD:
-        processed = [process_file(path, linter, mode) for path in to_process]
+        for path in to_process:
+            processed.append(process_file(path, linter, mode))
+            step()
     else:
         chunksize = max(1, min(32, len(to_process) // (jobs * 8)))
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(linter,)) as pool:
-            processed = list(pool.map(_work, [(path, mode) for path in to_process], chunksize=chunksize))
+            for result in pool.map(_work, [(path, mode) for path in to_process], chunksize=chunksize):
+                processed.append(result)
+                step()
     if cache is not None:
         for path, result in zip(to_process, processed):
             if result.stamp is not None and result.error is None:

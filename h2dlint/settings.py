@@ -16,10 +16,17 @@ class Settings:
     select: tuple[str, ...] = ()  # code prefixes or "ALL"; empty: the default-on rules
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    # (glob, code prefixes): findings in matching files with those codes are not reported
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     unsafe_fixes: bool = False
     pin_memory_helpers: tuple[str, ...] = DEFAULT_PIN_MEMORY_HELPERS
+    hot_functions: tuple[str, ...] = ()  # functions rules treat as hot paths, besides the ones they know
     exclude: tuple[str, ...] = ()
+    force_exclude: bool = False  # apply `exclude` to files named explicitly too
     respect_gitignore: bool = True
+    output_format: str = "full"
+    config_file: str | None = None  # the configuration file these settings came from, if any
+    project_root: str = "."  # the folder relative globs (exclude, per-file-ignores) are anchored at
     full_parse: bool = False  # parse whole files with LibCST instead of candidate calls only
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
