@@ -401,6 +401,8 @@ class FileFacts:
         if isinstance(expr, ast.Call):
             func = expr.func
             if isinstance(func, ast.Attribute):
+                if func.attr in ("cuda", "to") and self._is_module(func.value):
+                    return Placement.UNKNOWN  # `nn.Linear(...).cuda()` is a module, not a tensor
                 if func.attr == "cuda":
                     return Placement.GPU
                 if func.attr in ("cpu", "pin_memory", "numpy"):
@@ -487,6 +489,11 @@ class FileFacts:
             return Placement.UNKNOWN
         kinds = {self.classify_placement(binding.value, binding.line, depth + 1) for binding in bindings}
         return kinds.pop() if len(kinds) == 1 else Placement.UNKNOWN
+
+    def _is_module(self, expr: ast.expr) -> bool:
+        """A call that builds a `torch.nn` module (`nn.Linear(...)`, `torch.nn.ModuleDict(...)`)."""
+        qualified = self.qualify(dotted_name(expr.func)) if isinstance(expr, ast.Call) else None
+        return bool(qualified) and qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1][:1].isupper()
 
     def _is_dtype(self, expr: ast.expr) -> bool:
         qualified = self.qualify(dotted_name(expr)) or ""

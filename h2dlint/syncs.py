@@ -24,7 +24,10 @@ BOOLEAN_METHODS = frozenset({
     "bool", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isin",
     "logical_and", "logical_or", "logical_not", "logical_xor", "signbit", "isclose", "isreal",
 })
-CONSTRUCTORS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "__new__"})
+# Functions that run once (construction, weight loading), where a sync costs nothing worth reporting.
+RUN_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "__new__", "post_init",
+                                "_init_weights", "load_weights", "load_state_dict", "_load_from_state_dict",
+                                "process_weights_after_loading", "from_pretrained"})
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 LOG_WORDS = frozenset({"log", "logs", "logger", "logging", "verbose", "debug", "print"})
 STREAM_FACTORIES = frozenset({"torch.cuda.Stream", "torch.cuda.Event", "torch.cuda.current_stream",
@@ -64,8 +67,8 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
         return None
     if context.in_graph_capture:
         return GRAPH_CAPTURE_CODE
-    constructor = context.function is None and not context.in_loop or context.function in CONSTRUCTORS
-    if constructor or _only_for_logging(site.node, facts):
+    run_once = context.function is None and not context.in_loop or context.function in RUN_ONCE_FUNCTIONS
+    if run_once or _only_for_logging(site.node, facts):
         return None
     hot = context.hot
     if site.kind == READ:
@@ -77,7 +80,9 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
     if site.kind == EXPLICIT:
         return "HDL305" if hot else None
     if site.kind in (NONZERO, MASK, UNIQUE):
-        if site.placement is not Placement.GPU and not hot:
+        # On a tensor of unknown placement, only a hot function (`forward`, a step) is evidence enough of
+        # device code: loops in other functions are where host-side preprocessing lives.
+        if site.placement is not Placement.GPU and not context.hot_function:
             return None
         return {NONZERO: "HDL301", MASK: "HDL302", UNIQUE: "HDL303"}[site.kind]
     if site.kind == REPEAT:
@@ -148,9 +153,10 @@ class _Finder:
         qualified = facts.qualify(dotted_name(func)) or ""
         method = func.attr if isinstance(func, ast.Attribute) and not qualified else None
         positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
-        if method in READ_METHODS and not call.args and (method != "cpu" or not call.keywords):
+        discarded = isinstance(facts.parents.get(call), ast.Expr)  # `model.cpu()` moves a module
+        if method in READ_METHODS and not call.args and (method != "cpu" or not (call.keywords or discarded)):
             self.add(call, READ, f"`.{method}()`", func.value)
-        elif method == "to" and self._copies_to_host(call):
+        elif method == "to" and not discarded and self._copies_to_host(call):
             self.add(call, READ, "a blocking `.to(\"cpu\")`", func.value)
         elif isinstance(func, ast.Name) and func.id in SYNC_BUILTINS and len(call.args) == 1 \
                 and not call.keywords and facts.bindings_at(func.id, call.lineno) is None \
@@ -210,6 +216,8 @@ class _Finder:
             repeats = keyword or (positional[1] if len(positional) > 1 else receiver)
         if repeats is None or not self._is_tensor(repeats):
             return
+        if receiver is not None and self.facts.classify_placement(receiver, call.lineno) is Placement.HOST:
+            return  # repeats live where the input does: on the host, nothing to wait for
         name = qualified or ".repeat_interleave()"
         self.add(call, REPEAT, f"`{name}`", repeats, repeats=repeats)
 

@@ -71,6 +71,8 @@ class GpuValueRead(SyncReporter, Rule):
               "        stats = y.mean().item()\n"),
         Valid("import torch\ndef helper(x):\n    return x.cuda().sum().item()\n"),
         Valid("import torch\ndef forward(x):\n    y = x.cuda()\n    return y.to('cpu', non_blocking=True)\n"),
+        Valid("import torch\ndef step(xs):\n    for x in xs:\n        model = torch.nn.Linear(2, 2).to('cuda')\n"
+              "        model.cpu()\n"),
     )
     invalid_examples = (
         Invalid("import torch\ndef train(xs):\n    total = 0\n    for x in xs:\n"

@@ -10,7 +10,7 @@ class NonzeroSync(SyncReporter, Rule):
     """
     ## What it does
     Finds `torch.nonzero(t)` / `t.nonzero()`, `torch.argwhere` and one-argument
-    `torch.where(cond)` on a tensor that is on the GPU (or, in a loop, `forward` or a
+    `torch.where(cond)` on a tensor that is on the GPU (or, in `forward` or a
     step function, may be). Not reported in constructors, at module level, or on host
     tensors.
 
@@ -63,6 +63,8 @@ class NonzeroSync(SyncReporter, Rule):
                 message_contains="nonzero_static"),
         Invalid("import torch\ndef step(x):\n    return torch.where(x)\n", None,
                 message_contains="one-argument `torch.where`"),
+        Invalid("import torch\ndef forward(x):\n    return (\n        (x > 0)\n        .nonzero()\n    )\n", None,
+                message_contains="`.nonzero()`"),
     )
 
     def report_site(self, node, site, context) -> None:

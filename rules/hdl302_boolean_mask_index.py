@@ -11,7 +11,7 @@ class BooleanMaskIndex(SyncReporter, Rule):
     ## What it does
     Finds reads `t[mask]` where `mask` is certainly a boolean tensor (a comparison of
     tensors, `.bool()`, `torch.isnan(...)`, `~m`, `m1 & m2`, or a name bound to one),
-    and `torch.masked_select`, on tensors that are on the GPU (or, in a loop, `forward`
+    and `torch.masked_select`, on tensors that are on the GPU (or, in `forward`
     or a step function, may be). Assignments `t[mask] = value` are not reported.
 
     ## Why is this bad?

@@ -10,7 +10,7 @@ class UniqueSync(SyncReporter, Rule):
     """
     ## What it does
     Finds `torch.unique` / `t.unique()` and `torch.unique_consecutive` on tensors that
-    are on the GPU (or, in a loop, `forward` or a step function, may be).
+    are on the GPU (or, in `forward` or a step function, may be).
 
     ## Why is this bad?
     The number of distinct values is known only after the GPU has computed it; PyTorch
