@@ -104,7 +104,11 @@ class Linter:
             covered_until = (site.end_line, site.end_column)
             snippet = text[line_index.offset(site.line, site.column):line_index.offset(site.end_line,
                                                                                         site.end_column)]
-            yield cst.parse_module(snippet), Position(site.line, site.column)
+            try:
+                yield cst.parse_module(snippet), Position(site.line, site.column)
+            except cst.ParserSyntaxError:
+                # an expression spanning lines may be valid only inside the parentheses around it
+                yield cst.parse_module(f"({snippet})"), Position(site.line, site.column - 1)
 
     def fix(self, source: SourceFile, findings: list[Finding]) -> tuple[str, list[Finding], tuple[str, ...]]:
         """Apply every applicable fix, in rounds until none is left.

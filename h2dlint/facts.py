@@ -35,6 +35,25 @@ class Placement(enum.Enum):
     UNKNOWN = "a tensor of unknown placement"
 
 
+# Tensor methods and torch functions whose result is not a tensor (sizes, flags, Python values).
+NON_TENSOR_METHODS = frozenset({
+    "size", "dim", "ndimension", "numel", "nelement", "element_size", "stride", "data_ptr", "storage_offset",
+    "is_contiguous", "is_floating_point", "is_complex", "is_pinned", "is_shared", "get_device", "tolist", "item",
+    "storage", "untyped_storage", "type", "equal", "allclose", "dim_order", "__len__",
+})
+NON_TENSOR_TORCH_FUNCTIONS = frozenset({
+    "is_tensor", "is_storage", "numel", "is_floating_point", "is_complex", "is_nonzero", "equal", "allclose",
+    "is_same_size", "result_type", "can_cast", "promote_types", "get_default_dtype", "is_grad_enabled",
+})
+# Namespaces whose functions compute tensors from tensors, on the device of their inputs.
+TENSOR_OP_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.linalg.", "torch.special.", "torch.fft.")
+# `.attr` of a tensor that is a tensor on the same device.
+SAME_DEVICE_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
+TORCH_DTYPES = frozenset({
+    "float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16", "int32",
+    "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
+})
+
 TORCH_FACTORIES = frozenset({
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint", "randperm",
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "linspace", "eye",
@@ -129,6 +148,8 @@ class FileFacts:
         self._function_nodes: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
         self._calls_by_terminal: dict[str, list[ast.Call]] = {}
         self._scopes: dict[int, Scope] = {}  # built on first use, by id of the function node (0: the module)
+        self._class_nodes: list[ast.ClassDef] = []
+        self._class_attributes: dict[int, dict[str, list[Binding]]] = {}  # by id of the class, on first use
         self.uses_several_streams = bool(_MULTI_STREAM.search(text))
         self.sites: dict[tuple[int, int], Site] = {}
         self._index(tree, anchor_lines)
@@ -172,6 +193,8 @@ class FileFacts:
                 imports.append(node)
             elif isinstance(node, (ast.With, ast.AsyncWith)):
                 with_blocks.append(node)
+            elif isinstance(node, ast.ClassDef):
+                self._class_nodes.append(node)
         self.functions.sort()
         self._function_nodes.sort(key=lambda node: (node.lineno, node.col_offset))
         self._collect_imports(sorted(imports, key=lambda node: (node.lineno, node.col_offset)), tree)
@@ -269,8 +292,18 @@ class FileFacts:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     _bind_target(scope, target, node.value, node.lineno)
-            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-                _bind_target(scope, node.target, node.value if isinstance(node, ast.AnnAssign) else None, node.lineno)
+            elif isinstance(node, ast.AnnAssign):
+                _bind_target(scope, node.target, node.value, node.lineno)
+            elif isinstance(node, ast.AugAssign):
+                # `x += y` binds x to `x + y`: classifiers see an operation on x, as they would for `x = x + y`
+                update = node.target
+                if isinstance(update, ast.Name):
+                    update = ast.copy_location(ast.BinOp(left=ast.Name(update.id, ast.Load()), op=node.op,
+                                                         right=node.value), node.value)
+                    ast.fix_missing_locations(update)
+                    _bind_target(scope, node.target, update, node.lineno)
+                else:
+                    _bind_target(scope, node.target, None, node.lineno)
             elif isinstance(node, ast.NamedExpr):
                 _bind_target(scope, node.target, node.value, node.lineno)
             elif isinstance(node, (ast.For, ast.AsyncFor)):
@@ -286,6 +319,40 @@ class FileFacts:
             elif isinstance(node, ast.ExceptHandler) and node.name:
                 scope.bindings.setdefault(node.name, []).append(Binding(node.lineno, None))
             stack.extend(ast.iter_child_nodes(node))
+
+    def _attributes_of(self, node: ast.ClassDef) -> dict[str, list[Binding]]:
+        """`self.x = value` in a class's methods: what `self.x` may hold anywhere in that class."""
+        attributes = self._class_attributes.get(id(node))
+        if attributes is not None:
+            return attributes
+        attributes = {}
+        for method in node.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
+                continue
+            receiver = method.args.args[0].arg
+            for statement in ast.walk(method):
+                if isinstance(statement, ast.Assign):
+                    targets, value = statement.targets, statement.value
+                elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+                    targets = [statement.target]
+                    value = statement.value if isinstance(statement, ast.AnnAssign) else None
+                else:
+                    continue
+                for target in targets:
+                    for element in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]):
+                        if isinstance(element, ast.Attribute) and isinstance(element.value, ast.Name) \
+                                and element.value.id == receiver:
+                            bound = value if element is target else None
+                            attributes.setdefault(element.attr, []).append(Binding(statement.lineno, bound))
+        self._class_attributes[id(node)] = attributes
+        return attributes
+
+    def self_attribute_bindings(self, attribute: str, line: int) -> list[Binding] | None:
+        """What `self.<attribute>` may hold at `line`: the assignments to it in the innermost enclosing class."""
+        enclosing = [node for node in self._class_nodes if node.lineno <= line <= (node.end_lineno or node.lineno)]
+        if not enclosing:
+            return None
+        return self._attributes_of(max(enclosing, key=lambda node: node.lineno)).get(attribute)
 
     def bindings_at(self, name: str, line: int) -> list[ast.expr | None] | None:
         """What `name` may hold when read at `line`, or None when it is not bound in this file.
@@ -386,11 +453,18 @@ class FileFacts:
 
         GPU: `.cuda()`, `.to(<cuda device>)`, a torch factory with a CUDA `device=`.
         HOST: `.cpu()`, `.pin_memory()`, `torch.from_numpy`, a factory without a device
-        or with a host device, a `*_cpu` name. Names follow their local bindings.
+        or with a host device, a `*_cpu` name. Names follow their local bindings, and
+        `self.x` the assignments to it in the enclosing class. Tensor computations
+        (torch functions, tensor methods, operators, indexing, `.to(dtype)`) keep the
+        placement of their known tensor operands.
         """
+        if depth > 6:
+            return Placement.UNKNOWN
         if isinstance(expr, ast.Call):
             func = expr.func
             if isinstance(func, ast.Attribute):
+                if func.attr in ("cuda", "to") and self._is_module(func.value):
+                    return Placement.UNKNOWN  # `nn.Linear(...).cuda()` is a module, not a tensor
                 if func.attr == "cuda":
                     return Placement.GPU
                 if func.attr in ("cpu", "pin_memory", "numpy"):
@@ -398,7 +472,9 @@ class FileFacts:
                 if func.attr == "to":
                     target = expr.args[0] if expr.args else next(
                         (kw.value for kw in expr.keywords if kw.arg == "device"), None)
-                    device = self.classify_device(target, line) if target is not None else Device.UNKNOWN
+                    if target is None or self._is_dtype(target):
+                        return self.classify_placement(func.value, line, depth + 1)
+                    device = self.classify_device(target, line)
                     return _placement_of(device)
             qualified = self.qualify(dotted_name(func)) or ""
             if qualified == "torch.from_numpy":
@@ -408,18 +484,82 @@ class FileFacts:
                 if device is None:
                     return Placement.UNKNOWN if qualified.endswith("_like") else Placement.HOST
                 return _placement_of(self.classify_device(device, line))
+            if qualified:
+                if qualified.rsplit(".", 1)[0] + "." in TENSOR_OP_NAMESPACES \
+                        and qualified.rsplit(".", 1)[-1] not in NON_TENSOR_TORCH_FUNCTIONS:
+                    operands = [*expr.args, *(kw.value for kw in expr.keywords if kw.arg != "device")]
+                    return self._placement_of_operands(operands, line, depth)
+                return Placement.UNKNOWN
+            if isinstance(func, ast.Attribute) and func.attr not in NON_TENSOR_METHODS:
+                return self.classify_placement(func.value, line, depth + 1)
             return Placement.UNKNOWN
         if isinstance(expr, ast.Name):
             if depth < 4:
                 bound = self._classify_name(expr.id, line,
                                             lambda value: self.classify_placement(value, line, depth + 1),
                                             Placement.UNKNOWN)
+                if bound is Placement.UNKNOWN and self._updated_cuda_tensor(expr.id, line, depth):
+                    return Placement.GPU
                 if bound is not Placement.UNKNOWN:
                     return bound
             return Placement.HOST if expr.id.endswith(HOST_NAME_SUFFIXES) else Placement.UNKNOWN
         if isinstance(expr, ast.Attribute):
-            return Placement.HOST if expr.attr.endswith(HOST_NAME_SUFFIXES) else Placement.UNKNOWN
+            if expr.attr.endswith(HOST_NAME_SUFFIXES):
+                return Placement.HOST
+            if expr.attr in SAME_DEVICE_ATTRIBUTES:
+                return self.classify_placement(expr.value, line, depth + 1)
+            if isinstance(expr.value, ast.Name) and expr.value.id == "self" and depth < 4:
+                return self._classify_self_attribute(expr.attr, line, depth)
+            return Placement.UNKNOWN
+        if isinstance(expr, ast.Subscript):
+            return self.classify_placement(expr.value, line, depth + 1)
+        if isinstance(expr, ast.BinOp):
+            return self._placement_of_operands([expr.left, expr.right], line, depth)
+        if isinstance(expr, ast.Compare):
+            return self._placement_of_operands([expr.left, *expr.comparators], line, depth)
+        if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
+            return self.classify_placement(expr.operand, line, depth + 1)
         return Placement.UNKNOWN
+
+    def _placement_of_operands(self, operands: list[ast.expr], line: int, depth: int) -> Placement:
+        """GPU when some operand (or an element of a list/tuple operand) is a CUDA tensor, else unknown.
+
+        Mixing a CUDA tensor with host values (scalars, 0-d CPU tensors) gives a CUDA
+        tensor; a computation on host tensors alone is not called HOST, since an
+        unknown operand might still be on the GPU.
+        """
+        for operand in operands:
+            elements = operand.elts if isinstance(operand, (ast.List, ast.Tuple)) else [operand]
+            if any(self.classify_placement(element, line, depth + 1) is Placement.GPU for element in elements):
+                return Placement.GPU
+        return Placement.UNKNOWN
+
+    def _updated_cuda_tensor(self, name: str, line: int, depth: int) -> bool:
+        """True when `name` is bound to CUDA tensors, and otherwise only updated by arithmetic on itself
+        (`err = err / 2`, `total += loss`): such an update keeps it on the GPU."""
+        values = self.bindings_at(name, line) or []
+        updates = [value for value in values if isinstance(value, ast.BinOp)
+                   and any(isinstance(side, ast.Name) and side.id == name for side in (value.left, value.right))]
+        others = [value for value in values if not any(value is update for update in updates)]
+        return bool(updates) and bool(others) and all(
+            value is not None and self.classify_placement(value, line, depth + 1) is Placement.GPU
+            for value in others)
+
+    def _classify_self_attribute(self, attribute: str, line: int, depth: int) -> Placement:
+        bindings = self.self_attribute_bindings(attribute, line)
+        if not bindings or any(binding.value is None for binding in bindings):
+            return Placement.UNKNOWN
+        kinds = {self.classify_placement(binding.value, binding.line, depth + 1) for binding in bindings}
+        return kinds.pop() if len(kinds) == 1 else Placement.UNKNOWN
+
+    def _is_module(self, expr: ast.expr) -> bool:
+        """A call that builds a `torch.nn` module (`nn.Linear(...)`, `torch.nn.ModuleDict(...)`)."""
+        qualified = self.qualify(dotted_name(expr.func)) if isinstance(expr, ast.Call) else None
+        return bool(qualified) and qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1][:1].isupper()
+
+    def _is_dtype(self, expr: ast.expr) -> bool:
+        qualified = self.qualify(dotted_name(expr)) or ""
+        return qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in TORCH_DTYPES
 
     def _classify_name(self, name, line, classify_value, unknown):
         values = self.bindings_at(name, line)

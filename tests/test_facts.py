@@ -99,3 +99,19 @@ def test_code_context():
     assert facts.context_at(11).in_graph_capture
     assert not facts.context_at(15).in_loop, "a function defined in a loop does not run in it"
     assert facts.context_at(1).cold
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("(t.cuda() > 0).any()", Placement.GPU), ("torch.isnan(t.cuda())", Placement.GPU),
+    ("torch.cat([t.cuda(), a])", Placement.GPU), ("t.cuda().float()[1:] * 2", Placement.GPU),
+    ("t.cuda().to(torch.float16)", Placement.GPU), ("t.cuda().size(0)", Placement.UNKNOWN),
+    ("self.buf", Placement.GPU), ("self.host", Placement.HOST), ("self.mixed", Placement.UNKNOWN),
+    ("torch.nn.Linear(2, 2).cuda()", Placement.UNKNOWN), ("err", Placement.GPU),
+])
+def test_placement_follows_tensor_computations_and_self_attributes(value, expected):
+    code = ("import torch\nclass M:\n    def __init__(self, t, d):\n"
+            "        self.buf = torch.zeros(3, device='cuda')\n        self.host = t.cpu()\n        self.mixed = d\n"
+            "    def forward(self, t, a):\n        err = torch.ones((), device='cuda')\n        err /= 2\n"
+            f"        TARGET = {value}\n")
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected

