@@ -57,7 +57,7 @@ class Linter:
         text = source.text
         if is_file_exempt(text):
             return []
-        active = [rule for rule in self.rules if self.settings.full_parse or rule.may_apply(text)]
+        active = [rule for rule in self.rules if self.settings.full_parse or rule.may_apply(text, self.settings)]
         if not active:
             return []
         path = str(source.path)

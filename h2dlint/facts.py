@@ -128,6 +128,10 @@ class CodeContext:
         return " and ".join(where)
 
 
+# Text that any GPU placement classify_placement can prove must contain: "cuda" (a device
+# string, `.cuda()`, torch.cuda.*), or an integer ordinal written as the device.
+GPU_EVIDENCE = re.compile(r"cuda|(?:\.to\(|device\s*=|torch\.device\()\s*\d")
+
 HOT_FUNCTION_NAMES = frozenset({"forward", "__call__", "step", "training_step", "train_step", "validation_step",
                                 "forward_batch", "decode", "sample", "generate"})
 
@@ -411,9 +415,15 @@ class FileFacts:
             both = {self.classify_device(expr.body, line, depth + 1), self.classify_device(expr.orelse, line, depth + 1)}
             return both.pop() if len(both) == 1 else Device.UNKNOWN
         if isinstance(expr, ast.Name) and depth < 4:
-            return self._classify_name(expr.id, line, lambda value: self.classify_device(value, line, depth + 1),
+            return self._classify_name(expr.id, line, lambda value: self._classify_bound_device(value, line, depth),
                                        Device.UNKNOWN)
         return Device.UNKNOWN
+
+    def _classify_bound_device(self, value: ast.expr, line: int, depth: int) -> Device:
+        """A name bound to an int is a count or an index as often as a device ordinal: unknown."""
+        if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
+            return Device.UNKNOWN
+        return self.classify_device(value, line, depth + 1)
 
     def classify_data(self, expr: ast.expr, line: int, depth: int = 0) -> Data:
         if isinstance(expr, (ast.List, ast.Tuple, ast.Set, ast.ListComp, ast.SetComp, ast.GeneratorExp)):

@@ -128,7 +128,7 @@ class Rule(cst.CSTVisitor):
         Rule.registry[cls.code] = cls
 
     @classmethod
-    def may_apply(cls, text: str) -> bool:
+    def may_apply(cls, text: str, settings) -> bool:
         """A cheap test on the file's text: False only where the rule certainly cannot fire."""
         return bool(cls.prefilter.search(text))
 

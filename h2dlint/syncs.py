@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .facts import NON_TENSOR_METHODS, SYNC_BUILTINS, CodeContext, Data, FileFacts, Placement, dotted_name
+from .facts import GPU_EVIDENCE, HOT_FUNCTION_NAMES, NON_TENSOR_METHODS, SYNC_BUILTINS, CodeContext, Data, FileFacts, Placement, dotted_name
 
 READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 BOOLEAN_METHODS = frozenset({
@@ -309,6 +309,20 @@ class SyncReporter:
     """
 
     kinds: frozenset[str] = frozenset()
+    # What the file's text must show besides the prefilter: "gpu" (a CUDA placement somewhere),
+    # "gpu-or-hot" (that, or a hot function), or "" (nothing more).
+    evidence: str = ""
+
+    @classmethod
+    def may_apply(cls, text: str, settings) -> bool:
+        if not cls.prefilter.search(text):
+            return False
+        if not cls.evidence or GPU_EVIDENCE.search(text):
+            return True
+        if cls.evidence == "gpu-or-hot":
+            hot = HOT_FUNCTION_NAMES | frozenset(getattr(settings, "hot_functions", ()))
+            return bool(re.search(r"\bdef\s+(?:" + "|".join(map(re.escape, sorted(hot))) + r")\b", text))
+        return False
 
     @classmethod
     def candidates(cls, facts: FileFacts):

@@ -152,7 +152,7 @@ class BlockingTensorCopy(Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str) -> bool:
+    def may_apply(cls, text: str, settings) -> bool:
         if _IMPORTED_UNDER_ANOTHER_NAME.search(text):
             return True
         return any("device" in text[match.end():_closing_parenthesis(text, match.end())]

@@ -57,6 +57,8 @@ class GpuValueRead(SyncReporter, Rule):
     summary = "`.item()` / `.tolist()` / `.cpu()` / `int(t)` on a CUDA tensor in hot code waits for the GPU"
     kinds = frozenset({READ})
     prefilter = re.compile(r"\.(?:item|tolist|cpu|numpy|to)\(|\b(?:int|float|bool)\(")
+    evidence = "gpu"
+    call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "int", "float", "bool"})  # anchors only: lines where these sites can be
 
     valid_examples = (
         Valid("import torch\nclass M:\n    def __init__(self):\n"

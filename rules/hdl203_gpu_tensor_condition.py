@@ -49,6 +49,7 @@ class GpuTensorCondition(SyncReporter, Rule):
     summary = "a CUDA tensor as an `if`/`while` condition or Python index in hot code waits for the GPU"
     kinds = frozenset({CONDITION})
     prefilter = re.compile(r"\b(?:if|while|assert)\b|\]")
+    evidence = "gpu"
 
     valid_examples = (
         Valid("import torch\ndef forward(x):\n    y = x.cuda()\n    if y is None:\n        return 0\n"),

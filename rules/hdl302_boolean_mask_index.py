@@ -43,6 +43,7 @@ class BooleanMaskIndex(SyncReporter, Rule):
     summary = "`t[mask]` / `masked_select` on a GPU tensor copies the selected count to the host"
     kinds = frozenset({MASK})
     prefilter = re.compile(r"\]|masked_select")
+    evidence = "gpu-or-hot"
 
     valid_examples = (
         Valid("import torch\ndef forward(x, m):\n    return x[m]\n"),

@@ -40,6 +40,7 @@ class UniqueSync(SyncReporter, Rule):
     summary = "`torch.unique` on a GPU tensor copies the result size to the host"
     kinds = frozenset({UNIQUE})
     prefilter = re.compile(r"\bunique(?:_consecutive)?\(")
+    call_names = frozenset({"unique", "unique_consecutive"})  # anchors only: lines where these sites can be
 
     valid_examples = (
         Valid("import numpy as np\ndef forward(x):\n    return np.unique(x)\n"),

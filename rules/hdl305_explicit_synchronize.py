@@ -58,6 +58,7 @@ class ExplicitSynchronize(SyncReporter, Rule):
     kinds = frozenset({EXPLICIT})
     default_enabled = False
     prefilter = re.compile(r"\bsynchronize\(")
+    call_names = frozenset({"synchronize"})  # anchors only: lines where these sites can be
 
     valid_examples = (
         Valid("import torch\ndef benchmark_setup():\n    torch.cuda.synchronize()\n"),
