@@ -78,7 +78,12 @@ class Linter:
             covered_until = (site.end_line, site.end_column)
             snippet = text[line_index.offset(site.line, site.column):line_index.offset(site.end_line,
                                                                                         site.end_column)]
-            yield cst.parse_module(snippet), Position(site.line, site.column)
+            try:
+                yield cst.parse_module(snippet), Position(site.line, site.column)
+            except cst.ParserSyntaxError:
+                # A method chain broken over lines (`x\n    .to(d)`) parses only inside the parentheses it
+                # had in the file: restore them, padding so the snippet keeps its file columns.
+                yield cst.parse_module("(" + " " * (site.column - 1) + snippet + ")"), Position(site.line, 0)
 
     def fix(self, source: SourceFile, findings: list[Finding]) -> tuple[str, list[Finding], int]:
         """Apply every applicable fix, in rounds until none is left; returns (text, remaining, applied)."""

@@ -84,7 +84,7 @@ class FalseAsyncCopy(Rule):
         Invalid("import torch\ndef f(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n", None,
                 message_contains="pageable"),
         Invalid("import torch\ndef f(n, device):\n    b = torch.empty(n)\n    return b.to(device, non_blocking=True)\n", None,
-                message_contains="`b` is bound"),
+                message_contains="`b` (bound to a fresh host tensor)"),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -102,7 +102,7 @@ class FalseAsyncCopy(Rule):
                 return
             what = f"`torch.{fresh[1]}(...)`"
         elif isinstance(copy.source, cst.Name) and self._bound_to_unpinned_factory(copy.source.value, start.line):
-            what = f"`{copy.source.value}` is bound to a pageable host tensor and"
+            what = f"`{copy.source.value}` (bound to a fresh host tensor)"
         else:
             return
         where = facts.context_at(start.line, getattr(self.context.settings, "hot_functions", frozenset())).describe()

@@ -26,7 +26,9 @@ class CopyMakesNonLeaf(Rule):
     accumulates `.grad` into) is the host tensor, an unreachable temporary. The
     device tensor is the result of a copy: not a leaf, so its `.grad` stays `None`
     after `backward()` (PyTorch warns when it is read) and an optimizer given it never
-    updates it. It is also the trap a naive pin_memory rewrite of
+    updates it. Even where `.grad` is never read, `backward()` still sends the gradient
+    through the copy to the host leaf: a device-to-host copy and a host accumulation
+    on every backward pass. It is also the trap a naive pin_memory rewrite of
     `torch.tensor(x, requires_grad=True, device=cuda)` falls into.
 
     ## Example
