@@ -132,10 +132,14 @@ class Rule(cst.CSTVisitor):
         """A cheap test on the file's text: False only where the rule certainly cannot fire."""
         return bool(cls.prefilter.search(text))
 
+    # True when the rule looks only at its candidates' lines, their enclosing statements and the
+    # bindings of names read there: then the file's walk may skip statements away from them.
+    anchored: ClassVar[bool] = False
+
     @classmethod
     def anchor(cls) -> re.Pattern[str] | None:
-        """A regex whose matches mark every line a candidate can lie on; None: any line."""
-        if not cls.call_names:
+        """For an anchored rule, a regex whose matches mark every line a candidate can lie on; else None."""
+        if not (cls.anchored and cls.call_names):
             return None
         return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, cls.call_names))) + r")\b")
 

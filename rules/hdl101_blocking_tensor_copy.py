@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-import ast
 import re
 
 import libcst as cst
 
+from h2dlint.copies import code_of, constant_upload, dotted, is_pure, join_args, pin_guard, shown, tight_equal, to_ast
 from h2dlint.facts import Data, Device
-from h2dlint.model import Applicability, Edit, Fix
+from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
 
@@ -67,6 +67,9 @@ class BlockingTensorCopy(Rule):
     - moving the device (or `requires_grad`) after the other arguments changes the
       order in which calls with side effects run.
 
+    A constant (`torch.tensor(0, device=...)`, `torch.tensor([1.0], device=...)`)
+    is left to HDL103, which replaces the copy by a factory.
+
     ## References
     - PyTorch: "A guide on good usage of non_blocking and pin_memory()"
     - CUDA Runtime API: "API synchronization behavior" (pageable and pinned memcpy)
@@ -76,6 +79,7 @@ class BlockingTensorCopy(Rule):
     name = "blocking-tensor-copy"
     summary = "`torch.tensor(host_data, device=<gpu>)` blocks the host until the GPU stream drains"
     call_names = frozenset({"tensor", "as_tensor"})
+    anchored = True
     prefilter = re.compile(r"\b(?:as_)?tensor\b")
 
     valid_examples = (
@@ -88,6 +92,7 @@ class BlockingTensorCopy(Rule):
         Valid("import torch\ndef f(a):\n    b = a.cuda()\n    return torch.tensor(b, device='cuda')\n"),
         Valid("import torch\ndev = 'meta'\nx = torch.tensor([1.0], device=dev)\n"),
         Valid("def tensor(x, device=None): return x\nx = tensor([1], device='cuda')\n"),
+        Valid("import torch\ndef f(device):\n    return torch.tensor([[0, 0]], device=device)\n"),  # HDL103's
         Valid("import numpy as np\nx = np.tensor([1], device='cuda')\n"),
     )
     invalid_examples = (
@@ -110,8 +115,8 @@ class BlockingTensorCopy(Rule):
             "    return th.tensor(idx, pin_memory=th.cuda.is_available()).to(states.device, non_blocking=True)\n",
         ),
         Invalid(
-            "import torch\nw = torch.tensor([0.5], requires_grad=True, device=torch.device('cuda', 0))\n",
-            "import torch\nw = torch.tensor([0.5], pin_memory=True).to(torch.device('cuda', 0), non_blocking=True)"
+            "import torch\nw = torch.tensor([0.5, 0.25], requires_grad=True, device=torch.device('cuda', 0))\n",
+            "import torch\nw = torch.tensor([0.5, 0.25], pin_memory=True).to(torch.device('cuda', 0), non_blocking=True)"
             ".requires_grad_()\n",
         ),
         Invalid(
@@ -144,9 +149,9 @@ class BlockingTensorCopy(Rule):
             message_contains="t.tolist() on the next line",
         ),
         Invalid(
-            "import torch\ns = torch.cuda.Stream()\ndef f(device):\n    return torch.tensor([1], device=device)\n",
+            "import torch\ns = torch.cuda.Stream()\ndef f(device):\n    return torch.tensor([1, 2], device=device)\n",
             "import torch\ns = torch.cuda.Stream()\ndef f(device):\n"
-            "    return torch.tensor([1], pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
+            "    return torch.tensor([1, 2], pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
             unsafe=True,
         ),
     )
@@ -165,7 +170,7 @@ class BlockingTensorCopy(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts
-        qualified = facts.qualify(_dotted(node.func))
+        qualified = facts.qualify(dotted(node.func))
         if qualified not in ("torch.tensor", "torch.as_tensor"):
             return
         is_as_tensor = qualified == "torch.as_tensor"
@@ -175,20 +180,22 @@ class BlockingTensorCopy(Rule):
         keywords = {arg.keyword.value: arg for arg in node.args if arg.keyword is not None}
         if not positional or "pin_memory" in keywords:
             return
+        if not is_as_tensor and constant_upload(node) is not None:
+            return  # a constant: HDL103 reports it with a better fix (a factory, no copy at all)
         data_arg = positional[0]
         device_arg = keywords.get("device")
         if device_arg is None:
             return
         start, _ = self.position(node)
-        device = facts.classify_device(_to_ast(device_arg.value), start.line)
+        device = facts.classify_device(to_ast(device_arg.value), start.line)
         if device is Device.NOT_CUDA:
             return
-        data = facts.classify_data(_to_ast(data_arg.value), start.line)
+        data = facts.classify_data(to_ast(data_arg.value), start.line)
         if data is Data.TENSOR or (is_as_tensor and data not in (Data.HOST, Data.LIKELY_HOST)):
             return
 
         call_text = "torch.as_tensor" if is_as_tensor else "torch.tensor"
-        device_text = _code(device_arg.value)
+        device_text = shown(device_arg.value)
         where = "a CUDA device" if device is Device.CUDA else f"`{device_text}` (if it is a CUDA device)"
         message = (f"`{call_text}` copies host data to {where} from pageable memory with a blocking copy: "
                    "the host waits until the GPU stream drains")
@@ -213,7 +220,7 @@ class BlockingTensorCopy(Rule):
 
         unsafe_reasons = []
         if data is not Data.HOST:
-            unsafe_reasons.append(f"`{_code(data_arg.value)}` may be a tensor, and pinning one raises"
+            unsafe_reasons.append(f"`{shown(data_arg.value)}` may be a tensor, and pinning one raises"
                                   if not is_as_tensor else
                                   "`torch.as_tensor` returned data already on the device without a copy")
         if facts.uses_several_streams:
@@ -221,30 +228,25 @@ class BlockingTensorCopy(Rule):
                                   "stream only")
         moved = [device_arg] + ([requires_grad_arg] if _moves_requires_grad(requires_grad_arg) else [])
         later = node.args[node.args.index(device_arg) + 1:]
-        if (later and any(not _is_pure(arg.value) for arg in moved)) or any(not _is_pure(arg.value) for arg in later):
+        if (later and any(not is_pure(arg.value) for arg in moved)) or any(not is_pure(arg.value) for arg in later):
             unsafe_reasons.append("the device is now evaluated after the other arguments")
 
-        if device is Device.CUDA:
-            guard = cst.Name("True")
-        else:
-            helper = next((name for name in self.context.settings.pin_memory_helpers
-                           if facts.bindings_at(name, 10**9) is not None or name in facts.aliases), None)
-            guard = cst.parse_expression(f"{helper}()" if helper else f"{torch_name}.cuda.is_available()")
+        guard = pin_guard(self, device, torch_name)
 
         kept = []
         for arg in node.args:
             if arg is device_arg or (arg is requires_grad_arg and _moves_requires_grad(arg)):
                 continue
             kept.append(arg)
-        pin_arg = cst.Arg(guard, keyword=cst.Name("pin_memory"), equal=_tight_equal())
+        pin_arg = cst.Arg(guard, keyword=cst.Name("pin_memory"), equal=tight_equal())
         func = node.func
         if is_as_tensor:
             func = cst.parse_expression(f"{torch_name}.tensor")
-        source = node.with_changes(func=func, args=_join_args(node.args, kept + [pin_arg]), lpar=[], rpar=[])
+        source = node.with_changes(func=func, args=join_args(node.args, kept + [pin_arg]), lpar=[], rpar=[])
         result = cst.Call(
             func=cst.Attribute(value=source, attr=cst.Name("to")),
             args=[cst.Arg(device_arg.value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                  cst.Arg(cst.Name("True"), keyword=cst.Name("non_blocking"), equal=_tight_equal())],
+                  cst.Arg(cst.Name("True"), keyword=cst.Name("non_blocking"), equal=tight_equal())],
         )
         if _moves_requires_grad(requires_grad_arg):
             flag = requires_grad_arg.value
@@ -295,59 +297,6 @@ def _closing_parenthesis(text: str, start: int) -> int:
     return len(text)
 
 
-def _dotted(node: cst.BaseExpression) -> str | None:
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
-        return None
-    parts.append(node.value)
-    return ".".join(reversed(parts))
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
-
-
-def _to_ast(node: cst.BaseExpression) -> ast.expr:
-    return ast.parse(f"(\n{_code(node)}\n)", mode="eval").body
-
-
-def _is_pure(node: cst.BaseExpression) -> bool:
-    """True for expressions whose evaluation has no side effects: names, attributes, literals."""
-    if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString, cst.Ellipsis)):
-        return True
-    if isinstance(node, cst.Attribute):
-        return _is_pure(node.value)
-    if isinstance(node, cst.Subscript):
-        return _is_pure(node.value) and all(
-            isinstance(element.slice, cst.Index) and _is_pure(element.slice.value) for element in node.slice)
-    if isinstance(node, cst.Call):  # torch.device("cuda", 0) and friends
-        return _dotted(node.func) in ("torch.device", "th.device", "device") and all(
-            _is_pure(arg.value) for arg in node.args)
-    return False
-
 
 def _moves_requires_grad(arg: cst.Arg | None) -> bool:
     return arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "False")
-
-
-def _tight_equal() -> cst.AssignEqual:
-    return cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
-
-
-def _join_args(original: list[cst.Arg], new: list[cst.Arg]) -> list[cst.Arg]:
-    """Lay out `new` like `original` was: same separators, same trailing comma and closing whitespace."""
-    last = original[-1]
-    separator = next((arg.comma for arg in original[:-1] if isinstance(arg.comma, cst.Comma)),
-                     cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    result = []
-    for index, arg in enumerate(new):
-        if index == len(new) - 1:
-            result.append(arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg))
-        elif arg is last or not isinstance(arg.comma, cst.Comma):
-            result.append(arg.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace("")))
-        else:
-            result.append(arg)
-    return result

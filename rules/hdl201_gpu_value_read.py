@@ -59,6 +59,7 @@ class GpuValueRead(SyncReporter, Rule):
     prefilter = re.compile(r"\.(?:item|tolist|cpu|numpy|to)\(|\b(?:int|float|bool)\(")
     evidence = "gpu"
     call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "int", "float", "bool"})  # anchors only: lines where these sites can be
+    anchored = True
 
     valid_examples = (
         Valid("import torch\nclass M:\n    def __init__(self):\n"

@@ -50,6 +50,7 @@ class PossibleGpuValueRead(SyncReporter, Rule):
     default_enabled = False
     prefilter = re.compile(r"\.(?:item|tolist|cpu|numpy|to)\(|\b(?:int|float|bool)\(")
     call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "int", "float", "bool"})  # anchors only: lines where these sites can be
+    anchored = True
 
     valid_examples = (
         Valid("def forward(x):\n    return x.cuda().item()\n"),

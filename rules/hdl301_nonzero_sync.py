@@ -49,6 +49,7 @@ class NonzeroSync(SyncReporter, Rule):
     kinds = frozenset({NONZERO})
     prefilter = re.compile(r"\b(?:nonzero|argwhere|where)\(")
     call_names = frozenset({"nonzero", "argwhere", "where"})  # anchors only: lines where these sites can be
+    anchored = True
 
     valid_examples = (
         Valid("import torch\ndef forward(x):\n    return torch.nonzero_static(x.cuda() > 0, size=4)\n"),

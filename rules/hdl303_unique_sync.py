@@ -41,6 +41,7 @@ class UniqueSync(SyncReporter, Rule):
     kinds = frozenset({UNIQUE})
     prefilter = re.compile(r"\bunique(?:_consecutive)?\(")
     call_names = frozenset({"unique", "unique_consecutive"})  # anchors only: lines where these sites can be
+    anchored = True
 
     valid_examples = (
         Valid("import numpy as np\ndef forward(x):\n    return np.unique(x)\n"),

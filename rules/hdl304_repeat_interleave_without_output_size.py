@@ -62,6 +62,7 @@ class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):
     kinds = frozenset({REPEAT})
     prefilter = re.compile(r"\brepeat_interleave\(")
     call_names = frozenset({"repeat_interleave"})  # anchors only: lines where these sites can be
+    anchored = True
 
     valid_examples = (
         Valid("import torch\ndef forward(x):\n    return x.repeat_interleave(2, dim=0)\n"),

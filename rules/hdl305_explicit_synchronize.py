@@ -59,6 +59,7 @@ class ExplicitSynchronize(SyncReporter, Rule):
     default_enabled = False
     prefilter = re.compile(r"\bsynchronize\(")
     call_names = frozenset({"synchronize"})  # anchors only: lines where these sites can be
+    anchored = True
 
     valid_examples = (
         Valid("import torch\ndef benchmark_setup():\n    torch.cuda.synchronize()\n"),

@@ -46,7 +46,7 @@ def test_stdin_uses_the_configuration_of_the_given_name(tmp_path):
 
 
 def test_flake8_plugin_class():
-    lines = BLOCKING.splitlines(keepends=True) + ["y = torch.tensor([3], device='cuda')  # noqa: HDL101\n"]
+    lines = BLOCKING.splitlines(keepends=True) + ["y = torch.tensor([3, 4], device='cuda')  # noqa: HDL101\n"]
     [(line, column, message, kind)] = list(Plugin(None, "example.py", lines).run())
     assert (line, column, kind) == (2, 4, Plugin)
     assert message.startswith("HDL101 `torch.tensor` copies host data")

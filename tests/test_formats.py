@@ -152,7 +152,7 @@ def test_rdjson_counts_columns_in_utf8_bytes_and_suggests_the_fix(project):
 
 def test_gitlab_fingerprints_follow_the_code_not_the_line_number(project):
     path = project / "pkg" / "twice.py"
-    body = "import torch\nx = torch.tensor([1], device='cuda')\nx = torch.tensor([1], device='cuda')\n"
+    body = "import torch\nx = torch.tensor([1, 2], device='cuda')\nx = torch.tensor([1, 2], device='cuda')\n"
     path.write_text(body)
     first = json.loads(run(path.relative_to(project), "--output-format", "gitlab").output)
     path.write_text("# a new first line\n" + body)
@@ -165,14 +165,14 @@ def test_gitlab_fingerprints_follow_the_code_not_the_line_number(project):
         assert issue["check_name"] == "HDL101" and issue["severity"] == "major"
         assert issue["location"]["path"] == "pkg/twice.py"
         assert issue["description"].startswith("HDL101 `torch.tensor` copies host data")
-    path.write_text(body.replace("[1]", "[2]", 1))
+    path.write_text(body.replace("[1, 2]", "[2, 3]", 1))
     changed = json.loads(run(path.relative_to(project), "--output-format", "gitlab").output)
     assert changed[0]["fingerprint"] != first[0]["fingerprint"]
 
 
 def test_junit_one_case_per_file_one_failure_per_finding(project):
     awkward = project / "pkg" / "a&b<c>\x01.py"
-    awkward.write_text("import torch\nx = torch.tensor([1], device='cuda')\n")
+    awkward.write_text("import torch\nx = torch.tensor([1, 2], device='cuda')\n")
     result = run("pkg", "--output-format", "junit")
     assert result.exit_code == 1
     suites = ElementTree.fromstring(result.output.encode())
@@ -212,7 +212,7 @@ def test_statistics_counts_per_code(project):
     assert result.exit_code == 1
     assert result.output == "3\tHDL101\t[*] blocking-tensor-copy\n"
     broken = project / "pkg" / "broken.py"
-    broken.write_text("import torch\ndef f(:\n    return torch.tensor([1], device='cuda')\n")
+    broken.write_text("import torch\ndef f(:\n    return torch.tensor([1, 2], device='cuda')\n")
     rows = json.loads(run("pkg", "--statistics", "--output-format", "json").output)
     assert rows == [{"code": "HDL101", "name": "blocking-tensor-copy", "count": 3, "fixable": True},
                     {"code": "HDL001", "name": "syntax-error", "count": 1, "fixable": False}]
@@ -260,7 +260,7 @@ def test_action_yml_runs_h2dlint_with_its_inputs(project):
     git(project, "init", "-q")
     commit_all(project, "base")
     with (project / "pkg" / "clean.py").open("a") as clean:
-        clean.write("y = torch.tensor([3], device='cuda')\n")
+        clean.write("y = torch.tensor([3, 4], device='cuda')\n")
     # Run the lint step's script as the runner would (bash -e), with this environment's h2dlint.
     env = {**os.environ, "H2DLINT": str(script), "INPUT_PATHS": "pkg/multi.py pkg/clean.py",
            "INPUT_ARGS": "--select HDL1", "INPUT_CHANGED_SINCE": "HEAD", "INPUT_SARIF_FILE": "results.sarif"}

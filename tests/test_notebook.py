@@ -20,10 +20,10 @@ def code_cell(source, outputs=()):
 CELLS = [
     {"cell_type": "markdown", "metadata": {}, "source": ["# Démo\n", "text"]},
     code_cell(["%matplotlib inline\n", "import torch\n", "!pip list"],
-              [{"name": "stdout", "output_type": "stream", "text": ["torch.tensor([1], device='cuda')\n"]}]),
-    code_cell(["%%bash\n", "echo torch.tensor([1], device='cuda')"]),
+              [{"name": "stdout", "output_type": "stream", "text": ["torch.tensor([1, 2], device='cuda')\n"]}]),
+    code_cell(["%%bash\n", "echo torch.tensor([1, 2], device='cuda')"]),
     code_cell(["def step(device):\n", "    %time warm()\n", "    return torch.tensor([1, 2], device='cuda')"]),
-    code_cell("y = torch.tensor([3], device='cuda')\n"),
+    code_cell("y = torch.tensor([3, 4], device='cuda')\n"),
 ]
 
 
@@ -51,7 +51,7 @@ def test_json_keeps_cell_relative_positions_and_adds_the_cell(notebook):
     findings = json.loads(run(notebook, "--output-format", "json").output)
     assert [(f["cell"], f["location"], f["end_location"]) for f in findings] == [
         (4, {"row": 3, "column": 12}, {"row": 3, "column": 47}),
-        (5, {"row": 1, "column": 5}, {"row": 1, "column": 37})]
+        (5, {"row": 1, "column": 5}, {"row": 1, "column": 40})]
     assert findings[0]["fix"]["edits"][0]["location"] == {"row": 3, "column": 12}
 
 
@@ -70,8 +70,8 @@ def test_fix_rewrites_only_the_fixed_cells(tmp_path, indent):
     after = path.read_text(encoding="utf-8")
     expected = before.replace("    return torch.tensor([1, 2], device='cuda')\"",
                               "    return torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\"")
-    expected = expected.replace("y = torch.tensor([3], device='cuda')\\n",
-                                "y = torch.tensor([3], pin_memory=True).to('cuda', non_blocking=True)\\n")
+    expected = expected.replace("y = torch.tensor([3, 4], device='cuda')\\n",
+                                "y = torch.tensor([3, 4], pin_memory=True).to('cuda', non_blocking=True)\\n")
     assert after == expected  # outputs, metadata, magics, key order, indent, non-ASCII, final newline kept
     assert run(path).exit_code == 0
 
@@ -89,14 +89,14 @@ def test_noqa_and_add_noqa_in_cells(notebook):
     assert run(notebook, "--add-noqa").exit_code == 0
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     assert cells[3]["source"][-1].endswith("device='cuda')  # noqa: HDL101")
-    assert cells[4]["source"] == "y = torch.tensor([3], device='cuda')  # noqa: HDL101\n"
+    assert cells[4]["source"] == "y = torch.tensor([3, 4], device='cuda')  # noqa: HDL101\n"
     assert cells[1]["source"] == CELLS[1]["source"]
     assert run(notebook).exit_code == 0
 
 
 def test_syntax_error_points_at_its_cell_and_broken_json_is_reported(tmp_path):
     path = tmp_path / "broken.ipynb"
-    write_notebook(path, [code_cell("import torch\n"), code_cell("x = torch.tensor([1], device='cuda')\ndef f(:\n")])
+    write_notebook(path, [code_cell("import torch\n"), code_cell("x = torch.tensor([1, 2], device='cuda')\ndef f(:\n")])
     result = run(path, "--output-format", "concise")
     assert result.exit_code == 1 and f"{path}:cell 2:2:7: HDL001" in result.output
     path.write_text("{not json")

@@ -165,7 +165,7 @@ def test_run_instruments_only_the_included_folders(program):
 
 
 def test_the_linter_never_imports_torch(tmp_path):
-    (tmp_path / "a.py").write_text("import torch\nx = torch.tensor([1], device='cuda')\n")
+    (tmp_path / "a.py").write_text("import torch\nx = torch.tensor([1, 2], device='cuda')\n")
     code = ("import sys\nfrom click.testing import CliRunner\nfrom h2dlint.cli import main\n"
             f"CliRunner().invoke(main, [{str(tmp_path)!r}, '--fix'])\nprint('torch' in sys.modules)\n")
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

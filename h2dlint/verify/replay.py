@@ -100,7 +100,13 @@ def verify_case(folder: Path, seeds=DEFAULT_SEEDS) -> CaseResult:
 
     if device == "cpu":
         result.differences.extend(_meta_differences(before, after, seeds[0]))
-    _check_sites(folder, device, seeds, result)
+    # A fix that corrects behaviour on purpose (HDL404 makes the device copy the leaf) names what it
+    # changes in before.py; those differences are expected, and its call sites are not replayed twice.
+    intended = getattr(before, "VERIFY_INTENDED_CHANGES", ())
+    result.differences = [text for text in result.differences
+                          if not any(f".{attribute}:" in text for attribute in intended)]
+    if not intended:
+        _check_sites(folder, device, seeds, result)
     result.equal = not result.differences
     return result
 

@@ -1,0 +1,330 @@
+"""Reasoning and LibCST helpers shared by the copy rules (HDL1xx) and the async-copy hazard rules (HDL4xx).
+
+Kept apart from facts.py: these work on the LibCST nodes rules visit (and the
+ast of the enclosing function), not on whole-file facts.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import libcst as cst
+
+from .facts import Device, FileFacts, Placement, dotted_name
+
+# torch factories that accept `pin_memory=` (checked against torch 2.13: `as_tensor` and the `*_like` do not).
+PINNABLE_FACTORIES = frozenset({"tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint",
+                                "randperm", "linspace", "eye"})
+SYNC_CALLS = frozenset({"synchronize"})  # torch.cuda.synchronize(), event.synchronize(), stream.synchronize()
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def shown(node: cst.CSTNode, limit: int = 60) -> str:
+    """The node's code on one line, shortened, for messages: the same wherever the node was parsed."""
+    text = " ".join(code_of(node).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def to_ast(node: cst.BaseExpression) -> ast.expr:
+    return ast.parse(f"(\n{code_of(node)}\n)", mode="eval").body
+
+
+def is_pure(node: cst.BaseExpression) -> bool:
+    """True for expressions whose evaluation has no side effects: names, attributes, literals."""
+    if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString, cst.Ellipsis)):
+        return True
+    if isinstance(node, cst.Attribute):
+        return is_pure(node.value)
+    if isinstance(node, cst.Subscript):
+        return is_pure(node.value) and all(
+            isinstance(element.slice, cst.Index) and is_pure(element.slice.value) for element in node.slice)
+    if isinstance(node, cst.Call):  # torch.device("cuda", 0) and friends
+        return dotted(node.func) in ("torch.device", "th.device", "device") and all(
+            is_pure(arg.value) for arg in node.args)
+    return False
+
+
+def tight_equal() -> cst.AssignEqual:
+    return cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+def keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(value, keyword=cst.Name(name), equal=tight_equal())
+
+
+def join_args(original: list[cst.Arg], new: list[cst.Arg]) -> list[cst.Arg]:
+    """Lay out `new` like `original` was: same separators, same trailing comma and closing whitespace."""
+    if not original:
+        return [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in new[:-1]] + new[-1:] if new else []
+    last = original[-1]
+    separator = next((arg.comma for arg in original[:-1] if isinstance(arg.comma, cst.Comma)),
+                     cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    result = []
+    for index, arg in enumerate(new):
+        if index == len(new) - 1:
+            result.append(arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg))
+        elif arg is last or not isinstance(arg.comma, cst.Comma):
+            result.append(arg.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace("")))
+        else:
+            result.append(arg)
+    return result
+
+
+def keywords_of(call: cst.Call) -> dict[str, cst.Arg]:
+    return {arg.keyword.value: arg for arg in call.args if arg.keyword is not None}
+
+
+def is_literal(node: cst.BaseExpression | None, value: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == value
+
+
+def torch_name(rule) -> tuple[str | None, list]:
+    """The name this file uses for `torch`, and the edits that import it when only `from torch import` is used."""
+    facts = rule.context.facts
+    name = facts.local_name_for("torch")
+    if name is not None:
+        return name, []
+    if facts.torch_from_import_line is None:
+        return None, []
+    return "torch", [rule.context.insert_line_before(facts.torch_from_import_line, "import torch")]
+
+
+def pin_guard(rule, device: Device, torch_local: str) -> cst.BaseExpression:
+    """What to pass as `pin_memory=`: `True` when the target is certainly CUDA (pinning cannot fail there),
+    else a helper this file already has (settings.pin_memory_helpers), else `torch.cuda.is_available()`."""
+    if device is Device.CUDA:
+        return cst.Name("True")
+    facts = rule.context.facts
+    helper = next((name for name in rule.context.settings.pin_memory_helpers
+                   if facts.bindings_at(name, 10**9) is not None or name in facts.aliases), None)
+    return cst.parse_expression(f"{helper}()" if helper else f"{torch_local}.cuda.is_available()")
+
+
+# ----- constant uploads ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConstantFill:
+    """`torch.tensor(<every element the same literal>)`: the value, its Python type and the tensor's shape."""
+
+    value: cst.BaseExpression
+    kind: type  # int, float or bool: decides the dtype torch.tensor infers
+    shape: tuple[int, ...]
+
+
+def _literal(node: cst.BaseExpression) -> tuple[str, type] | None:
+    """A numeric or bool literal as (canonical text, type); None for anything else."""
+    if isinstance(node, cst.Integer):
+        return code_of(node), int
+    if isinstance(node, cst.Float):
+        return code_of(node), float
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value, bool
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
+            and isinstance(node.expression, (cst.Integer, cst.Float)):
+        inner = _literal(node.expression)
+        return (f"-{inner[0]}", inner[1]) if inner else None
+    return None
+
+
+def constant_fill(data: cst.BaseExpression) -> ConstantFill | None:
+    """The constant `data` describes, when it is one literal or a rectangular nest of lists of the same literal."""
+    if isinstance(data, (cst.List, cst.Tuple)):
+        elements = [element.value for element in data.elements]
+        if not elements or any(isinstance(element, cst.StarredElement) for element in data.elements):
+            return None
+        inner = [constant_fill(element) for element in elements]
+        first = inner[0]
+        if first is None or any(item is None or item.shape != first.shape or item.kind is not first.kind
+                                or code_of(item.value) != code_of(first.value) for item in inner):
+            return None
+        return ConstantFill(first.value, first.kind, (len(elements), *first.shape))
+    literal = _literal(data)
+    if literal is None:
+        return None
+    return ConstantFill(data, literal[1], ())
+
+
+CONSTANT_UPLOAD_KEYWORDS = frozenset({"device", "dtype", "requires_grad"})
+
+
+def constant_upload(call: cst.Call) -> ConstantFill | None:
+    """The constant a `torch.tensor(literal, device=..., [dtype=..., requires_grad=...])` call uploads.
+
+    Only the argument shapes are checked here; the caller checks the function and the device.
+    """
+    if any(arg.star for arg in call.args):
+        return None
+    positional = [arg for arg in call.args if arg.keyword is None]
+    keywords = keywords_of(call)
+    if len(positional) != 1 or "device" not in keywords or not set(keywords) <= CONSTANT_UPLOAD_KEYWORDS:
+        return None
+    return constant_fill(positional[0].value)
+
+
+# ----- copies ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A `.cuda(...)` / `.to(...)` call that moves a tensor, and where to."""
+
+    source: cst.BaseExpression  # the tensor being moved
+    device: cst.BaseExpression | None  # None: `.cuda()` (the current CUDA device)
+    non_blocking: cst.BaseExpression | None
+
+
+DTYPE_NAMES = frozenset({"float", "float16", "float32", "float64", "half", "bfloat16", "double", "int", "int8",
+                         "int16", "int32", "int64", "long", "short", "bool", "uint8", "complex64", "cfloat"})
+
+
+def device_like(facts: FileFacts, node: ast.expr, line: int) -> Device | None:
+    """How `node`, the first argument of `.to(...)`, reads as a device; None when it is probably not one
+    (a dtype, another tensor, anything h2dlint cannot tell apart from those)."""
+    device = facts.classify_device(node, line)
+    if device is not Device.UNKNOWN:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return device
+        return device if not (isinstance(node, ast.Constant) and node.value is None) else None
+    name = dotted_name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+    if name is not None:
+        last = name.rsplit(".", 1)[-1].lower()
+        if last in DTYPE_NAMES or "dtype" in last:
+            return None
+        if last in ("device", "dev") or last.endswith(("_device", "_dev")) or last.startswith("device"):
+            return Device.UNKNOWN
+    if isinstance(node, ast.Call) and (facts.qualify(dotted_name(node.func)) or "") == "torch.device":
+        return Device.UNKNOWN
+    return None
+
+
+def copy_of(facts: FileFacts, call: cst.Call, line: int) -> tuple[Copy, Device] | None:
+    """The copy `call` makes, when it is `x.cuda(...)` or `x.to(<device-like>, ...)`; else None."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to") \
+            or any(arg.star for arg in call.args):
+        return None
+    positional = [arg for arg in call.args if arg.keyword is None]
+    keywords = keywords_of(call)
+    non_blocking = keywords.get("non_blocking")
+    if func.attr.value == "cuda":
+        if len(positional) > 1:
+            return None
+        target = positional[0].value if positional else (keywords["device"].value if "device" in keywords else None)
+        return Copy(func.value, target, non_blocking and non_blocking.value), Device.CUDA if target is None else \
+            facts.classify_device(to_ast(target), line)
+    if "device" in keywords:
+        target = keywords["device"].value
+    elif positional:
+        target = positional[0].value
+    else:
+        return None
+    if len(positional) > 2:  # .to(device, dtype, non_blocking, ...)
+        return None
+    device = device_like(facts, to_ast(target), line)
+    if device is None:
+        return None
+    return Copy(func.value, target, non_blocking and non_blocking.value), device
+
+
+def fresh_host_factory(facts: FileFacts, node: cst.BaseExpression) -> tuple[cst.Call, str] | None:
+    """`node` when it is a call making a fresh host tensor: `torch.<factory>(...)` without `device=`
+    (returned with the factory's name) or `torch.from_numpy(...)` (name "from_numpy")."""
+    if not isinstance(node, cst.Call):
+        return None
+    qualified = facts.qualify(dotted(node.func)) or ""
+    if not qualified.startswith("torch.") or qualified.count(".") != 1:
+        return None
+    name = qualified.split(".", 1)[1]
+    if name == "from_numpy":
+        return node, name
+    keywords = keywords_of(node)
+    if name not in PINNABLE_FACTORIES or "device" in keywords or any(arg.star for arg in node.args):
+        return None
+    return node, name
+
+
+def pinned(factory: cst.Call) -> bool:
+    """Whether a factory call asks for pinned memory (anything but a literal False)."""
+    pin = keywords_of(factory).get("pin_memory")
+    return pin is not None and not is_literal(pin.value, "False")
+
+
+def with_pin_memory(factory: cst.Call, guard: cst.BaseExpression) -> cst.Call:
+    return factory.with_changes(args=join_args(list(factory.args), [*factory.args, keyword("pin_memory", guard)]),
+                                lpar=[], rpar=[])
+
+
+def with_non_blocking(call: cst.Call) -> cst.Call:
+    args = [arg for arg in call.args if not (arg.keyword is not None and arg.keyword.value == "non_blocking")]
+    return call.with_changes(args=join_args(list(call.args), [*args, keyword("non_blocking", cst.Name("True"))]))
+
+
+def placement_is_host(facts: FileFacts, node: cst.BaseExpression, line: int) -> bool:
+    return facts.classify_placement(to_ast(node), line) is Placement.HOST
+
+
+# ----- functions, statements and synchronization (for the HDL4xx hazards) -----------------------------
+
+
+def enclosing_function(facts: FileFacts, node: ast.AST) -> ast.AST | None:
+    while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        node = facts.parents.get(node)
+    return node
+
+
+def enclosing_statement(facts: FileFacts, node: ast.AST) -> ast.stmt | None:
+    while node is not None and not isinstance(node, ast.stmt):
+        node = facts.parents.get(node)
+    return node
+
+
+def is_sync_call(node: ast.AST) -> bool:
+    """A call that waits for the GPU: `*.synchronize()` (torch.cuda, an event, a stream)."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SYNC_CALLS
+
+
+def statements_after(facts: FileFacts, statement: ast.stmt, function: ast.AST) -> list[ast.stmt]:
+    """The statements that run after `statement` in its function, in source order, without entering nested
+    functions: the rest of its block, then the rest of each enclosing block."""
+    following: list[ast.stmt] = []
+    node = statement
+    while node is not None and node is not function:
+        owner = facts.parents.get(node)
+        for field_name in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(owner, field_name, None)
+            if isinstance(block, list) and node in block:
+                following.extend(block[block.index(node) + 1:])
+                break
+        node = owner
+    return following
+
+
+def walk_in_order(statements: list[ast.stmt]):
+    """Nodes of `statements`, statement by statement in source order, not entering nested functions/classes."""
+    for statement in statements:
+        stack = [statement]
+        nodes = []
+        while stack:
+            node = stack.pop()
+            if node is not statement and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                                           ast.Lambda)):
+                continue
+            nodes.append(node)
+            stack.extend(ast.iter_child_nodes(node))
+        yield from sorted(nodes, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))

@@ -1,0 +1,169 @@
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from h2dlint.copies import (code_of, copy_of, fresh_host_factory, is_literal, keywords_of, pin_guard, pinned,
+                            placement_is_host, to_ast, torch_name, with_non_blocking, with_pin_memory)
+from h2dlint.facts import Data, Device
+from h2dlint.model import Applicability, Fix
+from h2dlint.rule import Invalid, Rule, Valid
+
+
+class BlockingHostTensorCopy(Rule):
+    """
+    ## What it does
+    Finds `.cuda()` and `.to(<device>)` without `non_blocking=True` on a tensor known
+    to be on the host: a fresh torch factory without `device=` (`torch.tensor(x)`,
+    `torch.zeros(n)`), `torch.from_numpy(a)`, `.cpu()`, `.pin_memory()`, or a local
+    name bound only to those (or named `*_cpu`), where the target is, or may be, a
+    CUDA device.
+
+    ## Why is this bad?
+    A copy to the GPU with `non_blocking=False` is a `cudaMemcpyAsync` followed by a
+    stream synchronize: the host waits until every kernel already queued on the
+    stream has finished, so the CPU stops running ahead of the GPU. With a pinned
+    source and `non_blocking=True` the copy is only enqueued.
+
+    ## Example
+    ```python
+    positions = torch.tensor(positions_list).cuda()
+    ```
+
+    Use instead:
+    ```python
+    positions = torch.tensor(positions_list, pin_memory=True).cuda(non_blocking=True)
+    ```
+
+    ## Fix safety
+    h2dlint offers a rewrite only where the source can be made pinned for free:
+    - a fresh factory that accepts `pin_memory=` (`torch.tensor`, `zeros`, `ones`,
+      `empty`, `full`, `arange`, `rand`, `randn`, ...): the fix adds
+      `pin_memory=<guard>` to it and `non_blocking=True` to the copy. The guard is a
+      literal `True` for `.cuda()` or a certain CUDA device, else the file's
+      pin-memory helper or `torch.cuda.is_available()` (`pin_memory=True` raises on a
+      build without CUDA). The pinned source is a temporary: nothing can write to it
+      while the copy is in flight, and PyTorch's caching host allocator keeps its
+      block until the copy ends.
+    - an inline `.pin_memory()` source: the fix adds `non_blocking=True`.
+
+    No rewrite is offered for a pageable source that already exists (a name,
+    `torch.from_numpy(a)`, `.cpu()`): adding `non_blocking=True` alone gives a
+    "false async" copy (CUDA stages pageable memory and may still synchronize), and
+    `.pin_memory()` on it is an extra host copy that can cost more than it saves.
+    Keep a pinned staging buffer instead, and mind HDL402 when reusing it.
+
+    The fix is **unsafe** when `torch.tensor`'s data may be a tensor
+    (`torch.tensor(t, pin_memory=True)` raises for a tensor `t`) or when the file
+    uses several CUDA streams (the copy is then ordered only on the current stream).
+
+    Sources with `requires_grad=True` are left to HDL404. Where the result is read
+    back to the host at once (`.item()`, `.tolist()`, ...), the finding has no fix:
+    the host waits anyway.
+
+    ## References
+    - h2dlint reference "What makes PyTorch code stall the GPU stream": blocking H2D
+      (`cpu_tensor.cuda()`, `.to(cuda)` without `non_blocking`), false async, and
+      hazards 1, 3, 6 and 7 of the pinned / non_blocking rewrite.
+    - PyTorch: "A guide on good usage of non_blocking and pin_memory()".
+    """
+
+    code = "HDL102"
+    name = "blocking-host-tensor-copy"
+    summary = "`.cuda()` / `.to(<gpu>)` of a host tensor without `non_blocking=True` blocks the host"
+    call_names = frozenset({"cuda", "to"})
+    prefilter = re.compile(r"\.(?:cuda|to)\(")
+
+    valid_examples = (
+        Valid("import torch\ndef f(x):\n    return x.cuda()\n"),
+        Valid("import torch\ndef f(ids):\n    return torch.tensor(ids).to(torch.float16)\n"),
+        Valid("import torch\ndef f(ids):\n    return torch.tensor(ids).to('cpu')\n"),
+        Valid("import torch\ndef f(ids, d):\n    return torch.tensor(ids, pin_memory=True).to(d, non_blocking=True)\n"),
+        Valid("import torch\ndef f(a, b):\n    return torch.zeros(3).to(b)\n"),
+        Valid("import torch\ndef f(ids):\n    return torch.tensor(ids, device='cuda').cuda()\n"),
+        Valid("import torch\ndef f(m):\n    return torch.nn.Linear(3, 4).cuda()\n"),
+        Valid("import torch\ndef f(v, d):\n    return torch.tensor(v, requires_grad=True).to(d)\n"),
+    )
+    invalid_examples = (
+        Invalid("import torch\ndef f(ids):\n    return torch.tensor([1, 2]).cuda()\n",
+                "import torch\ndef f(ids):\n    return torch.tensor([1, 2], pin_memory=True).cuda(non_blocking=True)\n"),
+        Invalid("import torch\ndef forward(n, device):\n    return torch.arange(n).to(device)\n",
+                "import torch\ndef forward(n, device):\n"
+                "    return torch.arange(n, pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
+                message_contains="in `forward`"),
+        Invalid("import torch\ndef f(ids, device):\n    return torch.tensor(ids).to(device=device)\n",
+                "import torch\ndef f(ids, device):\n"
+                "    return torch.tensor(ids, pin_memory=torch.cuda.is_available()).to(device=device, non_blocking=True)\n",
+                unsafe=True),
+        Invalid("import torch\ndef f(a):\n    return torch.from_numpy(a).cuda()\n", None,
+                message_contains="staging buffer"),
+        Invalid("import torch\ndef f(t):\n    t_cpu = t.cpu()\n    return t_cpu.to('cuda:0')\n", None),
+        Invalid("import torch\ndef f(x):\n    return x.pin_memory().cuda(non_blocking=False)\n",
+                "import torch\ndef f(x):\n    return x.pin_memory().cuda(non_blocking=True)\n"),
+        Invalid("import torch\ndef f(n):\n    return torch.zeros(n).cuda().sum().item()\n", None,
+                message_contains="read back"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        facts = self.context.facts
+        start, _ = self.position(node)
+        found = copy_of(facts, node, start.line)
+        if found is None:
+            return
+        copy, device = found
+        if device is Device.NOT_CUDA or (copy.non_blocking is not None and not is_literal(copy.non_blocking, "False")):
+            return
+        fresh = fresh_host_factory(facts, copy.source)
+        if fresh is not None:
+            requires_grad = keywords_of(fresh[0]).get("requires_grad")
+            if requires_grad is not None and not is_literal(requires_grad.value, "False"):
+                return  # HDL404
+        elif not placement_is_host(facts, copy.source, start.line):
+            return
+        where = facts.context_at(start.line, getattr(self.context.settings, "hot_functions", frozenset())).describe()
+        target = "a CUDA device" if device is Device.CUDA else f"`{code_of(copy.device)}` (if it is a CUDA device)"
+        message = (f"copies a host tensor to {target} with a blocking copy{' ' + where if where else ''}: "
+                   "the host waits until the GPU stream drains")
+        site = facts.site_at(start.line, start.column)
+        if site is not None and site.synced_by:
+            self.report(node, f"{message}; the result is read back to the host at once ({site.synced_by}), so "
+                              "an async copy would gain nothing")
+            return
+        fix = self._fix(node, copy, device, fresh)
+        if fix is None:
+            message += ("; the source is pageable memory: copy from a pinned staging buffer with "
+                        "`non_blocking=True`")
+        self.report(node, message, fix)
+
+    def _fix(self, node: cst.Call, copy, device, fresh) -> Fix | None:
+        facts = self.context.facts
+        unsafe = []
+        if facts.uses_several_streams:
+            unsafe.append("this file uses several CUDA streams; the copy is now ordered on the current stream only")
+        source = copy.source
+        extra_edits = []
+        if fresh is not None and fresh[1] != "from_numpy":
+            factory, name = fresh
+            if not pinned(factory):
+                torch_local, extra_edits = torch_name(self)
+                if torch_local is None:
+                    return None
+                if name == "tensor":
+                    data = next((arg.value for arg in factory.args if arg.keyword is None), None)
+                    line = self.position(node)[0].line
+                    if data is None or facts.classify_data(to_ast(data), line) is not Data.HOST:
+                        unsafe.append("the data may be a tensor, and `torch.tensor(t, pin_memory=True)` raises")
+                source = with_pin_memory(factory, pin_guard(self, device, torch_local))
+        elif not (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
+                  and source.func.attr.value == "pin_memory"):
+            return None
+        replacement = with_non_blocking(node.with_changes(func=node.func.with_changes(value=source)))
+        edit = self.context.replace_node(node, replacement, self)
+        if edit is None:
+            return None
+        message = "Copy from pinned memory with `non_blocking=True`"
+        if unsafe:
+            message += " (unsafe: " + "; ".join(unsafe) + ")"
+        return Fix(edits=tuple(sorted([edit, *extra_edits])),
+                   applicability=Applicability.UNSAFE if unsafe else Applicability.SAFE, message=message)

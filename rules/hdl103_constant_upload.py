@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from h2dlint.copies import code_of, constant_upload, dotted, join_args, keyword, keywords_of, to_ast, torch_name
+from h2dlint.facts import Device
+from h2dlint.model import Applicability, Fix
+from h2dlint.rule import Invalid, Rule, Valid
+
+# The dtype torch.tensor infers from a Python literal. Floats follow torch.get_default_dtype(), as the
+# factories do, so no dtype is written for them.
+INFERRED_DTYPE = {int: "int64", bool: "bool", float: None}
+
+
+class ConstantUpload(Rule):
+    """
+    ## What it does
+    Finds `torch.tensor(c, device=...)` where `c` is a numeric or bool literal, or a
+    (nested) list of the same literal (`0`, `[1.0]`, `[[0, 0]]`, `True`), and the
+    device is, or may be, a CUDA GPU.
+
+    ## Why is this bad?
+    `torch.tensor` builds the constant in pageable host memory and copies it to the
+    device with a blocking copy: the host waits until the GPU stream drains, for a
+    value that needs no copy at all. `torch.zeros`, `torch.ones` and `torch.full`
+    with the same `device=` fill the tensor with a kernel on the device; nothing
+    crosses the bus and the host does not wait.
+
+    ## Example
+    ```python
+    zero = torch.tensor(0, device=hidden.device)
+    mask = torch.tensor([[True, True]], device="cuda")
+    ```
+
+    Use instead:
+    ```python
+    zero = torch.zeros((), dtype=torch.int64, device=hidden.device)
+    mask = torch.ones((1, 2), dtype=torch.bool, device="cuda")
+    ```
+
+    ## Fix safety
+    The fix is always **safe**: the factory makes a tensor with the same values,
+    shape (`()` for a scalar: still 0-d), dtype and device. `torch.tensor` infers
+    `int64` from ints and `bool` from bools, while `torch.zeros`/`torch.ones` default to
+    the floating default dtype, so the fix writes `dtype=torch.int64` / `torch.bool`
+    unless a `dtype=` was given (then it is kept). For floats both follow
+    `torch.get_default_dtype()`, so no dtype is added. `requires_grad=` is kept: the
+    factory's result is a leaf, as `torch.tensor`'s was. Values other than 0 and 1 use
+    `torch.full(shape, value, ...)`; `-0.0` keeps its sign through `full`.
+
+    This rule takes precedence over HDL101 on these calls: HDL101 does not report a
+    call this rule reports.
+
+    ## References
+    - h2dlint reference "What makes PyTorch code stall the GPU stream": constant upload
+      (`torch.tensor(0, device=cuda)` is an H2D copy for a constant; `torch.tensor`
+      infers int64 / float32 / bool, hazard 5).
+    - PyTorch docs: `torch.tensor` ("infers dtype from data"), `torch.full`.
+    """
+
+    code = "HDL103"
+    name = "constant-upload"
+    summary = "`torch.tensor(<constant>, device=<gpu>)` copies a constant from the host; use a factory"
+    call_names = frozenset({"tensor"})
+    prefilter = re.compile(r"\btensor\b")
+
+    valid_examples = (
+        Valid("import torch\nx = torch.tensor(0, device='cpu')\n"),
+        Valid("import torch\nx = torch.tensor([0, 1], device='cuda')\n"),
+        Valid("import torch\nx = torch.tensor([0, 0.0], device='cuda')\n"),
+        Valid("import torch\nx = torch.tensor([[0, 0], [0]], device='cuda')\n"),
+        Valid("import torch\nx = torch.tensor([], device='cuda')\n"),
+        Valid("import torch\nx = torch.tensor(0)\n"),
+        Valid("import torch\nx = torch.tensor(0, device='cuda', pin_memory=False)\n"),
+        Valid("import torch\nx = torch.tensor(1j, device='cuda')\n"),
+    )
+    invalid_examples = (
+        Invalid("import torch\ndef f(h):\n    return torch.tensor(0, device=h.device)\n",
+                "import torch\ndef f(h):\n    return torch.zeros((), dtype=torch.int64, device=h.device)\n"),
+        Invalid("import torch\nx = torch.tensor([1.0], device='cuda')\n",
+                "import torch\nx = torch.ones((1,), device='cuda')\n",
+                message_contains="constant"),
+        Invalid("import torch\nx = torch.tensor([[True, True]], device='cuda')\n",
+                "import torch\nx = torch.ones((1, 2), dtype=torch.bool, device='cuda')\n"),
+        Invalid("import torch as th\ndef f(d):\n    return th.tensor(-1, dtype=th.int32, device=d)\n",
+                "import torch as th\ndef f(d):\n    return th.full((), -1, dtype=th.int32, device=d)\n"),
+        Invalid("import torch\ndef f(d):\n    return torch.tensor([0.5, 0.5], device=d, requires_grad=True)\n",
+                "import torch\ndef f(d):\n    return torch.full((2,), 0.5, device=d, requires_grad=True)\n"),
+        Invalid("from torch import tensor\ndef f(d):\n    for _ in range(3):\n        yield tensor(False, device=d)\n",
+                "import torch\nfrom torch import tensor\ndef f(d):\n    for _ in range(3):\n"
+                "        yield torch.zeros((), dtype=torch.bool, device=d)\n",
+                message_contains="in a loop"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        facts = self.context.facts
+        if facts.qualify(dotted(node.func)) != "torch.tensor":
+            return
+        fill = constant_upload(node)
+        if fill is None:
+            return
+        keywords = keywords_of(node)
+        start, _ = self.position(node)
+        device = facts.classify_device(to_ast(keywords["device"].value), start.line)
+        if device is Device.NOT_CUDA:
+            return
+        where = facts.context_at(start.line, getattr(self.context.settings, "hot_functions", frozenset())).describe()
+        target = "a CUDA device" if device is Device.CUDA else f"`{code_of(keywords['device'].value)}`"
+        message = (f"`torch.tensor({code_of(fill.value) if not fill.shape else '...'})` uploads a constant to "
+                   f"{target} with a blocking copy{' ' + where if where else ''}: a factory fills it on the "
+                   "device with no copy and no wait")
+        self.report(node, message, self._fix(node, fill, keywords))
+
+    def _fix(self, node, fill, keywords):
+        torch_local, extra_edits = torch_name(self)
+        if torch_local is None:
+            return None
+        value = code_of(fill.value)
+        if value in ("0", "0.0", "False"):
+            factory, fill_args = "zeros", []
+        elif value in ("1", "1.0", "True"):
+            factory, fill_args = "ones", []
+        else:
+            factory, fill_args = "full", [cst.Arg(fill.value)]
+        shape = "()" if not fill.shape else "(" + ", ".join(map(str, fill.shape)) + ("," if len(fill.shape) == 1
+                                                                                    else "") + ")"
+        new_args = [cst.Arg(cst.parse_expression(shape)), *fill_args]
+        inferred = INFERRED_DTYPE[fill.kind]
+        if "dtype" not in keywords and inferred is not None:
+            new_args.append(keyword("dtype", cst.parse_expression(f"{torch_local}.{inferred}")))
+        new_args += [arg for arg in node.args if arg.keyword is not None]
+        replacement = cst.Call(func=cst.parse_expression(f"{torch_local}.{factory}"),
+                               args=join_args(list(node.args), new_args))
+        edit = self.context.replace_node(node, replacement, self)
+        if edit is None:
+            return None
+        return Fix(edits=tuple(sorted([edit, *extra_edits])), applicability=Applicability.SAFE,
+                   message=f"Fill the constant on the device with `torch.{factory}`")

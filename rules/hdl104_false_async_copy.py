@@ -1,0 +1,148 @@
+from __future__ import annotations
+
+import ast
+import re
+
+import libcst as cst
+
+from h2dlint.copies import (PINNABLE_FACTORIES, code_of, copy_of, fresh_host_factory, is_literal, pin_guard, pinned,
+                            to_ast, torch_name, with_pin_memory)
+from h2dlint.facts import Data, Device, dotted_name
+from h2dlint.model import Applicability, Fix
+from h2dlint.rule import Invalid, Rule, Valid
+
+
+class FalseAsyncCopy(Rule):
+    """
+    ## What it does
+    Finds `.to(<device>, non_blocking=True)` and `.cuda(non_blocking=True)` whose source
+    is pageable host memory: a fresh torch factory without `pin_memory=`
+    (`torch.tensor(x)`, `torch.zeros(n)`), `torch.from_numpy(a)`, or a local name bound
+    only to such a call.
+
+    ## Why is this bad?
+    `non_blocking=True` makes a copy truly asynchronous only from pinned memory. From
+    pageable memory CUDA first stages the data through a pinned buffer and may
+    synchronize with the host: the copy looks async but is not reliably so
+    ("false async"). Nsight Systems flags it as "async memcpy with pageable memory".
+
+    ## Example
+    ```python
+    ids = torch.tensor(ids_list).to(device, non_blocking=True)
+    ```
+
+    Use instead:
+    ```python
+    ids = torch.tensor(ids_list, pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)
+    ```
+
+    ## Fix safety
+    The fix adds `pin_memory=<guard>` to the source factory, where the source is a
+    fresh factory call written inline. The guard is a literal `True` when the target
+    is certainly CUDA (`.cuda()`, `"cuda"`, ...), else the file's pin-memory helper or
+    `torch.cuda.is_available()`: `pin_memory=True` raises on a build without CUDA.
+    The pinned source is a temporary, so nothing can write to it during the copy.
+    The fix is **unsafe** when `torch.tensor`'s data may be a tensor:
+    `torch.tensor(t, pin_memory=True)` raises for a tensor `t`.
+
+    No fix is offered for `torch.from_numpy(a)` (it cannot allocate pinned memory;
+    `.pin_memory()` is an extra host copy) or for a source bound to a name on another
+    line: keep a pinned staging buffer there.
+
+    ## References
+    - h2dlint reference "What makes PyTorch code stall the GPU stream": false async
+      (CUDA stages pageable memory and may synchronize; a pinned source makes the copy
+      truly async), hazard 1 (`pin_memory=True` raises without CUDA).
+    - CUDA Runtime API: "API synchronization behavior".
+    - Nsight Systems expert rule `cuda_memcpy_async`.
+    """
+
+    code = "HDL104"
+    name = "false-async-copy"
+    summary = "`non_blocking=True` copy from pageable host memory is not truly async; pin the source"
+    call_names = frozenset({"cuda", "to"})
+    prefilter = re.compile(r"non_blocking")
+
+    valid_examples = (
+        Valid("import torch\ndef f(ids, d):\n    return torch.tensor(ids, pin_memory=True).to(d, non_blocking=True)\n"),
+        Valid("import torch\ndef f(x, d):\n    return x.to(d, non_blocking=True)\n"),
+        Valid("import torch\ndef f(ids, d):\n    return torch.tensor(ids).to(d)\n"),
+        Valid("import torch\ndef f(ids):\n    return torch.tensor(ids).to('cpu', non_blocking=True)\n"),
+        Valid("import torch\ndef f(n, d):\n    b = torch.empty(n, pin_memory=True)\n    return b.to(d, non_blocking=True)\n"),
+    )
+    invalid_examples = (
+        Invalid("import torch\ndef f(dev):\n    return torch.tensor([1, 2]).to(dev, non_blocking=True)\n",
+                "import torch\ndef f(dev):\n"
+                "    return torch.tensor([1, 2], pin_memory=torch.cuda.is_available()).to(dev, non_blocking=True)\n"),
+        Invalid("import torch\ndef f(n):\n    return torch.zeros(n, dtype=torch.int32).cuda(non_blocking=True)\n",
+                "import torch\ndef f(n):\n"
+                "    return torch.zeros(n, dtype=torch.int32, pin_memory=True).cuda(non_blocking=True)\n"),
+        Invalid("import torch\ndef f(ids, device):\n    return torch.tensor(ids).to(device, non_blocking=True)\n",
+                "import torch\ndef f(ids, device):\n"
+                "    return torch.tensor(ids, pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
+                unsafe=True),
+        Invalid("import torch\ndef f(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n", None,
+                message_contains="pageable"),
+        Invalid("import torch\ndef f(n, device):\n    b = torch.empty(n)\n    return b.to(device, non_blocking=True)\n", None,
+                message_contains="`b` (bound to a fresh host tensor)"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        facts = self.context.facts
+        start, _ = self.position(node)
+        found = copy_of(facts, node, start.line)
+        if found is None:
+            return
+        copy, device = found
+        if device is Device.NOT_CUDA or copy.non_blocking is None or is_literal(copy.non_blocking, "False"):
+            return
+        fresh = fresh_host_factory(facts, copy.source)
+        if fresh is not None:
+            if pinned(fresh[0]):
+                return
+            what = f"`torch.{fresh[1]}(...)`"
+        elif isinstance(copy.source, cst.Name) and self._bound_to_unpinned_factory(copy.source.value, start.line):
+            what = f"`{copy.source.value}` (bound to a fresh host tensor)"
+        else:
+            return
+        where = facts.context_at(start.line, getattr(self.context.settings, "hot_functions", frozenset())).describe()
+        message = (f"{what} is pageable memory, so this `non_blocking=True` copy is staged by CUDA and may still "
+                   f"synchronize{' ' + where if where else ''}: pin the source")
+        fix = None
+        if fresh is not None and fresh[1] != "from_numpy":
+            fix = self._fix(node, copy, device, fresh[0], fresh[1], start.line)
+        self.report(node, message, fix)
+
+    def _bound_to_unpinned_factory(self, name: str, line: int) -> bool:
+        facts = self.context.facts
+        values = facts.bindings_at(name, line)
+        if not values:
+            return False
+        for value in values:
+            if not isinstance(value, ast.Call):
+                return False
+            qualified = facts.qualify(dotted_name(value.func)) or ""
+            factory = qualified.split(".", 1)[1] if qualified.startswith("torch.") else ""
+            if factory != "from_numpy" and (factory not in PINNABLE_FACTORIES or any(
+                    keyword.arg in ("device", "pin_memory") or keyword.arg is None for keyword in value.keywords)):
+                return False
+        return True
+
+    def _fix(self, node, copy, device, factory, name, line) -> Fix | None:
+        torch_local, extra_edits = torch_name(self)
+        if torch_local is None:
+            return None
+        unsafe = []
+        if name == "tensor":
+            data = next((arg.value for arg in factory.args if arg.keyword is None), None)
+            if data is None or self.context.facts.classify_data(to_ast(data), line) is not Data.HOST:
+                unsafe.append(f"`{code_of(data) if data else 'the data'}` may be a tensor, and pinning one raises")
+        source = with_pin_memory(factory, pin_guard(self, device, torch_local))
+        edit = self.context.replace_node(node, node.with_changes(func=node.func.with_changes(value=source)), self)
+        if edit is None:
+            return None
+        message = "Build the source in pinned memory"
+        if unsafe:
+            message += " (unsafe: " + "; ".join(unsafe) + ")"
+        return Fix(edits=tuple(sorted([edit, *extra_edits])),
+                   applicability=Applicability.UNSAFE if unsafe else Applicability.SAFE, message=message)

@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import ast
+import re
+
+import libcst as cst
+
+from h2dlint.copies import code_of, dotted, join_args, keyword, to_ast, torch_name
+from h2dlint.model import Applicability, Fix
+from h2dlint.rule import Invalid, Rule, Valid
+
+LEGACY_DTYPES = {
+    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16", "BFloat16Tensor": "bfloat16",
+    "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16", "CharTensor": "int8",
+    "ByteTensor": "uint8", "BoolTensor": "bool",
+}
+
+
+class LegacyCudaConstructor(Rule):
+    """
+    ## What it does
+    Finds the legacy typed constructors `torch.cuda.LongTensor(data)`,
+    `torch.cuda.FloatTensor(data)`, ... called with host data (a list, a tuple, a list
+    comprehension, `.tolist()`, or a local name bound only to those). A call with sizes
+    (`torch.cuda.FloatTensor(3, 4)`) allocates on the device and is not reported.
+
+    ## Why is this bad?
+    Like `torch.tensor(data, device="cuda")`, the constructor builds the tensor in
+    pageable host memory and copies it with a blocking copy: the host waits until the
+    GPU stream drains. The legacy constructors are also deprecated in favour of
+    `torch.tensor(..., dtype=...)`.
+
+    ## Example
+    ```python
+    index = torch.cuda.LongTensor(index_list)
+    ```
+
+    Use instead:
+    ```python
+    index = torch.tensor(index_list, dtype=torch.int64, pin_memory=True).to("cuda", non_blocking=True)
+    ```
+
+    ## Fix safety
+    The rewrite keeps the dtype (each constructor's fixed dtype is written out) and the
+    device: `"cuda"` is the current CUDA device, where the legacy constructor put the
+    tensor. `pin_memory=True` is written literally: the original call already required
+    CUDA, so pinning cannot fail where it ran. The fix is **safe** for literal data
+    (a list, tuple, comprehension or `.tolist()` written there, or a name bound only to
+    those); it is **unsafe** when the file uses several CUDA streams (the copy is then
+    ordered only on the current stream). A list of floats given to an integer
+    constructor is truncated by `torch.tensor(..., dtype=...)` as well.
+
+    ## References
+    - h2dlint reference "What makes PyTorch code stall the GPU stream": blocking H2D
+      (legacy `torch.cuda.LongTensor(list)`), fix
+      `torch.tensor(data, dtype=..., pin_memory=<guard>).to(dev, non_blocking=True)`.
+    - PyTorch docs, "torch.Tensor": the legacy constructors are deprecated.
+    """
+
+    code = "HDL105"
+    name = "legacy-cuda-constructor"
+    summary = "`torch.cuda.LongTensor(list)` (legacy constructor) copies host data with a blocking copy"
+    call_names = frozenset(LEGACY_DTYPES)
+    prefilter = re.compile(r"cuda\.[A-Za-z0-9]*Tensor\b")
+
+    valid_examples = (
+        Valid("import torch\nx = torch.cuda.FloatTensor(3, 4)\n"),
+        Valid("import torch\nx = torch.cuda.LongTensor(5)\n"),
+        Valid("import torch\nx = torch.LongTensor([1, 2])\n"),
+        Valid("import torch\ndef f(t):\n    return torch.cuda.FloatTensor(t)\n"),
+        Valid("import torch\ndef f(t):\n    return isinstance(t, torch.cuda.FloatTensor)\n"),
+    )
+    invalid_examples = (
+        Invalid("import torch\nx = torch.cuda.LongTensor([1, 2, 3])\n",
+                "import torch\nx = torch.tensor([1, 2, 3], dtype=torch.int64, pin_memory=True)"
+                ".to(\"cuda\", non_blocking=True)\n", message_contains="blocking copy"),
+        Invalid("import torch as th\ndef f(t):\n    ids = t.tolist()\n    return th.cuda.FloatTensor(ids)\n",
+                "import torch as th\ndef f(t):\n    ids = t.tolist()\n"
+                "    return th.tensor(ids, dtype=th.float32, pin_memory=True).to(\"cuda\", non_blocking=True)\n"),
+        Invalid("import torch\ns = torch.cuda.Stream()\ndef f(n):\n    return torch.cuda.BoolTensor([i > 2 for i in n])\n",
+                "import torch\ns = torch.cuda.Stream()\ndef f(n):\n"
+                "    return torch.tensor([i > 2 for i in n], dtype=torch.bool, pin_memory=True)"
+                ".to(\"cuda\", non_blocking=True)\n", unsafe=True),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        facts = self.context.facts
+        qualified = facts.qualify(dotted(node.func)) or ""
+        constructor = qualified.removeprefix("torch.cuda.")
+        if not qualified.startswith("torch.cuda.") or constructor not in LEGACY_DTYPES:
+            return
+        if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
+            return
+        data = node.args[0].value
+        start, _ = self.position(node)
+        if not _is_host_sequence(facts, to_ast(data), start.line):
+            return
+        where = facts.context_at(start.line, getattr(self.context.settings, "hot_functions", frozenset())).describe()
+        self.report(node, f"`torch.cuda.{constructor}({code_of(data)[:40]})` copies host data to the GPU with a "
+                          f"blocking copy{' ' + where if where else ''}: the host waits until the GPU stream drains",
+                    self._fix(node, data, LEGACY_DTYPES[constructor]))
+
+    def _fix(self, node, data, dtype) -> Fix | None:
+        torch_local, extra_edits = torch_name(self)
+        if torch_local is None:
+            return None
+        source = cst.Call(func=cst.parse_expression(f"{torch_local}.tensor"), args=join_args(list(node.args), [
+            cst.Arg(data), keyword("dtype", cst.parse_expression(f"{torch_local}.{dtype}")),
+            keyword("pin_memory", cst.Name("True"))]))
+        replacement = cst.Call(func=cst.Attribute(value=source, attr=cst.Name("to")), args=[
+            cst.Arg(cst.SimpleString('"cuda"'), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+            keyword("non_blocking", cst.Name("True"))])
+        edit = self.context.replace_node(node, replacement, self)
+        if edit is None:
+            return None
+        unsafe = self.context.facts.uses_several_streams
+        message = "Build the tensor in pinned memory and copy it with `non_blocking=True`"
+        if unsafe:
+            message += " (unsafe: this file uses several CUDA streams; the copy is ordered on the current stream only)"
+        return Fix(edits=tuple(sorted([edit, *extra_edits])),
+                   applicability=Applicability.UNSAFE if unsafe else Applicability.SAFE, message=message)
+
+
+def _is_host_sequence(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
+    """A list/tuple/list comprehension/`.tolist()` (data, not sizes), or a name bound only to those."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.ListComp)):
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "tolist":
+        return True
+    if isinstance(node, ast.Name) and depth < 4:
+        values = facts.bindings_at(node.id, line)
+        return bool(values) and all(value is not None and _is_host_sequence(facts, value, line, depth + 1)
+                                    for value in values)
+    return False

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import ast
+import re
+
+import libcst as cst
+
+from h2dlint.copies import code_of, copy_of, fresh_host_factory, is_literal, join_args, keywords_of
+from h2dlint.facts import Device, dotted_name
+from h2dlint.model import Applicability, Fix
+from h2dlint.rule import Invalid, Rule, Valid
+
+# What makes the copy's result a leaf again, or shows the non-leaf is intended.
+LEAF_AGAIN = frozenset({"requires_grad_", "detach", "detach_"})
+
+
+class CopyMakesNonLeaf(Rule):
+    """
+    ## What it does
+    Finds a tensor created with `requires_grad=True` on the host and then copied to a
+    device: `torch.tensor(x, requires_grad=True).to(device)`,
+    `torch.randn(n, requires_grad=True).cuda()`.
+
+    ## Why is this bad?
+    This is a correctness bug, not a slowdown. The leaf (the tensor autograd
+    accumulates `.grad` into) is the host tensor, an unreachable temporary. The
+    device tensor is the result of a copy: not a leaf, so its `.grad` stays `None`
+    after `backward()` (PyTorch warns when it is read) and an optimizer given it never
+    updates it. Even where `.grad` is never read, `backward()` still sends the gradient
+    through the copy to the host leaf: a device-to-host copy and a host accumulation
+    on every backward pass. It is also the trap a naive pin_memory rewrite of
+    `torch.tensor(x, requires_grad=True, device=cuda)` falls into.
+
+    ## Example
+    ```python
+    weight = torch.randn(16, requires_grad=True).to(device)
+    ```
+
+    Use instead:
+    ```python
+    weight = torch.randn(16).to(device).requires_grad_()
+    ```
+
+    ## Fix safety
+    The fix moves `requires_grad` after the copy as `.requires_grad_()`, so the device
+    tensor is the leaf. It is **unsafe**, because it changes behaviour on purpose: the
+    result becomes a leaf, `.grad` is now filled, and in-place operations on it under
+    autograd now raise as they do for any leaf that requires grad. When the device
+    is the CPU, `.to("cpu")` returns its input and nothing changes.
+
+    Not reported when the result is wrapped in `nn.Parameter` (a leaf anyway) or
+    followed by `.requires_grad_()` / `.detach()`.
+
+    ## References
+    - h2dlint reference "What makes PyTorch code stall the GPU stream": hazard 4 (the
+      copy of a `requires_grad=True` tensor is not a leaf; move `requires_grad` after
+      the copy).
+    - PyTorch docs: `torch.Tensor.is_leaf` (the `.cuda()` example).
+    """
+
+    code = "HDL404"
+    name = "copy-makes-non-leaf"
+    summary = "`torch.tensor(x, requires_grad=True).to(device)` is not a leaf: its `.grad` stays None"
+    call_names = frozenset({"cuda", "to"})
+    prefilter = re.compile(r"requires_grad\s*=")
+
+    valid_examples = (
+        Valid("import torch\ndef f(device):\n    return torch.tensor([1.0]).to(device).requires_grad_()\n"),
+        Valid("import torch\ndef f(device):\n    return torch.nn.Parameter(torch.zeros(3, requires_grad=True).to(device))\n"),
+        Valid("import torch\ndef f(device):\n    return torch.zeros(3, requires_grad=True).to(device).detach()\n"),
+        Valid("import torch\ndef f():\n    return torch.zeros(3, requires_grad=True).to('cpu')\n"),
+        Valid("import torch\ndef f(device):\n    return torch.zeros(3, requires_grad=False).to(device)\n"),
+        Valid("import torch\ndef f():\n    return torch.zeros(3, requires_grad=True).to(torch.float16)\n"),
+    )
+    invalid_examples = (
+        Invalid("import torch\ndef f(device):\n    return torch.tensor([1.0, 2.0], requires_grad=True).to(device)\n",
+                "import torch\ndef f(device):\n    return torch.tensor([1.0, 2.0]).to(device).requires_grad_()\n",
+                unsafe=True, message_contains="not a leaf"),
+        Invalid("import torch\nw = torch.randn(4, 4, requires_grad=True, dtype=torch.float64).cuda()\n",
+                "import torch\nw = torch.randn(4, 4, dtype=torch.float64).cuda().requires_grad_()\n", unsafe=True),
+        Invalid("import torch\ndef f(flag, device):\n    return torch.ones(2, requires_grad=flag).to(device, non_blocking=True)\n",
+                "import torch\ndef f(flag, device):\n    return torch.ones(2).to(device, non_blocking=True).requires_grad_(flag)\n",
+                unsafe=True),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        facts = self.context.facts
+        start, _ = self.position(node)
+        found = copy_of(facts, node, start.line)
+        if found is None:
+            return
+        copy, device = found
+        fresh = fresh_host_factory(facts, copy.source)
+        if device is Device.NOT_CUDA or fresh is None or fresh[1] == "from_numpy":
+            return
+        factory = fresh[0]
+        requires_grad = keywords_of(factory).get("requires_grad")
+        if requires_grad is None or is_literal(requires_grad.value, "False"):
+            return
+        site = facts.site_at(start.line, start.column)
+        if site is not None and self._made_leaf_again(site.node):
+            return
+        message = (f"`torch.{fresh[1]}(..., requires_grad={code_of(requires_grad.value)})` is the leaf; the copy "
+                   "to the device is not a leaf, so its `.grad` stays None after backward(): call "
+                   "`.requires_grad_()` after the copy")
+        self.report(node, message, self._fix(node, factory, requires_grad))
+
+    def _made_leaf_again(self, call: ast.Call) -> bool:
+        parents = self.context.facts.parents
+        parent = parents.get(call)
+        if isinstance(parent, ast.Attribute) and parent.attr in LEAF_AGAIN:
+            return True
+        if isinstance(parent, ast.Call) and call in parent.args:
+            return (dotted_name(parent.func) or "").rsplit(".", 1)[-1] == "Parameter"
+        return False
+
+    def _fix(self, node, factory, requires_grad) -> Fix | None:
+        kept = [arg for arg in factory.args if arg is not requires_grad]
+        source = factory.with_changes(args=join_args(list(factory.args), kept), lpar=[], rpar=[])
+        moved = node.with_changes(func=node.func.with_changes(value=source))
+        flag = [] if is_literal(requires_grad.value, "True") else [cst.Arg(requires_grad.value)]
+        replacement = cst.Call(func=cst.Attribute(value=moved, attr=cst.Name("requires_grad_")), args=flag)
+        edit = self.context.replace_node(node, replacement, self)
+        if edit is None:
+            return None
+        return Fix(edits=(edit,), applicability=Applicability.UNSAFE,
+                   message="Make the device tensor the leaf: `.requires_grad_()` after the copy (unsafe: the result "
+                           "becomes a leaf and now receives `.grad`)")

@@ -1,0 +1,31 @@
+"""The copy rules across rules and parse paths: precedence over HDL101, method chains broken over lines."""
+
+import pytest
+
+from .helpers import fix, lint
+
+CHAIN = ("import torch\ndef f(ids, device):\n    x = (\n        torch.tensor([1, 2])\n        .to(device)\n    )\n"
+         "    return x\n")
+
+
+@pytest.mark.parametrize("full_parse", [False, True])
+def test_a_method_chain_broken_over_lines_is_checked_and_fixed(full_parse):
+    findings = lint(CHAIN, "HDL102", full_parse=full_parse)
+    assert [(f.code, f.start.line, f.start.column) for f in findings] == [("HDL102", 4, 8)]
+    assert fix(CHAIN, "HDL102") == CHAIN.replace(
+        "torch.tensor([1, 2])\n        .to(device)",
+        "torch.tensor([1, 2], pin_memory=torch.cuda.is_available())\n        .to(device, non_blocking=True)")
+
+
+def test_constant_uploads_are_reported_by_hdl103_only():
+    code = "import torch\ndef f(device):\n    return torch.tensor([0, 0], device=device), torch.tensor([0, 1], device=device)\n"
+    assert [(f.code, f.start.column) for f in lint(code, "HDL101", "HDL103")] == [("HDL103", 11), ("HDL101", 48)]
+
+
+def test_fixes_of_the_family_apply_together():
+    code = ("import torch\ndef f(ids, device):\n    a = torch.tensor(1.0, device=device)\n"
+            "    b = torch.tensor(ids).to(device, non_blocking=True)\n    return a, b\n")
+    fixed = fix(code, "HDL1")
+    assert "torch.ones((), device=device)" in fixed
+    assert "torch.tensor(ids, pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)" in fixed
+    assert lint(fixed, "HDL1") == []
