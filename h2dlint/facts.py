@@ -18,7 +18,7 @@ SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_BUILTINS = frozenset({"int", "float", "bool"})
 HOST_NAME_SUFFIXES = ("_cpu", "_list", "_np", "_numpy", "_host")
 GRAPH_CAPTURE_CALLS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
-_MULTI_STREAM = re.compile(r"\b(?:Stream|ExternalStream|wait_stream|record_stream|set_stream)\b|\.stream\(")
+_MULTI_STREAM = re.compile(r"\b(?:Stream|ExternalStream|wait_stream|record_stream|set_stream)\(|cuda\.stream\(")
 
 
 class Device(enum.Enum):
@@ -277,7 +277,7 @@ class FileFacts:
             for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
                         arguments.vararg, arguments.kwarg]:
                 if arg is not None:
-                    scope.bindings.setdefault(arg.arg, []).append(Binding(0, None))
+                    scope.bindings.setdefault(arg.arg, []).append(Binding(0, _annotated_value(arg.annotation)))
             self._bind_statements(node.body if isinstance(node.body, list) else [ast.Expr(node.body)], scope)
         self._scopes[key] = scope
         return scope
@@ -432,6 +432,12 @@ class FileFacts:
             return Data.HOST
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.operand, ast.Constant):
             return Data.HOST
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mult, ast.Add)) \
+                and isinstance(expr.left, (ast.List, ast.Tuple)):  # `[x] * n`, `[a] + rest`
+            return Data.HOST
+        if isinstance(expr, ast.IfExp):
+            both = {self.classify_data(expr.body, line, depth + 1), self.classify_data(expr.orelse, line, depth + 1)}
+            return both.pop() if len(both) == 1 else Data.UNKNOWN
         if isinstance(expr, ast.Call):
             func = expr.func
             if isinstance(func, ast.Attribute) and func.attr == "tolist":
@@ -580,6 +586,18 @@ class FileFacts:
 
     # ----- call sites --------------------------------------------------------
 
+    def in_torchscript(self, line: int) -> bool:
+        """True inside a function compiled by TorchScript (`@torch.jit.script`, `@torch.jit.export`, ...)."""
+        for node in self._function_nodes:
+            if isinstance(node, ast.Lambda) or not node.lineno <= line <= (node.end_lineno or node.lineno):
+                continue
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                qualified = self.qualify(dotted_name(target)) or ""
+                if qualified.startswith("torch.jit.") and qualified not in ("torch.jit.ignore", "torch.jit.unused"):
+                    return True
+        return False
+
     def calls_named(self, names: frozenset[str]) -> list[ast.Call]:
         """Calls whose function's last name part (after resolving `from x import y as z`) is in `names`."""
         found = []
@@ -615,6 +633,24 @@ class FileFacts:
 
     def site_at(self, line: int, column: int) -> Site | None:
         return self.sites.get((line, column))
+
+
+_SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool"})
+_SEQUENCE_ANNOTATIONS = frozenset({"list", "tuple", "List", "Tuple", "Sequence", "typing.List", "typing.Tuple",
+                                   "typing.Sequence", "collections.abc.Sequence"})
+
+
+def _annotated_value(annotation: ast.expr | None) -> ast.expr | None:
+    """A parameter annotated `int` or `list[int]` holds host data: stand in a literal of that kind for it."""
+    if annotation is None:
+        return None
+    base = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    name = dotted_name(base)
+    if name in _SCALAR_ANNOTATIONS and base is annotation:
+        return ast.Constant(0)
+    if name in _SEQUENCE_ANNOTATIONS:
+        return ast.List(elts=[], ctx=ast.Load())
+    return None
 
 
 def _placement_of(device: Device) -> Placement:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
@@ -28,6 +29,9 @@ class BlockingTensorCopy(Rule):
     Where the result is read back to the host at once (`.item()`, `.tolist()`,
     `.cpu()`, `int(...)`, in the same or the next statement), the host waits anyway:
     h2dlint still reports the copy but offers no rewrite, since it would gain nothing.
+    Inside TorchScript (`@torch.jit.script`, `@torch.jit.export`) the copy is reported
+    without a rewrite too: TorchScript's `torch.tensor` takes no `pin_memory`. An empty
+    list is not reported: a zero-element copy returns before it reaches the device.
 
     ## Example
     ```python
@@ -86,6 +90,7 @@ class BlockingTensorCopy(Rule):
         Valid("import torch\nx = torch.tensor([1, 2], device='cpu')\n"),
         Valid("import torch\nx = torch.tensor([1, 2], device=torch.device('cpu'))\n"),
         Valid("import torch\nx = torch.tensor([1, 2])\n"),
+        Valid("import torch\ndef f(device):\n    return torch.tensor([], device=device)\n"),
         Valid("import torch\ndef f(idx, states):\n"
               "    return torch.tensor(idx, dtype=torch.int64, pin_memory=True).to(states.device, non_blocking=True)\n"),
         Valid("import torch\ndef f(t):\n    return torch.as_tensor(t, device='cuda')\n"),
@@ -139,6 +144,12 @@ class BlockingTensorCopy(Rule):
             ".to(device, non_blocking=True)\n",
         ),
         Invalid(
+            "import torch\n@torch.jit.script\ndef f(n: int, device: torch.device):\n"
+            "    return torch.tensor([n, n + 1], device=device)\n",
+            None,
+            message_contains="no rewrite is offered under TorchScript",
+        ),
+        Invalid(
             "import torch\ndef f(n, device):\n    return torch.tensor([n], device=device).item()\n",
             None,
             message_contains="read back to the host at once (.item())",
@@ -190,7 +201,10 @@ class BlockingTensorCopy(Rule):
         device = facts.classify_device(to_ast(device_arg.value), start.line)
         if device is Device.NOT_CUDA:
             return
-        data = facts.classify_data(to_ast(data_arg.value), start.line)
+        data_ast = to_ast(data_arg.value)
+        if isinstance(data_ast, (ast.List, ast.Tuple)) and not data_ast.elts:
+            return  # an empty copy returns before the device copy: nothing waits
+        data = facts.classify_data(data_ast, start.line)
         if data is Data.TENSOR or (is_as_tensor and data not in (Data.HOST, Data.LIKELY_HOST)):
             return
 
@@ -204,6 +218,10 @@ class BlockingTensorCopy(Rule):
             self.report(node, f"{message}; its result is read back to the host at once ({site.synced_by}), "
                               "so a pinned non_blocking copy would gain nothing: keep the value on the host "
                               "or move the read later")
+            return
+        if facts.in_torchscript(start.line):
+            self.report(node, f"{message}; no rewrite is offered under TorchScript, whose `torch.tensor` has no "
+                              "`pin_memory`")
             return
         self.report(node, message, self._fix(node, is_as_tensor, data, device, data_arg, device_arg,
                                              keywords.get("requires_grad")))
