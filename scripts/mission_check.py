@@ -8,8 +8,9 @@ committed), then checks that h2dlint flags every blocking site of the "before" f
 that `--fix --unsafe-fixes` gives code equivalent to the maintainers' change (their
 literal `pin_memory=True` and ours, a guard that is False without CUDA, count as the
 same; so does their explicit `dtype=torch.int64`, which is the dtype torch infers for
-those integer lists) and touches nothing else, and that their fixed file is not
-reported as blocking.
+those integer lists) and touches nothing else, that their fixed file is not reported
+as blocking, and that the syncs their fix left behind (`repeat_interleave` without
+`output_size`, fixed upstream later) are pointed at.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def main() -> int:
         found = json.loads(h2dlint(str(ours), "--output-format", "json").stdout)
         print(f"before (0.5.11): {len(found)} HDL findings: "
               + ", ".join(f"{item['code']} line {item['location']['row']}" for item in found))
-        h2dlint(str(ours), "--fix", "--unsafe-fixes")
+        h2dlint(str(ours), "--fix", "--unsafe-fixes", "--select", "HDL101")  # the maintainers' change: HDL101's
         fixed = ours.read_text()
         theirs = folder / "theirs.py"
         theirs.write_text(after)
@@ -86,7 +87,10 @@ def main() -> int:
     print(f"lines h2dlint changed:        {sorted(ours_changed)}")
     print(f"equivalent to the maintainers' change (pin guard and inferred int64 aside): {equivalent}")
     print(f"HDL101 findings on the maintainers' fixed file: {len(theirs_findings)}")
-    ok = equivalent and ours_changed <= maintainers_changed and not theirs_findings and len(blocking_lines) == 3
+    left_behind = sorted(item["location"]["row"] for item in found if item["code"] == "HDL304")
+    print(f"syncs the seed fix left behind (repeat_interleave without output_size, HDL304): lines {left_behind}")
+    ok = equivalent and ours_changed <= maintainers_changed and not theirs_findings and len(blocking_lines) == 3 \
+        and len(left_behind) == 2
     print("OK" if ok else "MISMATCH")
     return 0 if ok else 1
 
