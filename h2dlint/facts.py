@@ -647,9 +647,9 @@ def _annotated_value(annotation: ast.expr | None) -> ast.expr | None:
     base = annotation.value if isinstance(annotation, ast.Subscript) else annotation
     name = dotted_name(base)
     if name in _SCALAR_ANNOTATIONS and base is annotation:
-        return ast.Constant(0)
+        return ast.copy_location(ast.Constant(0), annotation)
     if name in _SEQUENCE_ANNOTATIONS:
-        return ast.List(elts=[], ctx=ast.Load())
+        return ast.copy_location(ast.List(elts=[], ctx=ast.Load()), annotation)
     return None
 
 
