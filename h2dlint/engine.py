@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from .facts import FileFacts
+from .facts import FileFacts, Site
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
 from .rule import Rule, RuleContext
 from .settings import Settings
@@ -67,17 +67,19 @@ class Linter:
             return [_syntax_finding(path, error)]
         line_index = LineIndex(text)
         facts = self._facts(tree, text, line_index, active)
+        facts.hot_functions = frozenset(self.settings.hot_functions)
         for rule in active:
             for node in rule.candidates(facts):
-                facts.add_site(node)
+                facts.add_site(node, rule.code)
         if not facts.sites and not self.settings.full_parse:
             return []
         findings: list[Finding] = []
-        for module, origin in self._units(text, line_index, facts):
+        for module, origin, codes in self._units(text, line_index, facts, active):
             context = RuleContext(source, line_index, facts, self.settings, module, origin)
             wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
             for rule in active:
-                wrapper.visit(rule(context))
+                if rule.code in codes:
+                    wrapper.visit(rule(context))
             findings.extend(context.findings)
         return findings
 
@@ -92,23 +94,28 @@ class Linter:
         call_names = frozenset().union(*(rule.call_names for rule in active))
         return FileFacts(tree, text, line_index) if facts.renames(call_names) else facts
 
-    def _units(self, text: str, line_index: LineIndex, facts: FileFacts):
-        """The pieces of code LibCST parses: the whole file, or each outermost candidate expression."""
+    def _units(self, text: str, line_index: LineIndex, facts: FileFacts, active: list[type[Rule]]):
+        """The pieces of code LibCST parses, each with the codes of the rules that visit it: the whole
+        file for every rule, or each outermost candidate expression for the rules that named a
+        candidate inside it."""
         if self.settings.full_parse:
-            yield cst.parse_module(text), Position(1, 0)
+            yield cst.parse_module(text), Position(1, 0), {rule.code for rule in active}
             return
-        covered_until = (0, 0)
-        for site in sorted(facts.sites.values(), key=lambda site: (site.line, site.column)):
-            if (site.line, site.column) < covered_until:
-                continue  # inside a candidate already parsed
-            covered_until = (site.end_line, site.end_column)
+        groups: list[tuple[Site, set[str]]] = []
+        for site in sorted(facts.sites.values(), key=lambda site: (site.line, site.column, -site.end_line,
+                                                                   -site.end_column)):
+            if groups and (site.end_line, site.end_column) <= (groups[-1][0].end_line, groups[-1][0].end_column):
+                groups[-1][1].update(site.rules)  # inside a candidate already parsed
+            else:
+                groups.append((site, set(site.rules)))
+        for site, codes in groups:
             snippet = text[line_index.offset(site.line, site.column):line_index.offset(site.end_line,
                                                                                         site.end_column)]
             try:
-                yield cst.parse_module(snippet), Position(site.line, site.column)
+                yield cst.parse_module(snippet), Position(site.line, site.column), codes
             except cst.ParserSyntaxError:
                 # an expression spanning lines may be valid only inside the parentheses around it
-                yield cst.parse_module(f"({snippet})"), Position(site.line, site.column - 1)
+                yield cst.parse_module(f"({snippet})"), Position(site.line, site.column - 1), codes
 
     def fix(self, source: SourceFile, findings: list[Finding]) -> tuple[str, list[Finding], tuple[str, ...]]:
         """Apply every applicable fix, in rounds until none is left.

@@ -97,6 +97,7 @@ class Site:
     end_column: int
     parent: ast.AST | None
     synced_by: str | None = None  # e.g. ".item()" when a call's result is read back to the host at once
+    rules: set[str] = field(default_factory=set)  # codes of the rules that named it
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,9 @@ class FileFacts:
         self._class_nodes: list[ast.ClassDef] = []
         self._class_attributes: dict[int, dict[str, list[Binding]]] = {}  # by id of the class, on first use
         self.uses_several_streams = bool(_MULTI_STREAM.search(text))
-        self.sites: dict[tuple[int, int], Site] = {}
+        self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
+        self._contexts: dict[tuple[int, frozenset[str]], CodeContext] = {}
+        self.sites: dict[tuple[int, int, int, int], Site] = {}  # by (line, column, end line, end column)
         self._index(tree, anchor_lines)
 
     def _index(self, tree: ast.Module, anchor_lines: list[int] | None) -> None:
@@ -170,16 +173,9 @@ class FileFacts:
                 first = bisect.bisect_left(anchor_lines, node.lineno)
                 if first == len(anchor_lines) or anchor_lines[first] > (node.end_lineno or node.lineno):
                     continue
-            for name in node._fields:
-                value = getattr(node, name, None)
-                if isinstance(value, ast.AST):
-                    parents[value] = node
-                    stack.append(value)
-                elif isinstance(value, list):
-                    for item in value:
-                        if isinstance(item, ast.AST):
-                            parents[item] = node
-                            stack.append(item)
+            for child in _children(node):
+                parents[child] = node
+                stack.append(child)
             if isinstance(node, ast.Call):
                 name = terminal_name(node.func)
                 if name is not None:
@@ -322,7 +318,7 @@ class FileFacts:
                         Binding(node.lineno, None))
             elif isinstance(node, ast.ExceptHandler) and node.name:
                 scope.bindings.setdefault(node.name, []).append(Binding(node.lineno, None))
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(_children(node))
 
     def _attributes_of(self, node: ast.ClassDef) -> dict[str, list[Binding]]:
         """`self.x = value` in a class's methods: what `self.x` may hold anywhere in that class."""
@@ -607,32 +603,43 @@ class FileFacts:
                 found.extend(calls)
         return found
 
-    def add_site(self, node: ast.expr) -> Site:
+    def add_site(self, node: ast.expr, code: str) -> Site:
+        """Register `node` as a candidate of rule `code`; several rules may name the same node."""
         line, end_line = node.lineno, node.end_lineno or node.lineno
-        site = Site(node=node, line=line, column=self.line_index.column_from_utf8(line, node.col_offset),
-                    end_line=end_line, end_column=self.line_index.column_from_utf8(end_line, node.end_col_offset or 0),
-                    parent=self.parents.get(node),
-                    synced_by=_sync_reading(node, self.parents) if isinstance(node, ast.Call) else None)
-        self.sites[(site.line, site.column)] = site
+        column = self.line_index.column_from_utf8(line, node.col_offset)
+        end_column = self.line_index.column_from_utf8(end_line, node.end_col_offset or 0)
+        key = (line, column, end_line, end_column)
+        site = self.sites.get(key)
+        if site is None:
+            site = Site(node=node, line=line, column=column, end_line=end_line, end_column=end_column,
+                        parent=self.parents.get(node),
+                        synced_by=_sync_reading(node, self.parents) if isinstance(node, ast.Call) else None)
+            self.sites[key] = site
+        site.rules.add(code)
         return site
 
     def context_at(self, line: int, hot_functions: frozenset[str] = frozenset()) -> CodeContext:
-        function = None
+        key = (line, hot_functions)
+        context = self._contexts.get(key)
+        if context is not None:
+            return context
+        function, function_first = None, 0
         for first, last, name in self.functions:
             if first <= line <= last:
-                function = name  # sorted by first line, so the last match is the innermost
-        in_loop = any(first <= line <= last for first, last in self.loops
-                      if not any(f_first > first and f_first <= line <= f_last
-                                 for f_first, f_last, _ in self.functions))
-        return CodeContext(
+                function, function_first = name, first  # sorted by first line: the last match is the innermost
+        # A loop counts when it runs inside the innermost function, not around that function's definition.
+        in_loop = any(first <= line <= last and first >= function_first for first, last in self.loops)
+        context = self._contexts[key] = CodeContext(
             function=function,
             in_loop=in_loop,
             in_graph_capture=any(first <= line <= last for first, last in self.graph_captures),
             hot_function=function is not None and (function in HOT_FUNCTION_NAMES or function in hot_functions),
         )
+        return context
 
-    def site_at(self, line: int, column: int) -> Site | None:
-        return self.sites.get((line, column))
+    def site_at(self, start, end) -> Site | None:
+        """The candidate spanning exactly `start` to `end` (Positions), if one was registered."""
+        return self.sites.get((start.line, start.column, end.line, end.column))
 
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool"})
@@ -651,6 +658,23 @@ def _annotated_value(annotation: ast.expr | None) -> ast.expr | None:
     if name in _SEQUENCE_ANNOTATIONS:
         return ast.copy_location(ast.List(elts=[], ctx=ast.Load()), annotation)
     return None
+
+
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})  # expression contexts and operators: shared singletons
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """The node's child nodes, as ast.iter_child_nodes gives them, less contexts and operators."""
+    children = []
+    for name in node._fields:
+        if name in _LEAF_FIELDS:
+            continue
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            children.append(value)
+        elif isinstance(value, list):
+            children.extend(item for item in value if isinstance(item, ast.AST))
+    return children
 
 
 def _placement_of(device: Device) -> Placement:

@@ -110,8 +110,9 @@ class Rule(cst.CSTVisitor):
     # Names of called functions or methods (the part after the last dot) at which
     # the rule looks, for the default `candidates`.
     call_names: ClassVar[frozenset[str]] = frozenset()
-    # A regex a file's text must match for the rule to be able to fire at all.
-    prefilter: ClassVar[re.Pattern[str]]
+    # What a file's text must contain for the rule to be able to fire at all: a regex, or a tuple of
+    # substrings of which one must occur (much faster to test than a regex alternation).
+    prefilter: ClassVar[re.Pattern[str] | tuple[str, ...]]
     default_enabled: ClassVar[bool] = True
     valid_examples: ClassVar[tuple[Valid, ...]] = ()
     invalid_examples: ClassVar[tuple[Invalid, ...]] = ()
@@ -130,6 +131,12 @@ class Rule(cst.CSTVisitor):
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
         """A cheap test on the file's text: False only where the rule certainly cannot fire."""
+        return cls.prefilter_matches(text)
+
+    @classmethod
+    def prefilter_matches(cls, text: str) -> bool:
+        if isinstance(cls.prefilter, tuple):
+            return any(part in text for part in cls.prefilter)
         return bool(cls.prefilter.search(text))
 
     # True when the rule looks only at its candidates' lines, their enclosing statements and the

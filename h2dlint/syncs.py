@@ -67,8 +67,7 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
         return None
     if context.in_graph_capture:
         return GRAPH_CAPTURE_CODE
-    run_once = context.function is None and not context.in_loop or context.function in RUN_ONCE_FUNCTIONS
-    if run_once or _only_for_logging(site.node, facts):
+    if _runs_once(context) or _only_for_logging(site.node, facts):
         return None
     hot = context.hot
     if site.kind == READ:
@@ -88,6 +87,10 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
     if site.kind == REPEAT:
         return "HDL304"
     return None
+
+
+def _runs_once(context: CodeContext) -> bool:
+    return context.function is None and not context.in_loop or context.function in RUN_ONCE_FUNCTIONS
 
 
 def _only_for_logging(node: ast.AST, facts: FileFacts) -> bool:
@@ -125,19 +128,37 @@ class _Finder:
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
         self.sites: dict[tuple[int, int, int, int], SyncSite] = {}
+        self._contexts: dict[int, CodeContext] = {}
 
     def find(self) -> dict[tuple[int, int, int, int], SyncSite]:
+        # `owner()` reports nothing in run-once code, and reads and conditions only in hot code: looking
+        # there first spares classifying tensors no rule could report (the decision stays with owner()).
         for node in list(self.facts.parents):
+            if not isinstance(node, (ast.Call, ast.Subscript, ast.If, ast.While, ast.IfExp, ast.Assert,
+                                     ast.comprehension)):
+                continue
+            context = self._context(getattr(node, "lineno", None) or node.target.lineno)
+            if not context.in_graph_capture and _runs_once(context):
+                continue
+            needs_hot = not (context.hot or context.in_graph_capture)
             if isinstance(node, ast.Call):
-                self._call(node)
+                self._call(node, needs_hot)
             elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-                self._subscript(node)
+                self._subscript(node, needs_hot)
+            elif needs_hot:
+                continue
             elif isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
                 self._condition(node.test)
             elif isinstance(node, ast.comprehension):
                 for test in node.ifs:
                     self._condition(test)
         return self.sites
+
+    def _context(self, line: int) -> CodeContext:
+        context = self._contexts.get(line)
+        if context is None:
+            context = self._contexts[line] = self.facts.context_at(line, self.facts.hot_functions)
+        return context
 
     def add(self, node: ast.expr, kind: str, what: str, receiver: ast.expr | None, **extra) -> None:
         placement = self.facts.classify_placement(receiver, node.lineno) if receiver is not None \
@@ -147,11 +168,14 @@ class _Finder:
                node.end_lineno, index.column_from_utf8(node.end_lineno, node.end_col_offset))
         self.sites[key] = SyncSite(node, kind, what, placement, **extra)
 
-    def _call(self, call: ast.Call) -> None:
+    def _call(self, call: ast.Call, needs_hot: bool) -> None:
         facts = self.facts
         func = call.func
         qualified = facts.qualify(dotted_name(func)) or ""
         method = func.attr if isinstance(func, ast.Attribute) and not qualified else None
+        if needs_hot and (method in READ_METHODS or method in ("to", "synchronize") or qualified in DEVICE_SYNC_CALLS
+                          or isinstance(func, ast.Name) and func.id in SYNC_BUILTINS):
+            return  # reads and explicit syncs are reported in hot code only
         positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
         discarded = isinstance(facts.parents.get(call), ast.Expr)  # `model.cpu()` moves a module
         if method in READ_METHODS and not call.args and (method != "cpu" or not (call.keywords or discarded)):
@@ -241,7 +265,7 @@ class _Finder:
             return self._is_tensor(expr.left, depth + 1) or self._is_tensor(expr.right, depth + 1)
         return False
 
-    def _subscript(self, node: ast.Subscript) -> None:
+    def _subscript(self, node: ast.Subscript, needs_hot: bool) -> None:
         facts = self.facts
         index = node.slice
         if self._is_boolean(index):
@@ -250,7 +274,7 @@ class _Finder:
             placement = facts.classify_placement(node.value, node.lineno)
             receiver = node.value if placement is not Placement.UNKNOWN else index
             self.add(node, MASK, "boolean-mask indexing", receiver)
-        elif facts.classify_data(node.value, node.lineno) is Data.HOST \
+        elif not needs_hot and facts.classify_data(node.value, node.lineno) is Data.HOST \
                 and facts.classify_placement(index, node.lineno) is Placement.GPU:
             self.add(index, CONDITION, "a CUDA tensor used as a Python index", index)
 
@@ -315,7 +339,7 @@ class SyncReporter:
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        if not cls.prefilter.search(text):
+        if not cls.prefilter_matches(text):
             return False
         if not cls.evidence or GPU_EVIDENCE.search(text):
             return True

@@ -5,7 +5,7 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import code_of, constant_upload, dotted, is_pure, join_args, pin_guard, shown, tight_equal, to_ast
+from h2dlint.copies import constant_upload, dotted, is_pure, join_args, pin_guard, shown, tight_equal, to_ast
 from h2dlint.facts import Data, Device
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -197,7 +197,7 @@ class BlockingTensorCopy(Rule):
         device_arg = keywords.get("device")
         if device_arg is None:
             return
-        start, _ = self.position(node)
+        start, end = self.position(node)
         device = facts.classify_device(to_ast(device_arg.value), start.line)
         if device is Device.NOT_CUDA:
             return
@@ -213,7 +213,7 @@ class BlockingTensorCopy(Rule):
         where = "a CUDA device" if device is Device.CUDA else f"`{device_text}` (if it is a CUDA device)"
         message = (f"`{call_text}` copies host data to {where} from pageable memory with a blocking copy: "
                    "the host waits until the GPU stream drains")
-        site = facts.site_at(start.line, start.column)
+        site = facts.site_at(start, end)
         if site is not None and site.synced_by:
             self.report(node, f"{message}; its result is read back to the host at once ({site.synced_by}), "
                               "so a pinned non_blocking copy would gain nothing: keep the value on the host "

@@ -107,7 +107,7 @@ class BlockingHostTensorCopy(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts
-        start, _ = self.position(node)
+        start, end = self.position(node)
         found = copy_of(facts, node, start.line)
         if found is None:
             return
@@ -125,7 +125,7 @@ class BlockingHostTensorCopy(Rule):
         target = "a CUDA device" if device is Device.CUDA else f"`{code_of(copy.device)}` (if it is a CUDA device)"
         message = (f"copies a host tensor to {target} with a blocking copy{' ' + where if where else ''}: "
                    "the host waits until the GPU stream drains")
-        site = facts.site_at(start.line, start.column)
+        site = facts.site_at(start, end)
         if site is not None and site.synced_by:
             self.report(node, f"{message}; the result is read back to the host at once ({site.synced_by}), so "
                               "an async copy would gain nothing")

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 
 import libcst as cst
 
@@ -64,7 +63,7 @@ class ConstantUpload(Rule):
     name = "constant-upload"
     summary = "`torch.tensor(<constant>, device=<gpu>)` copies a constant from the host; use a factory"
     call_names = frozenset({"tensor"})
-    prefilter = re.compile(r"\btensor\b")
+    prefilter = ("tensor",)
 
     valid_examples = (
         Valid("import torch\nx = torch.tensor(0, device='cpu')\n"),

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import READ, SyncReporter, where
@@ -56,7 +55,7 @@ class GpuValueRead(SyncReporter, Rule):
     name = "gpu-value-read"
     summary = "`.item()` / `.tolist()` / `.cpu()` / `int(t)` on a CUDA tensor in hot code waits for the GPU"
     kinds = frozenset({READ})
-    prefilter = re.compile(r"\.(?:item|tolist|cpu|numpy|to)\(|\b(?:int|float|bool)\(")
+    prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", "int(", "float(", "bool(")
     evidence = "gpu"
     call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "int", "float", "bool"})  # anchors only: lines where these sites can be
     anchored = True

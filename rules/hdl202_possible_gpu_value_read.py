@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import READ, SyncReporter, where
@@ -48,7 +47,7 @@ class PossibleGpuValueRead(SyncReporter, Rule):
     summary = "`.item()` / `.tolist()` / `.cpu()` in hot code on a tensor that may be on the GPU"
     kinds = frozenset({READ})
     default_enabled = False
-    prefilter = re.compile(r"\.(?:item|tolist|cpu|numpy|to)\(|\b(?:int|float|bool)\(")
+    prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", "int(", "float(", "bool(")
     call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "int", "float", "bool"})  # anchors only: lines where these sites can be
     anchored = True
 

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import CONDITION, SyncReporter, where
@@ -48,7 +47,7 @@ class GpuTensorCondition(SyncReporter, Rule):
     name = "gpu-tensor-condition"
     summary = "a CUDA tensor as an `if`/`while` condition or Python index in hot code waits for the GPU"
     kinds = frozenset({CONDITION})
-    prefilter = re.compile(r"\b(?:if|while|assert)\b|\]")
+    prefilter = ("if", "while", "assert", "]")
     evidence = "gpu"
 
     valid_examples = (

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import NONZERO, SyncReporter, receiver_words, where
@@ -47,7 +46,7 @@ class NonzeroSync(SyncReporter, Rule):
     name = "nonzero-sync"
     summary = "`nonzero()` / one-argument `torch.where` reads the result size back to the host"
     kinds = frozenset({NONZERO})
-    prefilter = re.compile(r"\b(?:nonzero|argwhere|where)\(")
+    prefilter = ("nonzero(", "argwhere(", "where(")
     call_names = frozenset({"nonzero", "argwhere", "where"})  # anchors only: lines where these sites can be
     anchored = True
 

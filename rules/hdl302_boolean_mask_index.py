@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import MASK, SyncReporter, receiver_words, where
@@ -42,7 +41,7 @@ class BooleanMaskIndex(SyncReporter, Rule):
     name = "boolean-mask-index"
     summary = "`t[mask]` / `masked_select` on a GPU tensor copies the selected count to the host"
     kinds = frozenset({MASK})
-    prefilter = re.compile(r"\]|masked_select")
+    prefilter = ("]", "masked_select")
     evidence = "gpu-or-hot"
 
     valid_examples = (

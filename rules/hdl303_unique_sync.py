@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import UNIQUE, SyncReporter, receiver_words, where
@@ -39,7 +38,7 @@ class UniqueSync(SyncReporter, Rule):
     name = "unique-sync"
     summary = "`torch.unique` on a GPU tensor copies the result size to the host"
     kinds = frozenset({UNIQUE})
-    prefilter = re.compile(r"\bunique(?:_consecutive)?\(")
+    prefilter = ("unique(", "unique_consecutive(")
     call_names = frozenset({"unique", "unique_consecutive"})  # anchors only: lines where these sites can be
     anchored = True
 

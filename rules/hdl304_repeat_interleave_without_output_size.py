@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import ast
-import re
 
 import libcst as cst
 
@@ -60,7 +59,7 @@ class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):
     name = "repeat-interleave-without-output-size"
     summary = "`repeat_interleave` with tensor repeats and no `output_size` copies the total to the host"
     kinds = frozenset({REPEAT})
-    prefilter = re.compile(r"\brepeat_interleave\(")
+    prefilter = ("repeat_interleave(",)
     call_names = frozenset({"repeat_interleave"})  # anchors only: lines where these sites can be
     anchored = True
 

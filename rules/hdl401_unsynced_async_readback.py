@@ -98,8 +98,8 @@ class UnsyncedAsyncReadback(Rule):
             (arg.value for arg in node.args if arg.keyword is None), None)
         if target is None or not re.fullmatch(r"""(?:torch\.device\()?["']cpu["']\)?""", code_of(target)):
             return
-        start, _ = self.position(node)
-        site = self.context.facts.site_at(start.line, start.column)
+        start, end = self.position(node)
+        site = self.context.facts.site_at(start, end)
         if site is None:
             return
         read = self._first_unsynced_read(site.node)

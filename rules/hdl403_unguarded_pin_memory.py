@@ -93,8 +93,8 @@ class UnguardedPinMemory(Rule):
             pin = keywords_of(node).get("pin_memory")
             if pin is None or not is_literal(pin.value, "True"):
                 return
-        start, _ = self.position(node)
-        site = facts.site_at(start.line, start.column)
+        start, end = self.position(node)
+        site = facts.site_at(start, end)
         if site is None or self._requires_cuda(enclosing_function(facts, site.node)):
             return
         what = "`.pin_memory()`" if method else "`pin_memory=True`"

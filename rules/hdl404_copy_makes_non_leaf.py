@@ -85,7 +85,7 @@ class CopyMakesNonLeaf(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts
-        start, _ = self.position(node)
+        start, end = self.position(node)
         found = copy_of(facts, node, start.line)
         if found is None:
             return
@@ -97,7 +97,7 @@ class CopyMakesNonLeaf(Rule):
         requires_grad = keywords_of(factory).get("requires_grad")
         if requires_grad is None or is_literal(requires_grad.value, "False"):
             return
-        site = facts.site_at(start.line, start.column)
+        site = facts.site_at(start, end)
         if site is not None and self._made_leaf_again(site.node):
             return
         message = (f"`torch.{fresh[1]}(..., requires_grad={code_of(requires_grad.value)})` is the leaf; the copy "
