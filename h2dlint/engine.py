@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 
 import libcst as cst
@@ -52,22 +53,34 @@ class Linter:
             tree = ast.parse(text)
         except (SyntaxError, ValueError) as error:
             return [_syntax_finding(path, error)]
+        except (RecursionError, MemoryError) as error:  # how Python's own parser gives up on deep nesting
+            return [Finding(path, Position(1, 0), Position(1, 0), SYNTAX_ERROR,
+                            f"code nested too deeply for Python's parser ({type(error).__name__}); "
+                            "the file is not checked or changed")]
         line_index = LineIndex(text)
         facts = FileFacts(tree, text, frozenset().union(*(rule.call_names for rule in active)), line_index)
         if not facts.sites and not self.settings.full_parse:
             return []
         findings: list[Finding] = []
-        for module, origin in self._units(text, line_index, facts):
-            context = RuleContext(source, line_index, facts, self.settings, module, origin)
-            MetadataWrapper(module, unsafe_skip_copy=True).visit_batched([rule(context) for rule in active])
+        for code, origin in self._units(text, line_index, facts):
+            try:
+                module = cst.parse_module(code)
+                context = RuleContext(source, line_index, facts, self.settings, module, origin)
+                MetadataWrapper(module, unsafe_skip_copy=True).visit_batched([rule(context) for rule in active])
+            except (RecursionError, cst.ParserSyntaxError) as error:
+                # Valid Python that LibCST cannot handle: say so for this piece, check the rest.
+                why = "nested too deeply" if isinstance(error, RecursionError) else "not parsed by LibCST"
+                findings.append(Finding(path, origin, origin, UNREADABLE,
+                                        f"code {why} ({type(error).__name__}); h2dlint does not check or change it"))
+                continue
             findings.extend(context.findings)
         return sorted((finding for finding in findings if not suppressed(finding, line_index)),
                       key=lambda finding: finding.sort_key)
 
     def _units(self, text: str, line_index: LineIndex, facts: FileFacts):
-        """The pieces of code LibCST parses: the whole file, or each outermost candidate call."""
+        """The pieces of code LibCST parses (the whole file, or each outermost candidate call), and where."""
         if self.settings.full_parse:
-            yield cst.parse_module(text), Position(1, 0)
+            yield text, Position(1, 0)
             return
         covered_until = (0, 0)
         for site in sorted(facts.sites.values(), key=lambda site: (site.line, site.column)):
@@ -76,7 +89,7 @@ class Linter:
             covered_until = (site.end_line, site.end_column)
             snippet = text[line_index.offset(site.line, site.column):line_index.offset(site.end_line,
                                                                                         site.end_column)]
-            yield cst.parse_module(snippet), Position(site.line, site.column)
+            yield snippet, Position(site.line, site.column)
 
     def fix(self, source: SourceFile, findings: list[Finding]) -> tuple[str, list[Finding], int]:
         """Apply every applicable fix, in rounds until none is left; returns (text, remaining, applied)."""
@@ -108,12 +121,29 @@ def _syntax_finding(path: str, error: Exception) -> Finding:
 def _non_overlapping(fixes: list[Fix]) -> list[Fix]:
     """Fixes whose edits do not touch each other's; the rest wait for the next round."""
     chosen: list[Fix] = []
-    taken: list[Edit] = []
+    taken: list[Edit] = []  # pairwise non-overlapping, sorted by (start, end), so their ends never decrease
     for fix in sorted(fixes, key=lambda fix: fix.edits[0].start):
-        if all(edit in taken or not _overlap(edit, other) for edit in fix.edits for other in taken):
+        new_edits = [edit for edit in set(fix.edits) if not _contains(taken, edit)]
+        if not any(_overlaps_taken(taken, edit) for edit in new_edits):
             chosen.append(fix)
-            taken.extend(edit for edit in fix.edits if edit not in taken)
+            for edit in new_edits:
+                insort(taken, edit)
     return chosen
+
+
+def _contains(taken: list[Edit], edit: Edit) -> bool:
+    index = bisect_left(taken, edit)
+    return index < len(taken) and taken[index] == edit
+
+
+def _overlaps_taken(taken: list[Edit], edit: Edit) -> bool:
+    """Whether `edit` overlaps a taken edit; only those starting at or before its end can."""
+    index = bisect_right(taken, edit.end, key=lambda other: other.start) - 1
+    while index >= 0 and taken[index].end >= edit.start:
+        if _overlap(edit, taken[index]):
+            return True
+        index -= 1
+    return False
 
 
 def _overlap(first: Edit, second: Edit) -> bool:
