@@ -7,6 +7,7 @@ for a longer run, e.g. `H2DLINT_FUZZ_EXAMPLES=2000 python -m pytest tests/test_f
 
 import ast
 import os
+import re
 from pathlib import Path
 
 import hypothesmith
@@ -115,7 +116,8 @@ def snippet(draw) -> str:
         elif shape == "fstring":
             body.append(f"    text{number} = f\"{{{call}!r}}\"")
         elif shape == "nested":
-            body.append(f"    t{number} = {call.replace('values', call, 1)}")
+            inner = re.sub(r"\bvalues\b", lambda _: call, call, count=1)  # the call as its own data
+            body.append(f"    t{number} = {inner}")
         elif shape == "default":
             body.append(f"    def inner{number}(x={call}):\n{indent}return x")
         elif shape == "with":
@@ -147,6 +149,7 @@ def test_snippets_with_blocking_copies(code):
 @FUZZ
 @given(snippet(), st.sampled_from(["\n", "\r\n", "\r"]), st.booleans())
 def test_line_endings_and_bom_survive_a_fix(code, newline, bom):
+    compile(code, "snippet.py", "exec")
     raw = (b"\xef\xbb\xbf" if bom else b"") + code.replace("\n", newline).encode("utf-8")
     source = decode_source(raw, Path("fuzzed.py"))
     fixed, _, applied = FAST.fix(source, FAST.lint(source))
