@@ -7,9 +7,9 @@ files can be spread over worker processes and results cached by content.
 from __future__ import annotations
 
 import ast
-import bisect
 import difflib
 import re
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 
 import libcst as cst
@@ -65,6 +65,10 @@ class Linter:
             tree = ast.parse(text)
         except (SyntaxError, ValueError) as error:
             return [_syntax_finding(path, error)]
+        except (RecursionError, MemoryError) as error:  # how Python's own parser gives up on deep nesting
+            return [Finding(path, Position(1, 0), Position(1, 0), SYNTAX_ERROR,
+                            f"code nested too deeply for Python's parser ({type(error).__name__}); "
+                            "the file is not checked or changed")]
         line_index = LineIndex(text)
         facts = self._facts(tree, text, line_index, active)
         facts.hot_functions = frozenset(self.settings.hot_functions)
@@ -74,12 +78,20 @@ class Linter:
         if not facts.sites and not self.settings.full_parse:
             return []
         findings: list[Finding] = []
-        for module, origin, codes in self._units(text, line_index, facts, active):
-            context = RuleContext(source, line_index, facts, self.settings, module, origin)
-            wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-            for rule in active:
-                if rule.code in codes:
-                    wrapper.visit(rule(context))
+        for code, origin, codes in self._units(text, line_index, facts, active):
+            try:
+                module, origin = _parse_unit(code, origin, snippet=not self.settings.full_parse)
+                context = RuleContext(source, line_index, facts, self.settings, module, origin)
+                wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+                for rule in active:
+                    if rule.code in codes:
+                        wrapper.visit(rule(context))
+            except (RecursionError, cst.ParserSyntaxError) as error:
+                # Valid Python that LibCST cannot handle: say so for this piece, check the rest.
+                why = "nested too deeply" if isinstance(error, RecursionError) else "not parsed by LibCST"
+                findings.append(Finding(path, origin, origin, UNREADABLE,
+                                        f"code {why} ({type(error).__name__}); h2dlint does not check or change it"))
+                continue
             findings.extend(context.findings)
         return findings
 
@@ -89,7 +101,7 @@ class Linter:
         if self.settings.full_parse or any(anchor is None for anchor in anchors):
             return FileFacts(tree, text, line_index)
         offsets = {match.start() for anchor in [*anchors, _IMPORT_LINE] for match in anchor.finditer(text)}
-        lines = sorted({bisect.bisect_right(line_index.starts, offset) for offset in offsets})
+        lines = sorted({bisect_right(line_index.starts, offset) for offset in offsets})
         facts = FileFacts(tree, text, line_index, lines)
         call_names = frozenset().union(*(rule.call_names for rule in active))
         return FileFacts(tree, text, line_index) if facts.renames(call_names) else facts
@@ -99,7 +111,7 @@ class Linter:
         file for every rule, or each outermost candidate expression for the rules that named a
         candidate inside it."""
         if self.settings.full_parse:
-            yield cst.parse_module(text), Position(1, 0), {rule.code for rule in active}
+            yield text, Position(1, 0), {rule.code for rule in active}
             return
         groups: list[tuple[Site, set[str]]] = []
         for site in sorted(facts.sites.values(), key=lambda site: (site.line, site.column, -site.end_line,
@@ -111,11 +123,7 @@ class Linter:
         for site, codes in groups:
             snippet = text[line_index.offset(site.line, site.column):line_index.offset(site.end_line,
                                                                                         site.end_column)]
-            try:
-                yield cst.parse_module(snippet), Position(site.line, site.column), codes
-            except cst.ParserSyntaxError:
-                # an expression spanning lines may be valid only inside the parentheses around it
-                yield cst.parse_module(f"({snippet})"), Position(site.line, site.column - 1), codes
+            yield snippet, Position(site.line, site.column), codes
 
     def fix(self, source: SourceFile, findings: list[Finding]) -> tuple[str, list[Finding], tuple[str, ...]]:
         """Apply every applicable fix, in rounds until none is left.
@@ -139,6 +147,16 @@ class Linter:
         return fix is not None and (fix.applicability is Applicability.SAFE or self.settings.unsafe_fixes)
 
 
+def _parse_unit(code: str, origin: Position, snippet: bool) -> tuple[cst.Module, Position]:
+    try:
+        return cst.parse_module(code), origin
+    except cst.ParserSyntaxError:
+        if not snippet:
+            raise
+        # an expression spanning lines may be valid only inside the parentheses around it
+        return cst.parse_module(f"({code})"), Position(origin.line, origin.column - 1)
+
+
 def _syntax_finding(path: str, error: Exception) -> Finding:
     line = getattr(error, "lineno", None) or 1
     column = max((getattr(error, "offset", None) or 1) - 1, 0)
@@ -151,12 +169,29 @@ def _syntax_finding(path: str, error: Exception) -> Finding:
 def _non_overlapping(fixes: list[Fix]) -> list[Fix]:
     """Fixes whose edits do not touch each other's; the rest wait for the next round."""
     chosen: list[Fix] = []
-    taken: list[Edit] = []
+    taken: list[Edit] = []  # pairwise non-overlapping, sorted by (start, end), so their ends never decrease
     for fix in sorted(fixes, key=lambda fix: fix.edits[0].start):
-        if all(edit in taken or not _overlap(edit, other) for edit in fix.edits for other in taken):
+        new_edits = [edit for edit in set(fix.edits) if not _contains(taken, edit)]
+        if not any(_overlaps_taken(taken, edit) for edit in new_edits):
             chosen.append(fix)
-            taken.extend(edit for edit in fix.edits if edit not in taken)
+            for edit in new_edits:
+                insort(taken, edit)
     return chosen
+
+
+def _contains(taken: list[Edit], edit: Edit) -> bool:
+    index = bisect_left(taken, edit)
+    return index < len(taken) and taken[index] == edit
+
+
+def _overlaps_taken(taken: list[Edit], edit: Edit) -> bool:
+    """Whether `edit` overlaps a taken edit; only those starting at or before its end can."""
+    index = bisect_right(taken, edit.end, key=lambda other: other.start) - 1
+    while index >= 0 and taken[index].end >= edit.start:
+        if _overlap(edit, taken[index]):
+            return True
+        index -= 1
+    return False
 
 
 def _overlap(first: Edit, second: Edit) -> bool:

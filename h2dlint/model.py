@@ -48,4 +48,4 @@ class Finding:
 
 # Codes for problems with the input itself rather than with the code in it.
 SYNTAX_ERROR = "HDL001"
-UNREADABLE = "HDL002"
+UNREADABLE = "HDL002"  # cannot be read, decoded, or analysed by h2dlint

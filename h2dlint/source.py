@@ -12,6 +12,7 @@ import hashlib
 import io
 import os
 import re
+import stat
 import tempfile
 import tokenize
 from dataclasses import dataclass
@@ -64,6 +65,8 @@ def decode_source(raw: bytes, path: Path) -> SourceFile:
 
 def read_source(path: Path) -> SourceFile:
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # reading a FIFO or a device could block forever
+            raise SourceError("not a regular file; not read")
         raw = path.read_bytes()
     except OSError as error:
         raise SourceError(f"cannot read: {error.strerror or error}") from error
@@ -93,13 +96,17 @@ def write_source_atomically(original: SourceFile, new_text: str) -> None:
             temp.flush()
             os.fsync(temp.fileno())
         os.chmod(temp_name, mode)
-        if target.read_bytes() != original.raw:
-            raise FileChangedError(f"{target} changed on disk since it was read; not overwritten")
-        os.replace(temp_name, target)
-    except BaseException:
+        try:
+            current = target.read_bytes()
+        except OSError as error:
+            raise FileChangedError(f"{target} is gone: {error.strerror}") from error
+        if current != data:  # equal: another run wrote the same fix meanwhile
+            if current != original.raw:
+                raise FileChangedError(f"{target} changed on disk since it was read; not overwritten")
+            os.replace(temp_name, target)
+    finally:
         if os.path.exists(temp_name):
             os.unlink(temp_name)
-        raise
 
 
 class LineIndex:

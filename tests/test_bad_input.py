@@ -1,0 +1,295 @@
+"""Bad and unusual input, through the CLI: a clear per-file message or correct handling, the run goes on."""
+
+import ast
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from h2dlint.cli import main
+from h2dlint.engine import _non_overlapping
+from h2dlint.model import Applicability, Edit, Fix, Position
+from h2dlint.source import FileChangedError, read_source, write_source_atomically
+
+BLOCKING = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
+FIXED = "import torch\nx = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n"
+
+
+def run(*args):
+    result = CliRunner().invoke(main, [*map(str, args), "--output-format", "concise"], catch_exceptions=False)
+    assert "internal error" not in result.output, result.output
+    return result
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A folder holding the bad file under test next to one ordinary fixable file."""
+    (tmp_path / "ordinary.py").write_text(BLOCKING)
+    return tmp_path
+
+
+def assert_run_went_on(tree):
+    assert (tree / "ordinary.py").read_text() == FIXED
+
+
+def test_syntax_error_reports_file_and_line_and_is_never_modified(tree):
+    content = b"import torch\nx = torch.tensor([1, 9], device='cuda')\ndef f(:\n    pass\n"
+    (tree / "broken.py").write_bytes(content)
+    result = run(tree, "--fix")
+    assert result.exit_code == 1
+    assert f"{tree / 'broken.py'}:3:7: HDL001 SyntaxError: invalid syntax" in result.output
+    assert (tree / "broken.py").read_bytes() == content
+    assert_run_went_on(tree)
+
+
+def test_undecodable_bytes_are_hdl002_and_left_alone(tree):
+    content = b"import torch\nname = '\xff\xfe'\nx = torch.tensor([1, 9], device='cuda')\n"
+    (tree / "binary.py").write_bytes(content)
+    result = run(tree, "--fix")
+    assert result.exit_code == 1
+    assert f"{tree / 'binary.py'}:1:1: HDL002 cannot decode: 'utf-8' codec can't decode byte 0xff" in result.output
+    assert (tree / "binary.py").read_bytes() == content
+    assert_run_went_on(tree)
+
+
+def test_latin1_cookie_is_kept_and_non_ascii_bytes_survive(tmp_path):
+    path = tmp_path / "latin.py"
+    path.write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9t\xe9'\n"
+                     b"x = torch.tensor([1, 9], device='cuda')\n")
+    assert run(path, "--fix").exit_code == 0
+    assert path.read_bytes() == (b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9t\xe9'\n"
+                                 b"x = torch.tensor([1, 9], pin_memory=True).to('cuda', non_blocking=True)\n")
+
+
+def test_bom_and_crlf_are_kept(tmp_path):
+    path = tmp_path / "bom.py"
+    path.write_bytes(b"\xef\xbb\xbf" + BLOCKING.replace("\n", "\r\n").encode())
+    assert run(path, "--fix").exit_code == 0
+    assert path.read_bytes() == b"\xef\xbb\xbf" + FIXED.replace("\n", "\r\n").encode()
+
+
+def test_mixed_line_endings_keep_each_line_ending(tmp_path):
+    path = tmp_path / "mixed.py"
+    path.write_bytes(b"import torch\r\nx = torch.tensor([1, 9], device='cuda')\ny = torch.tensor([2, 9],\r\n"
+                     b"    device='cuda')\r\n")
+    assert run(path, "--fix").exit_code == 0
+    assert path.read_bytes() == (b"import torch\r\nx = torch.tensor([1, 9], pin_memory=True).to('cuda', non_blocking=True)"
+                                 b"\ny = torch.tensor([2, 9],\r\n    pin_memory=True).to('cuda', non_blocking=True)\r\n")
+
+
+def test_tabs_and_form_feeds(tmp_path):
+    path = tmp_path / "tabs.py"
+    path.write_bytes(b"import torch\n\x0c\nif True:\n\tx = torch.tensor([1, 9],\tdevice='cuda')\n\x0c\ny = 1\n")
+    assert run(path, "--fix").exit_code == 0
+    assert path.read_bytes() == (b"import torch\n\x0c\nif True:\n\tx = torch.tensor([1, 9],\tpin_memory=True)"
+                                 b".to('cuda', non_blocking=True)\n\x0c\ny = 1\n")
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty.py"
+    path.write_bytes(b"")
+    result = run(path, "--fix")
+    assert result.exit_code == 0 and "All checks passed!" in result.output
+    assert path.read_bytes() == b""
+
+
+def test_very_large_file_is_checked_and_fixed_whole(tmp_path):
+    lines = ["import torch", "def f(n, device):"]
+    lines += [f"    x{i} = torch.tensor([{i}, n], device='cuda')" if i % 10_000 == 0 else f"    y = {i}  # line {i}"
+              for i in range(50_000)]
+    path = tmp_path / "large.py"
+    path.write_text("\n".join(lines) + "\n")
+    result = run(path, "--fix")
+    assert result.exit_code == 0 and "Found 5 errors (5 fixed, 0 remaining)." in result.output
+    fixed = path.read_text()
+    assert fixed.count("non_blocking=True") == 5 and len(fixed.splitlines()) == 50_002
+    ast.parse(fixed)
+
+
+def test_choosing_among_many_fixes_is_not_quadratic():
+    """5000 fixes in one file: choosing the non-overlapping ones was quadratic (a minute); now instant."""
+    fixes = [Fix((Edit(Position(line, 4), Position(line, 20), "new"),), Applicability.SAFE, "fix")
+             for line in range(1, 5001)]
+    shared_import = Edit(Position(1, 0), Position(1, 0), "import torch\n")
+    fixes += [Fix((shared_import, Edit(Position(line, 30), Position(line, 40), "x")), Applicability.SAFE, "fix")
+              for line in range(1, 5001)]
+    overlapping = Fix((Edit(Position(7, 10), Position(7, 35), "y"),), Applicability.SAFE, "overlaps two")
+    chosen = _non_overlapping([*fixes, overlapping])
+    assert len(chosen) == 10_000 and overlapping not in chosen
+
+
+def nested(depth: int) -> str:
+    return "x = torch.tensor(" + "[" * depth + "1" + "]" * depth + ", device='cuda')"
+
+
+@pytest.mark.parametrize("depth", [3_000, 20_000])  # RecursionError; MemoryError from the parser's stack guard
+def test_nesting_too_deep_for_pythons_parser_is_hdl001(tmp_path, depth):
+    path = tmp_path / "deep.py"
+    content = "import torch\nx = torch.tensor(" + "-" * depth + "1, device='cuda')\n"
+    path.write_text(content)
+    result = run(path, "--fix")
+    assert result.exit_code == 1
+    assert f"{path}:1:1: HDL001 code nested too deeply for Python's parser (" in result.output
+    assert path.read_text() == content
+
+
+@pytest.mark.parametrize("full_parse", [False, True], ids=["fast", "full"])
+def test_nesting_too_deep_for_libcst_is_hdl002_at_the_call(tmp_path, full_parse):
+    # Valid Python that CPython compiles, but LibCST's visitors recurse too deep on.
+    path = tmp_path / "deep.py"
+    content = f"import torch\ny = torch.tensor([2, 9], device='cuda')\n{nested(180)}\n"
+    compile(content, "deep.py", "exec")
+    path.write_text(content)
+    result = run(path, "--fix", *(["--full-parse"] if full_parse else []))
+    assert result.exit_code == 1
+    where = "1:1" if full_parse else "3:5"
+    assert f"{path}:{where}: HDL002 code nested too deeply (RecursionError); h2dlint does not check or change it" \
+        in result.output
+    fixed_lines = path.read_text().splitlines()
+    assert fixed_lines[2] == nested(180)
+    if not full_parse:  # the other call is still checked and fixed
+        assert fixed_lines[1] == "y = torch.tensor([2, 9], pin_memory=True).to('cuda', non_blocking=True)"
+
+
+def test_code_libcst_cannot_parse_is_hdl002(tmp_path):
+    path = tmp_path / "strings.py"
+    content = "import torch\nx = torch.tensor(" + "'a' " * 5000 + ", device='cuda')\n"
+    path.write_text(content)
+    result = run(path, "--fix")
+    assert result.exit_code == 1
+    assert f"{path}:2:5: HDL002 code not parsed by LibCST (ParserSyntaxError)" in result.output
+    assert path.read_text() == content
+
+
+def test_symlinks_are_not_followed_when_walking(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "elsewhere.py").write_text(BLOCKING)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "own.py").write_text(BLOCKING)
+    (tree / "loop").symlink_to(tree)
+    (tree / "out").symlink_to(outside)
+    (tree / "linked.py").symlink_to(outside / "elsewhere.py")
+    result = run(tree, "--fix")
+    assert result.exit_code == 0, result.output
+    assert "Found 1 error (1 fixed, 0 remaining)." in result.output
+    assert (tree / "own.py").read_text() == FIXED
+    assert (outside / "elsewhere.py").read_text() == BLOCKING
+
+
+def test_symlinked_file_named_explicitly_is_checked_but_never_rewritten(tmp_path):
+    target = tmp_path / "outside.py"
+    target.write_text(BLOCKING)
+    (tmp_path / "tree").mkdir()
+    link = tmp_path / "tree" / "link.py"
+    link.symlink_to(target)
+    assert run(link).exit_code == 1
+    result = run(link, "--fix")
+    assert result.exit_code == 2
+    assert f"error: {link}: {link} is a symbolic link; not rewritten" in result.output
+    assert link.is_symlink() and target.read_text() == BLOCKING
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file_is_hdl002(tree):
+    path = tree / "secret.py"
+    path.write_text(BLOCKING)
+    path.chmod(0)
+    try:
+        result = run(tree, "--fix")
+    finally:
+        path.chmod(0o644)
+    assert f"{path}:1:1: HDL002 cannot read: Permission denied" in result.output
+    assert path.read_text() == BLOCKING
+    assert_run_went_on(tree)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_named_pipe_is_not_read(tree):
+    """Reading a FIFO nobody writes to would block forever; it is reported instead."""
+    os.mkfifo(tree / "pipe.py")
+    result = run(tree / "pipe.py", tree / "ordinary.py", "--fix")
+    assert result.exit_code == 1
+    assert f"{tree / 'pipe.py'}:1:1: HDL002 not a regular file; not read" in result.output
+    assert_run_went_on(tree)
+
+
+def test_folder_named_like_a_python_file_is_walked(tmp_path):
+    folder = tmp_path / "x.py"
+    folder.mkdir()
+    (folder / "inner.py").write_text(BLOCKING)
+    result = run(tmp_path, "--fix")
+    assert result.exit_code == 0, result.output
+    assert (folder / "inner.py").read_text() == FIXED
+    assert run(folder).exit_code == 0
+
+
+def test_file_changed_between_read_and_write_is_not_overwritten(tmp_path):
+    path = tmp_path / "racy.py"
+    path.write_text(BLOCKING)
+    source = read_source(path)
+    path.write_text(BLOCKING + "# edited meanwhile\n")
+    with pytest.raises(FileChangedError, match="changed on disk since it was read; not overwritten"):
+        write_source_atomically(source, FIXED)
+    assert path.read_text() == BLOCKING + "# edited meanwhile\n"
+    assert os.listdir(tmp_path) == ["racy.py"]
+
+
+def test_file_deleted_between_read_and_write_is_not_recreated(tmp_path):
+    path = tmp_path / "gone.py"
+    path.write_text(BLOCKING)
+    source = read_source(path)
+    path.unlink()
+    with pytest.raises(FileChangedError, match="is gone"):
+        write_source_atomically(source, FIXED)
+    assert os.listdir(tmp_path) == []
+
+
+def test_file_already_holding_the_same_fix_is_fine(tmp_path):
+    """Another run wrote exactly this fix meanwhile: nothing to do, no error."""
+    path = tmp_path / "same.py"
+    path.write_text(BLOCKING)
+    source = read_source(path)
+    path.write_text(FIXED)
+    write_source_atomically(source, FIXED)
+    assert path.read_text() == FIXED and os.listdir(tmp_path) == ["same.py"]
+
+
+NEW_SYNTAX = {
+    "pep695.py": ("import torch\ndef first[T](items: list[T]) -> T:\n    return items[0]\n"
+                  "x = torch.tensor([1, 9], device='cuda')\n", 2),
+    "pep701.py": ("import torch\nname = f\"{f\"{1}\"}\"\nx = torch.tensor([1, 9], device='cuda')\n", 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_SYNTAX))
+def test_syntax_newer_than_the_running_python(tmp_path, name):
+    content, line = NEW_SYNTAX[name]
+    path = tmp_path / name
+    path.write_text(content)
+    result = run(path, "--fix")
+    if sys.version_info < (3, 12):  # this Python cannot parse it: a syntax error, file untouched
+        assert result.exit_code == 1
+        assert f"{path}:{line}:" in result.output and "HDL001 SyntaxError:" in result.output
+        assert path.read_text() == content
+    else:
+        assert result.exit_code == 0
+        assert "non_blocking=True" in path.read_text()
+
+
+def test_stub_files_are_checked_and_fixed(tmp_path):
+    path = tmp_path / "module.pyi"
+    path.write_text("import torch\nx: torch.Tensor = torch.tensor([1, 9], device='cuda')\n")
+    assert run(tmp_path).exit_code == 1
+    assert run(tmp_path, "--fix").exit_code == 0
+    assert path.read_text() == "import torch\nx: torch.Tensor = torch.tensor([1, 9], pin_memory=True)" \
+                               ".to('cuda', non_blocking=True)\n"
+
+
+def test_h2dlint_temporary_files_are_never_picked_up(tmp_path):
+    (tmp_path / ".mod.py.abc123.h2dlint").write_text(BLOCKING)
+    assert run(tmp_path).exit_code == 0
+    assert Path(tmp_path / ".mod.py.abc123.h2dlint").read_text() == BLOCKING
