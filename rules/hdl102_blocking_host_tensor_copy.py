@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
 from h2dlint.copies import (code_of, copy_of, fresh_host_factory, is_literal, keywords_of, pin_guard, pinned,
                             placement_is_host, to_ast, torch_name, with_non_blocking, with_pin_memory)
-from h2dlint.facts import Data, Device
+from h2dlint.facts import Data, Device, Placement
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -73,6 +74,7 @@ class BlockingHostTensorCopy(Rule):
     name = "blocking-host-tensor-copy"
     summary = "`.cuda()` / `.to(<gpu>)` of a host tensor without `non_blocking=True` blocks the host"
     call_names = frozenset({"cuda", "to"})
+    anchored = True
     prefilter = re.compile(r"\.(?:cuda|to)\(")
 
     valid_examples = (
@@ -104,6 +106,15 @@ class BlockingHostTensorCopy(Rule):
         Invalid("import torch\ndef f(n):\n    return torch.zeros(n).cuda().sum().item()\n", None,
                 message_contains="read back"),
     )
+
+    @classmethod
+    def candidates(cls, facts):
+        # The visitor needs a host source: a call (a fresh factory, `from_numpy`...) or a tensor whose
+        # placement is HOST. Other receivers, by far the most `.to()` calls, are not parsed at all.
+        return [call for call in facts.calls_named(cls.call_names)
+                if isinstance(call.func, ast.Attribute) and (
+                    isinstance(call.func.value, ast.Call)
+                    or facts.classify_placement(call.func.value, call.lineno) is Placement.HOST)]
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts

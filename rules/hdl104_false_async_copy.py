@@ -61,6 +61,7 @@ class FalseAsyncCopy(Rule):
     name = "false-async-copy"
     summary = "`non_blocking=True` copy from pageable host memory is not truly async; pin the source"
     call_names = frozenset({"cuda", "to"})
+    anchored = True
     prefilter = re.compile(r"non_blocking")
 
     valid_examples = (
@@ -86,6 +87,12 @@ class FalseAsyncCopy(Rule):
         Invalid("import torch\ndef f(n, device):\n    b = torch.empty(n)\n    return b.to(device, non_blocking=True)\n", None,
                 message_contains="`b` (bound to a fresh host tensor)"),
     )
+
+    @classmethod
+    def candidates(cls, facts):
+        # The visitor needs `non_blocking=` given (and not False): other copies are not parsed at all.
+        return [call for call in facts.calls_named(cls.call_names)
+                if any(keyword.arg == "non_blocking" for keyword in call.keywords)]
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts

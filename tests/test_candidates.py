@@ -1,0 +1,27 @@
+"""Candidates named by several rules: each rule still sees its own, on both parse paths."""
+
+import pytest
+
+from .helpers import lint
+
+# `torch.tensor(xs).to(...)` (HDL104's candidate) and `torch.tensor(xs)` (HDL403's kind of call)
+# start at the same place; keying candidates by their start alone once lost HDL104's finding.
+SAME_START = """\
+import torch
+def f(xs, device):
+    a = torch.tensor(xs).to(device, non_blocking=True)
+    return a
+def g(xs, out):
+    p = torch.tensor(xs, pin_memory=True)
+    out.copy_(p, non_blocking=True)
+"""
+
+
+@pytest.mark.parametrize("full_parse", [False, True], ids=["candidates", "full"])
+def test_rules_whose_candidates_start_at_one_place_all_report(full_parse):
+    alone = [(finding.code, finding.start.line) for finding in lint(SAME_START, "HDL104", full_parse=full_parse)]
+    together = [(finding.code, finding.start.line)
+                for finding in lint(SAME_START, "HDL104", "HDL403", full_parse=full_parse)]
+    assert alone == [("HDL104", 3)]
+    assert together == [("HDL104", 3), ("HDL403", 6)]
+
