@@ -208,7 +208,7 @@ def show_settings(path, config_file) -> None:
     console.out(f"config file: {settings.config_file or '(none: defaults)'}")
     console.out(f"enabled rules: {', '.join(enabled)}")
     for setting in fields(settings):
-        if setting.name not in ("config_file", "extra", "full_parse"):
+        if setting.name not in ("config_file", "full_parse"):
             console.out(f"{setting.name.replace('_', '-')}: {getattr(settings, setting.name)!r}")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 DEFAULT_PIN_MEMORY_HELPERS = ("is_pin_memory_available",)
 
@@ -28,7 +28,6 @@ class Settings:
     config_file: str | None = None  # the configuration file these settings came from, if any
     project_root: str = "."  # the folder relative globs (exclude, per-file-ignores) are anchored at
     full_parse: bool = False  # parse whole files with LibCST instead of candidate calls only
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def cache_key(self) -> str:
         """Everything in the settings, as text: any change invalidates cached findings."""
