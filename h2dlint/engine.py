@@ -213,6 +213,11 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     return "".join(pieces)
 
 
+def unified_diff(old: str, new: str, name: str) -> str:
+    """What --diff prints for one file."""
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), name, name))
+
+
 def process_file(path, linter: Linter, mode: str) -> FileResult:
     """Lint one file and, with mode "fix" or "diff", fix it; with "add-noqa", suppress its findings. Never raises."""
     if str(path).endswith(".ipynb"):
@@ -239,9 +244,8 @@ def process_file(path, linter: Linter, mode: str) -> FileResult:
             return FileResult(name, tuple(findings), stamp=(status.st_size, status.st_mtime_ns, source.digest))
         new_text, remaining, applied = linter.fix(source, findings)
         if mode == "diff":
-            diff = "".join(difflib.unified_diff(source.text.splitlines(keepends=True),
-                                                new_text.splitlines(keepends=True), name, name))
-            return FileResult(name, tuple(remaining), len(applied), diff=diff, fixed_codes=applied)
+            return FileResult(name, tuple(remaining), len(applied), diff=unified_diff(source.text, new_text, name),
+                              fixed_codes=applied)
         write_source_atomically(source, new_text)
         return FileResult(name, tuple(remaining), len(applied), fixed_codes=applied)
     except FileChangedError as error:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
-from .engine import FileResult, Linter
+from .engine import FileResult, Linter, unified_diff
 from .source import SourceError, decode_source
 
 
@@ -19,7 +18,6 @@ def process_stdin(raw: bytes, name: str, linter: Linter, mode: str) -> tuple[Fil
     if mode == "check" or not any(linter.applicable(finding.fix) for finding in findings):
         return FileResult(name, tuple(findings)), raw
     new_text, remaining, applied = linter.fix(source, findings)
-    diff = "".join(difflib.unified_diff(source.text.splitlines(keepends=True), new_text.splitlines(keepends=True),
-                                        name, name)) if mode == "diff" else ""
+    diff = unified_diff(source.text, new_text, name) if mode == "diff" else ""
     return (FileResult(name, tuple(remaining), len(applied), diff=diff, fixed_codes=applied),
             source.encode(new_text))

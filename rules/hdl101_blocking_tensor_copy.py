@@ -5,7 +5,8 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import constant_upload, dotted, is_pure, join_args, pin_guard, shown, tight_equal, to_ast
+from h2dlint.copies import (constant_upload, dotted, is_literal, is_pure, join_args, keywords_of, pin_guard, shown,
+                            tight_equal, to_ast, torch_name)
 from h2dlint.facts import Data, Device
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -188,7 +189,7 @@ class BlockingTensorCopy(Rule):
         if any(arg.star for arg in node.args):
             return
         positional = [arg for arg in node.args if arg.keyword is None]
-        keywords = {arg.keyword.value: arg for arg in node.args if arg.keyword is not None}
+        keywords = keywords_of(node)
         if not positional or "pin_memory" in keywords:
             return
         if not is_as_tensor and constant_upload(node) is not None:
@@ -228,13 +229,9 @@ class BlockingTensorCopy(Rule):
 
     def _fix(self, node, is_as_tensor, data, device, data_arg, device_arg, requires_grad_arg):
         facts = self.context.facts
-        torch_name = facts.local_name_for("torch")
-        extra_edits = []
-        if torch_name is None:
-            if facts.torch_from_import_line is None:
-                return None
-            torch_name = "torch"
-            extra_edits.append(self.context.insert_line_before(facts.torch_from_import_line, "import torch"))
+        torch_local, extra_edits = torch_name(self)
+        if torch_local is None:
+            return None
 
         unsafe_reasons = []
         if data is not Data.HOST:
@@ -249,7 +246,7 @@ class BlockingTensorCopy(Rule):
         if (later and any(not is_pure(arg.value) for arg in moved)) or any(not is_pure(arg.value) for arg in later):
             unsafe_reasons.append("the device is now evaluated after the other arguments")
 
-        guard = pin_guard(self, device, torch_name)
+        guard = pin_guard(self, device, torch_local)
 
         kept = []
         for arg in node.args:
@@ -259,7 +256,7 @@ class BlockingTensorCopy(Rule):
         pin_arg = cst.Arg(guard, keyword=cst.Name("pin_memory"), equal=tight_equal())
         func = node.func
         if is_as_tensor:
-            func = cst.parse_expression(f"{torch_name}.tensor")
+            func = cst.parse_expression(f"{torch_local}.tensor")
         source = node.with_changes(func=func, args=join_args(node.args, kept + [pin_arg]), lpar=[], rpar=[])
         result = cst.Call(
             func=cst.Attribute(value=source, attr=cst.Name("to")),
@@ -268,7 +265,7 @@ class BlockingTensorCopy(Rule):
         )
         if _moves_requires_grad(requires_grad_arg):
             flag = requires_grad_arg.value
-            grad_args = [] if isinstance(flag, cst.Name) and flag.value == "True" else [cst.Arg(flag)]
+            grad_args = [] if is_literal(flag, "True") else [cst.Arg(flag)]
             result = cst.Call(func=cst.Attribute(value=result, attr=cst.Name("requires_grad_")), args=grad_args)
 
         replacement = self.context.replace_node(node, result, self)
@@ -317,4 +314,4 @@ def _closing_parenthesis(text: str, start: int) -> int:
 
 
 def _moves_requires_grad(arg: cst.Arg | None) -> bool:
-    return arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "False")
+    return arg is not None and not is_literal(arg.value, "False")
