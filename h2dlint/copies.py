@@ -7,6 +7,7 @@ ast of the enclosing function), not on whole-file facts.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -17,6 +18,48 @@ from .facts import Device, FileFacts, Placement, dotted_name
 PINNABLE_FACTORIES = frozenset({"tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint",
                                 "randperm", "linspace", "eye"})
 SYNC_CALLS = frozenset({"synchronize"})  # torch.cuda.synchronize(), event.synchronize(), stream.synchronize()
+
+
+# Superset patterns (they also match `as_tensor`, `xtensor`): a miss would skip a file wrongly.
+_CALL_START = re.compile(r"tensor[\s\\]*\(")
+_IMPORTED_UNDER_ANOTHER_NAME = re.compile(r"tensor\s+as\b")
+_STRUCTURE = re.compile(
+    "|".join([
+        r"'''(?:[^\\]|\\.)*?'''",  # triple-quoted strings
+        r'"""(?:[^\\]|\\.)*?"""',
+        r"'(?:[^'\\\n]|\\.)*'",  # one-line strings
+        r'"(?:[^"\\\n]|\\.)*"',
+        r"#[^\n]*",  # comments
+        r"[()\[\]{}]",
+    ]),
+    re.DOTALL,
+)
+
+
+def _closing_parenthesis(text: str, start: int) -> int:
+    """Where the call whose arguments start at `start` ends, skipping strings and comments.
+
+    When unsure (unbalanced text), returns the end of the text, so the caller
+    errs towards looking at the file rather than skipping it.
+    """
+    depth = 1
+    for match in _STRUCTURE.finditer(text, start):
+        token = match.group()
+        if token in "([{":
+            depth += 1
+        elif token in ")]}":
+            depth -= 1
+            if depth == 0:
+                return match.start()
+    return len(text)
+
+
+def may_call_tensor_with_device(text: str) -> bool:
+    """False only when no `torch.tensor(...)`/`torch.as_tensor(...)` call in `text` can have a `device=`."""
+    if _IMPORTED_UNDER_ANOTHER_NAME.search(text):
+        return True
+    return any("device" in text[match.end():_closing_parenthesis(text, match.end())]
+               for match in _CALL_START.finditer(text))
 
 
 def dotted(node: cst.BaseExpression) -> str | None:

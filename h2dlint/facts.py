@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import bisect
 import enum
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -129,9 +130,29 @@ class CodeContext:
         return " and ".join(where)
 
 
-# Text that any GPU placement classify_placement can prove must contain: "cuda" (a device
-# string, `.cuda()`, torch.cuda.*), or an integer ordinal written as the device.
-GPU_EVIDENCE = re.compile(r"cuda|(?:\.to\(|device\s*=|torch\.device\()\s*\d")
+# What a file's text must contain for classify_placement to prove any tensor is on the GPU: a
+# `.cuda(` call, a quoted device string starting "cuda", `torch.cuda.current_device`, or an integer
+# ordinal written as the device. (Mentions such as `torch.cuda.synchronize` or `is_cuda()` prove nothing.)
+# Several small searches, because one regex alternation is many times slower on large files.
+_CUDA_CALL = re.compile(r"cuda\s*\(")
+_CUDA_STRING = re.compile(r"""["']\s*cuda""")
+_ORDINAL_DEVICES = (re.compile(r"device\s*=[\s(]*\d"), re.compile(r"\.to\([\s(]*\d"), re.compile(r"device\([\s(]*\d"))
+_DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start makes the search fast
+
+
+@functools.lru_cache(maxsize=2)  # asked by several rules in turn about the same text
+def has_gpu_evidence(text: str) -> bool:
+    if "cuda" in text and ("current_device" in text or _CUDA_STRING.search(text) or any(
+            text[match.start() - 1:match.start()] in (".", " ", "\t", "\n") for match in _CUDA_CALL.finditer(text))):
+        return True
+    return any(pattern.search(text) for pattern in _ORDINAL_DEVICES)
+
+
+@functools.lru_cache(maxsize=2)
+def defined_function_names(text: str) -> frozenset[str]:
+    """The names after every `def` in the text (and a few more, which only makes tests on them permissive)."""
+    return frozenset(_DEFINED_NAME.findall(text))
+
 
 HOT_FUNCTION_NAMES = frozenset({"forward", "__call__", "step", "training_step", "train_step", "validation_step",
                                 "forward_batch", "decode", "sample", "generate"})
@@ -158,6 +179,7 @@ class FileFacts:
         self.uses_several_streams = bool(_MULTI_STREAM.search(text))
         self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
         self._contexts: dict[tuple[int, frozenset[str]], CodeContext] = {}
+        self._line_map: _LineMap | None = None  # built on first use
         self.sites: dict[tuple[int, int, int, int], Site] = {}  # by (line, column, end line, end column)
         self._index(tree, anchor_lines)
 
@@ -623,16 +645,14 @@ class FileFacts:
         context = self._contexts.get(key)
         if context is not None:
             return context
-        function, function_first = None, 0
-        for first, last, name in self.functions:
-            if first <= line <= last:
-                function, function_first = name, first  # sorted by first line: the last match is the innermost
-        # A loop counts when it runs inside the innermost function, not around that function's definition.
-        in_loop = any(first <= line <= last and first >= function_first for first, last in self.loops)
+        if self._line_map is None:
+            self._line_map = _LineMap(self.functions, self.loops, self.graph_captures)
+        function, function_first, loop_first, in_graph_capture = self._line_map.at(line)
         context = self._contexts[key] = CodeContext(
             function=function,
-            in_loop=in_loop,
-            in_graph_capture=any(first <= line <= last for first, last in self.graph_captures),
+            # A loop counts when it runs inside the innermost function, not around that function's definition.
+            in_loop=loop_first >= function_first,
+            in_graph_capture=in_graph_capture,
             hot_function=function is not None and (function in HOT_FUNCTION_NAMES or function in hot_functions),
         )
         return context
@@ -660,20 +680,52 @@ def _annotated_value(annotation: ast.expr | None) -> ast.expr | None:
     return None
 
 
+class _LineMap:
+    """For each line: the innermost function around it, the innermost loop, and whether it is under graph
+    capture. Blocks nest or are disjoint, so painting them in order of their first line leaves the
+    innermost one on each line."""
+
+    def __init__(self, functions: list[tuple[int, int, str]], loops: list[tuple[int, int]],
+                 graph_captures: list[tuple[int, int]]) -> None:
+        size = max((last for _, last, *_ in [*functions, *loops, *graph_captures]), default=0) + 2
+        self.function: list[tuple[str | None, int]] = [(None, 0)] * size
+        for first, last, name in sorted(functions):
+            self.function[first:last + 1] = [(name, first)] * (last + 1 - first)
+        self.loop_first = [-1] * size
+        for first, last in sorted(loops):
+            self.loop_first[first:last + 1] = [first] * (last + 1 - first)
+        self.graph_capture = [False] * size
+        for first, last in graph_captures:
+            self.graph_capture[first:last + 1] = [True] * (last + 1 - first)
+
+    def at(self, line: int) -> tuple[str | None, int, int, bool]:
+        """(function name or None, its first line or 0, the innermost loop's first line or -1, under capture)"""
+        if not 0 <= line < len(self.function):
+            return None, 0, -1, False
+        function, first = self.function[line]
+        return function, first, self.loop_first[line], self.graph_capture[line]
+
+
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops"})  # expression contexts and operators: shared singletons
+_SCALAR_FIELDS = frozenset({"id", "attr", "name", "arg", "asname", "module", "level", "kind", "type_comment",
+                            "conversion", "is_async", "simple", "kwd_attrs", "rest"})  # never nodes
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _children(node: ast.AST) -> list[ast.AST]:
     """The node's child nodes, as ast.iter_child_nodes gives them, less contexts and operators."""
+    fields = _CHILD_FIELDS.get(type(node))
+    if fields is None:
+        skipped = _LEAF_FIELDS | _SCALAR_FIELDS | {ast.Constant: {"value"}, ast.MatchSingleton: {"value"}, ast.Global: {"names"},
+                                                    ast.Nonlocal: {"names"}}.get(type(node), set())
+        fields = _CHILD_FIELDS[type(node)] = tuple(name for name in node._fields if name not in skipped)
     children = []
-    for name in node._fields:
-        if name in _LEAF_FIELDS:
-            continue
+    for name in fields:
         value = getattr(node, name, None)
         if isinstance(value, ast.AST):
             children.append(value)
-        elif isinstance(value, list):
-            children.extend(item for item in value if isinstance(item, ast.AST))
+        elif isinstance(value, list):  # of nodes, or None for a dict's `**` entry
+            children.extend([item for item in value if item is not None])
     return children
 
 

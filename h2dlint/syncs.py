@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .facts import GPU_EVIDENCE, HOT_FUNCTION_NAMES, NON_TENSOR_METHODS, SYNC_BUILTINS, CodeContext, Data, FileFacts, Placement, dotted_name
+from .facts import HOT_FUNCTION_NAMES, NON_TENSOR_METHODS, SYNC_BUILTINS, CodeContext, Data, FileFacts, Placement, defined_function_names, dotted_name, has_gpu_evidence
 
 READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 BOOLEAN_METHODS = frozenset({
@@ -341,17 +341,19 @@ class SyncReporter:
     def may_apply(cls, text: str, settings) -> bool:
         if not cls.prefilter_matches(text):
             return False
-        if not cls.evidence or GPU_EVIDENCE.search(text):
+        if not cls.evidence or has_gpu_evidence(text):
             return True
         if cls.evidence == "gpu-or-hot":
-            hot = HOT_FUNCTION_NAMES | frozenset(getattr(settings, "hot_functions", ()))
-            return bool(re.search(r"\bdef\s+(?:" + "|".join(map(re.escape, sorted(hot))) + r")\b", text))
+            defined = defined_function_names(text)
+            return not defined.isdisjoint(HOT_FUNCTION_NAMES) or not defined.isdisjoint(settings.hot_functions)
         return False
 
     @classmethod
     def candidates(cls, facts: FileFacts):
-        return [site.node for site in sync_sites(facts).values() if cls.code == GRAPH_CAPTURE_CODE
-                or site.kind in cls.kinds]
+        # Only the sites this rule will report are parsed with LibCST; the visitor asks owner() again.
+        return [site.node for site in sync_sites(facts).values()
+                if (cls.code == GRAPH_CAPTURE_CODE or site.kind in cls.kinds)
+                and owner(site, facts.context_at(site.node.lineno, facts.hot_functions), facts) == cls.code]
 
     def _visit(self, node: cst.BaseExpression) -> None:
         start, end = self.position(node)

@@ -5,7 +5,7 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import (constant_upload, dotted, is_literal, is_pure, join_args, keywords_of, pin_guard, shown,
+from h2dlint.copies import (constant_upload, dotted, may_call_tensor_with_device, is_literal, is_pure, join_args, keywords_of, pin_guard, shown,
                             tight_equal, to_ast, torch_name)
 from h2dlint.facts import Data, Device
 from h2dlint.model import Applicability, Fix
@@ -170,10 +170,7 @@ class BlockingTensorCopy(Rule):
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        if _IMPORTED_UNDER_ANOTHER_NAME.search(text):
-            return True
-        return any("device" in text[match.end():_closing_parenthesis(text, match.end())]
-                   for match in _CALL_START.finditer(text))
+        return may_call_tensor_with_device(text)
 
     @classmethod
     def candidates(cls, facts):
@@ -276,41 +273,6 @@ class BlockingTensorCopy(Rule):
         if unsafe_reasons:
             message += " (unsafe: " + "; ".join(unsafe_reasons) + ")"
         return Fix(edits=tuple(sorted([replacement, *extra_edits])), applicability=applicability, message=message)
-
-
-# Superset patterns (they also match `as_tensor`, `xtensor`): a miss would skip a file wrongly.
-_CALL_START = re.compile(r"tensor[\s\\]*\(")
-_IMPORTED_UNDER_ANOTHER_NAME = re.compile(r"tensor\s+as\b")
-_STRUCTURE = re.compile(
-    "|".join([
-        r"'''(?:[^\\]|\\.)*?'''",  # triple-quoted strings
-        r'"""(?:[^\\]|\\.)*?"""',
-        r"'(?:[^'\\\n]|\\.)*'",  # one-line strings
-        r'"(?:[^"\\\n]|\\.)*"',
-        r"#[^\n]*",  # comments
-        r"[()\[\]{}]",
-    ]),
-    re.DOTALL,
-)
-
-
-def _closing_parenthesis(text: str, start: int) -> int:
-    """Where the call whose arguments start at `start` ends, skipping strings and comments.
-
-    When unsure (unbalanced text), returns the end of the text, so the caller
-    errs towards looking at the file rather than skipping it.
-    """
-    depth = 1
-    for match in _STRUCTURE.finditer(text, start):
-        token = match.group()
-        if token in "([{":
-            depth += 1
-        elif token in ")]}":
-            depth -= 1
-            if depth == 0:
-                return match.start()
-    return len(text)
-
 
 
 def _moves_requires_grad(arg: cst.Arg | None) -> bool:

@@ -111,8 +111,9 @@ class BlockingHostTensorCopy(Rule):
     def candidates(cls, facts):
         # The visitor needs a host source: a call (a fresh factory, `from_numpy`...) or a tensor whose
         # placement is HOST. Other receivers, by far the most `.to()` calls, are not parsed at all.
+        # Copies already given `non_blocking=` (anything but a literal False) are HDL104's.
         return [call for call in facts.calls_named(cls.call_names)
-                if isinstance(call.func, ast.Attribute) and (
+                if isinstance(call.func, ast.Attribute) and not _asks_non_blocking(call) and (
                     isinstance(call.func.value, ast.Call)
                     or facts.classify_placement(call.func.value, call.lineno) is Placement.HOST)]
 
@@ -178,3 +179,9 @@ class BlockingHostTensorCopy(Rule):
             message += " (unsafe: " + "; ".join(unsafe) + ")"
         return Fix(edits=tuple(sorted([edit, *extra_edits])),
                    applicability=Applicability.UNSAFE if unsafe else Applicability.SAFE, message=message)
+
+
+def _asks_non_blocking(call: ast.Call) -> bool:
+    return any(keyword.arg == "non_blocking" and not (isinstance(keyword.value, ast.Constant)
+                                                      and keyword.value.value is False)
+               for keyword in call.keywords)

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import ast
 
 import libcst as cst
 
-from h2dlint.copies import code_of, constant_upload, dotted, join_args, keyword, keywords_of, to_ast, torch_name
+from h2dlint.copies import (CONSTANT_UPLOAD_KEYWORDS, code_of, constant_upload, dotted, join_args, keyword, keywords_of,
+                            may_call_tensor_with_device, to_ast, torch_name)
 from h2dlint.facts import Device
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -94,6 +96,19 @@ class ConstantUpload(Rule):
                 message_contains="in a loop"),
     )
 
+    @classmethod
+    def may_apply(cls, text: str, settings) -> bool:
+        return may_call_tensor_with_device(text)
+
+    @classmethod
+    def candidates(cls, facts):
+        # The argument shapes `constant_upload` accepts, checked loosely on the ast: one literal-looking
+        # positional argument and `device=`, no other keywords.
+        return [call for call in facts.calls_named(cls.call_names)
+                if len(call.args) == 1 and isinstance(call.args[0], _LITERAL_LOOKING)
+                and {keyword.arg for keyword in call.keywords} >= {"device"}
+                and {keyword.arg for keyword in call.keywords} <= CONSTANT_UPLOAD_KEYWORDS]
+
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts
         if facts.qualify(dotted(node.func)) != "torch.tensor":
@@ -138,3 +153,6 @@ class ConstantUpload(Rule):
             return None
         return Fix(edits=tuple(sorted([edit, *extra_edits])), applicability=Applicability.SAFE,
                    message=f"Fill the constant on the device with `torch.{factory}`")
+
+
+_LITERAL_LOOKING = (ast.Constant, ast.UnaryOp, ast.List, ast.Tuple)

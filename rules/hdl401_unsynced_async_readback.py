@@ -86,6 +86,11 @@ class UnsyncedAsyncReadback(Rule):
                 "    print(c)\n    ev.synchronize()\n", None),
     )
 
+    @classmethod
+    def candidates(cls, facts):
+        return [call for call in facts.calls_named(cls.call_names)
+                if any(keyword.arg == "non_blocking" for keyword in call.keywords)]
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value != "to":

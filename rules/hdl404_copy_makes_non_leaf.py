@@ -84,6 +84,13 @@ class CopyMakesNonLeaf(Rule):
                 unsafe=True),
     )
 
+    @classmethod
+    def candidates(cls, facts):
+        # The visitor needs a fresh factory with `requires_grad=` as the source of the copy.
+        return [call for call in facts.calls_named(cls.call_names)
+                if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call)
+                and any(keyword.arg == "requires_grad" for keyword in call.func.value.keywords)]
+
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts
         start, end = self.position(node)
