@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markdown import Markdown
 
 from . import __version__
 from .cache import FindingsCache, build_fingerprint
@@ -230,6 +229,8 @@ def rule(code, show_all) -> None:
         sys.exit(EXIT_ERROR)
     text = f"# {rule_class.name} ({rule_class.code})\n\n{_dedent(rule_class.docs())}"
     if console.is_terminal:
+        from rich.markdown import Markdown  # imported here: it adds a tenth of a second to every start
+
         console.print(Markdown(text))
     else:
         console.out(text, highlight=False)

@@ -176,12 +176,15 @@ class FileFacts:
         self._scopes: dict[int, Scope] = {}  # built on first use, by id of the function node (0: the module)
         self._class_nodes: list[ast.ClassDef] = []
         self._class_attributes: dict[int, dict[str, list[Binding]]] = {}  # by id of the class, on first use
-        self.uses_several_streams = bool(_MULTI_STREAM.search(text))
         self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
         self._contexts: dict[tuple[int, frozenset[str]], CodeContext] = {}
         self._line_map: _LineMap | None = None  # built on first use
         self.sites: dict[tuple[int, int, int, int], Site] = {}  # by (line, column, end line, end column)
         self._index(tree, anchor_lines)
+
+    @functools.cached_property
+    def uses_several_streams(self) -> bool:
+        return bool(_MULTI_STREAM.search(self.text))
 
     def _index(self, tree: ast.Module, anchor_lines: list[int] | None) -> None:
         """One walk over the tree: parents, imports, calls by name, and the blocks that shape control flow."""
@@ -189,33 +192,45 @@ class FileFacts:
         with_blocks: list[ast.With | ast.AsyncWith] = []
         parents = self.parents
         stack: list[ast.AST] = [tree]
-        while stack:
+        while stack:  # the hottest loop of a run: the children are listed inline, not by _children()
             node = stack.pop()
+            kind = type(node)
             if anchor_lines is not None and isinstance(node, ast.stmt):
                 first = bisect.bisect_left(anchor_lines, node.lineno)
                 if first == len(anchor_lines) or anchor_lines[first] > (node.end_lineno or node.lineno):
                     continue
-            for child in _children(node):
-                parents[child] = node
-                stack.append(child)
-            if isinstance(node, ast.Call):
+            fields = _CHILD_FIELDS.get(kind)
+            for name in fields if fields is not None else _child_fields(kind):
+                value = getattr(node, name)
+                if value.__class__ is list:
+                    for child in value:
+                        if child is not None:
+                            parents[child] = node
+                            stack.append(child)
+                elif value is not None:
+                    parents[value] = node
+                    stack.append(value)
+            if kind is ast.Call:
                 name = terminal_name(node.func)
                 if name is not None:
                     self._calls_by_terminal.setdefault(name, []).append(node)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            elif kind not in _BLOCK_TYPES:
+                continue
+            elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
                 self._function_nodes.append(node)
-                if not isinstance(node, ast.Lambda):
+                if kind is not ast.Lambda:
                     self.functions.append((node.lineno, node.end_lineno or node.lineno, node.name))
-            elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            elif kind in (ast.For, ast.AsyncFor, ast.While):
                 self.loops.append((node.lineno, node.end_lineno or node.lineno))
-            elif isinstance(node, ast.If) and node.orelse:
-                self.if_arms.append(((node.body[0].lineno, node.body[-1].end_lineno or node.lineno),
-                                     (node.orelse[0].lineno, node.orelse[-1].end_lineno or node.lineno)))
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            elif kind is ast.If:
+                if node.orelse:
+                    self.if_arms.append(((node.body[0].lineno, node.body[-1].end_lineno or node.lineno),
+                                         (node.orelse[0].lineno, node.orelse[-1].end_lineno or node.lineno)))
+            elif kind in (ast.Import, ast.ImportFrom):
                 imports.append(node)
-            elif isinstance(node, (ast.With, ast.AsyncWith)):
+            elif kind in (ast.With, ast.AsyncWith):
                 with_blocks.append(node)
-            elif isinstance(node, ast.ClassDef):
+            elif kind is ast.ClassDef:
                 self._class_nodes.append(node)
         self.functions.sort()
         self._function_nodes.sort(key=lambda node: (node.lineno, node.col_offset))
@@ -306,6 +321,9 @@ class FileFacts:
         stack: list[ast.AST] = list(body)
         while stack:
             node = stack.pop()
+            if type(node) not in _BINDING_TYPES:  # most nodes: tested first, by type, for speed
+                stack.extend(_children(node))
+                continue
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 scope.bindings.setdefault(node.name, []).append(Binding(node.lineno, None))
                 continue
@@ -352,7 +370,7 @@ class FileFacts:
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
                 continue
             receiver = method.args.args[0].arg
-            for statement in ast.walk(method):
+            for statement in _nested_statements(method.body):
                 if isinstance(statement, ast.Assign):
                     targets, value = statement.targets, statement.value
                 elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
@@ -680,6 +698,18 @@ def _annotated_value(annotation: ast.expr | None) -> ast.expr | None:
     return None
 
 
+def _nested_statements(body: list[ast.stmt]):
+    """Every statement in `body` and in the blocks nested in it (nested functions and classes included)."""
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                stack.extend(block)
+
+
 class _LineMap:
     """For each line: the innermost function around it, the innermost loop, and whether it is under graph
     capture. Blocks nest or are disjoint, so painting them in order of their first line leaves the
@@ -709,23 +739,31 @@ class _LineMap:
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops"})  # expression contexts and operators: shared singletons
 _SCALAR_FIELDS = frozenset({"id", "attr", "name", "arg", "asname", "module", "level", "kind", "type_comment",
                             "conversion", "is_async", "simple", "kwd_attrs", "rest"})  # never nodes
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # by node type: the fields that hold nodes or lists of nodes
+_BINDING_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Assign, ast.AnnAssign,
+                            ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension, ast.withitem,
+                            ast.Import, ast.ImportFrom, ast.ExceptHandler})
+_BLOCK_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.For, ast.AsyncFor, ast.While, ast.If,
+                          ast.Import, ast.ImportFrom, ast.With, ast.AsyncWith, ast.ClassDef})
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    skipped = _LEAF_FIELDS | _SCALAR_FIELDS | {ast.Constant: {"value"}, ast.MatchSingleton: {"value"},
+                                               ast.Global: {"names"}, ast.Nonlocal: {"names"}}.get(kind, set())
+    fields = _CHILD_FIELDS[kind] = tuple(name for name in kind._fields if name not in skipped)
+    return fields
 
 
 def _children(node: ast.AST) -> list[ast.AST]:
     """The node's child nodes, as ast.iter_child_nodes gives them, less contexts and operators."""
-    fields = _CHILD_FIELDS.get(type(node))
-    if fields is None:
-        skipped = _LEAF_FIELDS | _SCALAR_FIELDS | {ast.Constant: {"value"}, ast.MatchSingleton: {"value"}, ast.Global: {"names"},
-                                                    ast.Nonlocal: {"names"}}.get(type(node), set())
-        fields = _CHILD_FIELDS[type(node)] = tuple(name for name in node._fields if name not in skipped)
     children = []
-    for name in fields:
-        value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
-            children.append(value)
-        elif isinstance(value, list):  # of nodes, or None for a dict's `**` entry
+    fields = _CHILD_FIELDS.get(type(node))
+    for name in fields if fields is not None else _child_fields(type(node)):
+        value = getattr(node, name)
+        if value.__class__ is list:  # of nodes, or None for a dict's `**` entry
             children.extend([item for item in value if item is not None])
+        elif value is not None:
+            children.append(value)
     return children
 
 

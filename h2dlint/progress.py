@@ -6,7 +6,6 @@ import contextlib
 import os
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 # Runs over fewer files finish before a bar would tell anyone anything.
 PROGRESS_MIN_FILES = 200
@@ -24,6 +23,8 @@ def progress_bar(console: Console, file_count: int):
     if not wants_progress(console, file_count):
         yield None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn  # only when shown
+
     with Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console, transient=True) as progress:
         task = progress.add_task("files", total=file_count)

@@ -10,6 +10,7 @@ writes `# noqa` comments for findings (`--add-noqa`).
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -31,7 +32,6 @@ _CODE = r"[A-Z]+[0-9]+"
 _NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_CODE}(?:(?:\s*,\s*|\s+){_CODE})*))?", re.IGNORECASE)
 _FILE_NOQA = re.compile(r"#\s*h2dlint:\s*noqa", re.IGNORECASE)
 _MAYBE_FILE_NOQA = re.compile(r"h2dlint:\s*noqa", re.IGNORECASE)
-_MAYBE_NOQA = re.compile(r"noqa", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,13 @@ def comments(text: str) -> dict[int, tuple[int, str]]:
     return found
 
 
+@functools.lru_cache(maxsize=2)  # both tests below ask about the same text in turn
+def _lowered(text: str) -> str:
+    return text.lower()  # `in` on it is several times faster than a case-insensitive regex search
+
+
 def noqa_directives(text: str) -> dict[int, list[Noqa]]:
-    if not _MAYBE_NOQA.search(text):
+    if "noqa" not in _lowered(text):
         return {}
     directives: dict[int, list[Noqa]] = {}
     for line, (column, comment) in comments(text).items():
@@ -76,7 +81,7 @@ def noqa_directives(text: str) -> dict[int, list[Noqa]]:
 
 
 def is_file_exempt(text: str) -> bool:
-    if not _MAYBE_FILE_NOQA.search(text):
+    if "h2dlint" not in _lowered(text) or not _MAYBE_FILE_NOQA.search(text):
         return False
     line_index = LineIndex(text)
     return any(_FILE_NOQA.fullmatch(comment.strip()) and not line_index.line_text(line)[:column].strip()

@@ -124,6 +124,9 @@ def _words(name: str) -> list[str]:
     return [word for word in re.split(r"[._]", name.lower()) if word]
 
 
+_SITE_NODE_TYPES = frozenset({ast.Call, ast.Subscript, ast.If, ast.While, ast.IfExp, ast.Assert, ast.comprehension})
+
+
 class _Finder:
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
@@ -134,8 +137,7 @@ class _Finder:
         # `owner()` reports nothing in run-once code, and reads and conditions only in hot code: looking
         # there first spares classifying tensors no rule could report (the decision stays with owner()).
         for node in list(self.facts.parents):
-            if not isinstance(node, (ast.Call, ast.Subscript, ast.If, ast.While, ast.IfExp, ast.Assert,
-                                     ast.comprehension)):
+            if type(node) not in _SITE_NODE_TYPES:
                 continue
             context = self._context(getattr(node, "lineno", None) or node.target.lineno)
             if not context.in_graph_capture and _runs_once(context):

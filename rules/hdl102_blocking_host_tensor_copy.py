@@ -109,13 +109,12 @@ class BlockingHostTensorCopy(Rule):
 
     @classmethod
     def candidates(cls, facts):
-        # The visitor needs a host source: a call (a fresh factory, `from_numpy`...) or a tensor whose
-        # placement is HOST. Other receivers, by far the most `.to()` calls, are not parsed at all.
-        # Copies already given `non_blocking=` (anything but a literal False) are HDL104's.
+        # The visitor needs a host source (a fresh factory without `device=` counts: its placement is HOST),
+        # and no `non_blocking=` (anything but a literal False is HDL104's). Other receivers, by far the
+        # most `.to()` calls, are not parsed at all.
         return [call for call in facts.calls_named(cls.call_names)
-                if isinstance(call.func, ast.Attribute) and not _asks_non_blocking(call) and (
-                    isinstance(call.func.value, ast.Call)
-                    or facts.classify_placement(call.func.value, call.lineno) is Placement.HOST)]
+                if isinstance(call.func, ast.Attribute) and not _asks_non_blocking(call)
+                and facts.classify_placement(call.func.value, call.lineno) is Placement.HOST]
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts

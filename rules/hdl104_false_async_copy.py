@@ -90,9 +90,11 @@ class FalseAsyncCopy(Rule):
 
     @classmethod
     def candidates(cls, facts):
-        # The visitor needs `non_blocking=` given (and not False): other copies are not parsed at all.
+        # The visitor needs `non_blocking=` given (and not False), and a source that is a fresh factory or
+        # a name bound to one: other copies are not parsed at all.
         return [call for call in facts.calls_named(cls.call_names)
-                if any(keyword.arg == "non_blocking" for keyword in call.keywords)]
+                if any(keyword.arg == "non_blocking" for keyword in call.keywords)
+                and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, (ast.Call, ast.Name))]
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts

@@ -89,7 +89,7 @@ class UnsyncedAsyncReadback(Rule):
     @classmethod
     def candidates(cls, facts):
         return [call for call in facts.calls_named(cls.call_names)
-                if any(keyword.arg == "non_blocking" for keyword in call.keywords)]
+                if any(keyword.arg == "non_blocking" for keyword in call.keywords) and _to_cpu(call)]
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -156,3 +156,12 @@ def _read_of(node: ast.expr, parents, name: str) -> str | None:
             and parent.iter is node:
         return f"iterating over `{name}`"
     return None
+
+
+def _to_cpu(call: ast.Call) -> bool:
+    """Whether the target of `.to(...)` is written `"cpu"` or `torch.device("cpu")` (as the visitor requires)."""
+    target = next((keyword.value for keyword in call.keywords if keyword.arg == "device"),
+                  call.args[0] if call.args else None)
+    if isinstance(target, ast.Call) and dotted_name(target.func) == "torch.device" and len(target.args) == 1:
+        target = target.args[0]
+    return isinstance(target, ast.Constant) and target.value == "cpu"
