@@ -94,10 +94,12 @@ class ScalarWriteIntoCudaTensor(Rule):
 
     valid_examples = (
         Valid("import torch\ndef forward(n):\n    t = torch.zeros(n, device='cuda')\n    t[:1] = 0\n    return t\n"),
-        Valid("import torch\ndef forward(n):\n    t = torch.zeros((n, 4), device='cuda')\n    t[0] = 0\n    return t\n"),
+        Valid("import torch\ndef forward(n):\n    t = torch.zeros((n, 4), device='cuda')\n    t[0] = 0\n"
+              "    return t\n"),
         Valid("import torch\ndef forward(n):\n    t = torch.zeros(n, device='cuda')\n    t[0] += 1\n    return t\n"),
         Valid("import torch\ndef forward(n, v):\n    t = torch.zeros(n, device='cuda')\n    t[0] = v\n    return t\n"),
-        Valid("import torch\ndef forward(n, idx):\n    t = torch.zeros(n, device='cuda')\n    t[idx] = 0\n    return t\n"),
+        Valid("import torch\ndef forward(n, idx):\n    t = torch.zeros(n, device='cuda')\n    t[idx] = 0\n"
+              "    return t\n"),
         Valid("import torch\ndef forward(n):\n    t = torch.zeros(n)\n    t[0] = 0\n    return t\n"),
         Valid("import torch\ndef forward(t):\n    t[0] = 0\n    return t\n"),
         Valid("import torch\nclass A:\n    def __init__(self, n):\n        self.t = torch.zeros(n, device='cuda')\n"
