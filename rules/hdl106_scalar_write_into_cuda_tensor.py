@@ -126,9 +126,15 @@ class ScalarWriteIntoCudaTensor(Rule):
                 "    t = torch.tensor([1.0, 2.0], device='cuda')\n    n = len(x)\n    t[1].fill_(n * scale)\n"),
     )
 
+    anchored = True
+
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
         return cls.prefilter_matches(text) and has_gpu_evidence(text)
+
+    @classmethod
+    def anchor(cls):
+        return _ELEMENT_WRITE  # the line of a target's closing bracket and its `=`
 
     @classmethod
     def candidates(cls, facts):
