@@ -58,6 +58,24 @@ def test_site_arguments_run_once_and_the_program_keeps_the_original_result(tmp_p
     assert record.site.row == 7 and record.site.code == "HDL101"
 
 
+def test_an_element_write_fix_is_probed_as_a_statement(tmp_path):
+    code = textwrap.dedent("""\
+        import torch
+        DEVICE = "cuda"
+        def forward(n: int):
+            counts = torch.zeros((2, n), dtype=torch.int32, device=DEVICE)
+            counts[1, -1] = 7.9  # the assignment truncates to int32, and so must the fix
+            return counts
+        """)
+    module, result, recorder = instrumented_module(tmp_path, code)
+    assert [site.code for site in result.sites] == ["HDL106"] and result.skipped == []
+    assert result.text.count("\n") == code.count("\n")
+    module.DEVICE = "cpu"
+    assert torch.equal(module.forward(3), torch.tensor([[0, 0, 0], [0, 0, 7]], dtype=torch.int32))
+    [record] = recorder.records.values()
+    assert (record.hits, record.compared, record.equal) == (1, 1, True)
+
+
 def test_probe_reports_a_fixed_form_that_differs_and_returns_the_original():
     from h2dlint.verify.instrument import Site
 

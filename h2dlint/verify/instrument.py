@@ -119,17 +119,53 @@ def _site_edits(finding: Finding, text: str, index: LineIndex, newline: str, sit
         original = cst.parse_expression(original_text)
         fixed = cst.parse_expression(edit.content)
     except cst.ParserSyntaxError:
-        raise _CannotWrap("the replaced code is not an expression") from None
-    values = _evaluated_once(original)
-    forms = [original, fixed, fixed.visit(_PinningOff())]
-    params = ", ".join(_PLACEHOLDER.format(number) for number in range(len(values)))
-    lambdas = [f"lambda {params}: {_one_line(form.visit(_Placeholders(values)))}" for form in forms]
-    value_code = [cst.Module(body=[]).code_for_node(value) for value in values]
-    wrapper = f"{PROBE_NAME}({site_id}, {', '.join(lambdas + value_code)}"
+        wrapper = _element_write_wrapper(original_text, edit.content, site_id)
+        if wrapper is None:
+            raise _CannotWrap("the replaced code is not an expression") from None
+    else:
+        values = _evaluated_once(original)
+        forms = [original, fixed, fixed.visit(_PinningOff())]
+        params = ", ".join(_PLACEHOLDER.format(number) for number in range(len(values)))
+        lambdas = [f"lambda {params}: {_one_line(form.visit(_Placeholders(values)))}" for form in forms]
+        value_code = [cst.Module(body=[]).code_for_node(value) for value in values]
+        wrapper = f"{PROBE_NAME}({site_id}, {', '.join(lambdas + value_code)}"
     missing_lines = len(_LINE_END.findall(original_text)) - len(_LINE_END.findall(wrapper))
     if missing_lines < 0:
         raise _CannotWrap("the wrapper would move lines")
     return [*imports, Edit(edit.start, edit.end, wrapper + newline * missing_lines + ")")]
+
+
+def _element_write_wrapper(original_text: str, fixed_text: str, site_id: int) -> str | None:
+    """The probe for a statement fix `t[i] = v` -> `t[i].fill_(v)` (HDL106), without its closing parenthesis.
+
+    Both forms write the element and return a copy of it after the write, so the probe compares what
+    each one wrote; `t` (evaluated once) and `v` are shared. Writing the same element again is harmless.
+    None for any other statement fix.
+    """
+    try:
+        statement = cst.parse_statement(original_text)
+        fixed = cst.parse_expression(fixed_text)
+    except cst.ParserSyntaxError:
+        return None
+    assign = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 \
+        else None
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Subscript)):
+        return None
+    target = assign.targets[0].target
+    if not (isinstance(fixed, cst.Call) and isinstance(fixed.func, cst.Attribute) and fixed.func.attr.value == "fill_"
+            and fixed.func.value.deep_equals(target) and len(fixed.args) == 1
+            and fixed.args[0].value.deep_equals(assign.value)
+            and all(isinstance(element.slice, cst.Index) for element in target.slice)):
+        return None
+    indices = [_one_line(element.slice.value) for element in target.slice]
+    index = indices[0] if len(indices) == 1 else f"({', '.join(indices)})"
+    tensor, value = _PLACEHOLDER.format(0), _PLACEHOLDER.format(1)
+    written = f"{tensor}[{index}].clone()"
+    forms = [f"lambda {tensor}, {value}: ({tensor}.__setitem__({index}, {value}), {written})[1]",
+             f"lambda {tensor}, {value}: ({tensor}[{index}].fill_({value}), {written})[1]"]
+    return f"{PROBE_NAME}({site_id}, {forms[0]}, {forms[1]}, {forms[1]}, {_one_line(target.value)}, " \
+           f"{_one_line(assign.value)}"
 
 
 def _evaluated_once(expression: cst.BaseExpression) -> list[cst.BaseExpression]:
