@@ -315,50 +315,29 @@ class FileFacts:
         self._scopes[key] = scope
         return scope
 
-    @staticmethod
-    def _bind_statements(body: list[ast.stmt], scope: Scope) -> None:
+    def _bind_statements(self, body: list[ast.stmt], scope: Scope) -> None:
         """Record bindings made by `body`, not descending into nested functions or classes."""
         stack: list[ast.AST] = list(body)
         while stack:
             node = stack.pop()
-            if type(node) not in _BINDING_TYPES:  # most nodes: tested first, by type, for speed
-                stack.extend(_children(node))
+            kind = type(node)
+            if kind in _BINDING_TYPES:
+                _bind(node, scope)
+                if kind in _SCOPE_TYPES:
+                    continue
+            if kind in _SIMPLE_STATEMENT_TYPES and not self._may_bind_in_expressions(node):
                 continue
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                scope.bindings.setdefault(node.name, []).append(Binding(node.lineno, None))
-                continue
-            if isinstance(node, ast.Lambda):
-                continue
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    _bind_target(scope, target, node.value, node.lineno)
-            elif isinstance(node, ast.AnnAssign):
-                _bind_target(scope, node.target, node.value, node.lineno)
-            elif isinstance(node, ast.AugAssign):
-                # `x += y` binds x to `x + y`: classifiers see an operation on x, as they would for `x = x + y`
-                update = node.target
-                if isinstance(update, ast.Name):
-                    update = ast.copy_location(ast.BinOp(left=ast.Name(update.id, ast.Load()), op=node.op,
-                                                         right=node.value), node.value)
-                    ast.fix_missing_locations(update)
-                    _bind_target(scope, node.target, update, node.lineno)
-                else:
-                    _bind_target(scope, node.target, None, node.lineno)
-            elif isinstance(node, ast.NamedExpr):
-                _bind_target(scope, node.target, node.value, node.lineno)
-            elif isinstance(node, (ast.For, ast.AsyncFor)):
-                _bind_target(scope, node.target, None, node.lineno)
-            elif isinstance(node, ast.comprehension):
-                _bind_target(scope, node.target, None, node.target.lineno)
-            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                _bind_target(scope, node.optional_vars, None, node.optional_vars.lineno)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    scope.bindings.setdefault((alias.asname or alias.name).split(".")[0], []).append(
-                        Binding(node.lineno, None))
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                scope.bindings.setdefault(node.name, []).append(Binding(node.lineno, None))
             stack.extend(_children(node))
+
+    def _may_bind_in_expressions(self, statement: ast.stmt) -> bool:
+        """Whether a statement's expressions may bind names (`:=`, a comprehension's `for`): only then are
+        they walked. Most statements have neither, and their expressions are most of a file's nodes."""
+        if getattr(statement, "lineno", None) is None:  # the `Expr` standing for a lambda's body
+            return True
+        starts = self.line_index.starts
+        end = starts[statement.end_lineno] if statement.end_lineno < len(starts) else len(self.text)
+        segment = self.text[starts[statement.lineno - 1]:end]
+        return ":=" in segment or "for" in segment
 
     def _attributes_of(self, node: ast.ClassDef) -> dict[str, list[Binding]]:
         """`self.x = value` in a class's methods: what `self.x` may hold anywhere in that class."""
@@ -743,6 +722,10 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # by node type: the fields that
 _BINDING_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Assign, ast.AnnAssign,
                             ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension, ast.withitem,
                             ast.Import, ast.ImportFrom, ast.ExceptHandler})
+_SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
+_SIMPLE_STATEMENT_TYPES = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise,
+                                     ast.Assert, ast.Delete, ast.Pass, ast.Break, ast.Continue, ast.Global,
+                                     ast.Nonlocal, ast.Import, ast.ImportFrom})
 _BLOCK_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.For, ast.AsyncFor, ast.While, ast.If,
                           ast.Import, ast.ImportFrom, ast.With, ast.AsyncWith, ast.ClassDef})
 
@@ -769,6 +752,41 @@ def _children(node: ast.AST) -> list[ast.AST]:
 
 def _placement_of(device: Device) -> Placement:
     return {Device.CUDA: Placement.GPU, Device.NOT_CUDA: Placement.HOST}.get(device, Placement.UNKNOWN)
+
+
+def _bind(node: ast.AST, scope: Scope) -> None:
+    """Record the names `node` itself binds (not those bound inside it)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        scope.bindings.setdefault(node.name, []).append(Binding(node.lineno, None))
+    elif isinstance(node, ast.Assign):
+        for target in node.targets:
+            _bind_target(scope, target, node.value, node.lineno)
+    elif isinstance(node, ast.AnnAssign):
+        _bind_target(scope, node.target, node.value, node.lineno)
+    elif isinstance(node, ast.AugAssign):
+        # `x += y` binds x to `x + y`: classifiers see an operation on x, as they would for `x = x + y`
+        update = node.target
+        if isinstance(update, ast.Name):
+            update = ast.copy_location(ast.BinOp(left=ast.Name(update.id, ast.Load()), op=node.op,
+                                                 right=node.value), node.value)
+            ast.fix_missing_locations(update)
+            _bind_target(scope, node.target, update, node.lineno)
+        else:
+            _bind_target(scope, node.target, None, node.lineno)
+    elif isinstance(node, ast.NamedExpr):
+        _bind_target(scope, node.target, node.value, node.lineno)
+    elif isinstance(node, (ast.For, ast.AsyncFor)):
+        _bind_target(scope, node.target, None, node.lineno)
+    elif isinstance(node, ast.comprehension):
+        _bind_target(scope, node.target, None, node.target.lineno)
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        _bind_target(scope, node.optional_vars, None, node.optional_vars.lineno)
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        for alias in node.names:
+            scope.bindings.setdefault((alias.asname or alias.name).split(".")[0], []).append(
+                Binding(node.lineno, None))
+    elif isinstance(node, ast.ExceptHandler) and node.name:
+        scope.bindings.setdefault(node.name, []).append(Binding(node.lineno, None))
 
 
 def _bind_target(scope: Scope, target: ast.expr, value: ast.expr | None, line: int) -> None:
