@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -13,17 +15,49 @@ from .engine import FileResult, Linter, process_file
 # Below this many files, starting worker processes costs more than it saves.
 PARALLEL_THRESHOLD = 24
 
+# Parsing a file allocates millions of objects that die with it (by reference counting). The cyclic
+# collector, triggered by those allocations, keeps traversing them for nothing: about 15% of a cold
+# run. So it is paused while files are processed, and run once every this many files instead.
+COLLECT_EVERY_FILES = 100
+
+class _PeriodicCollector:
+    """With automatic collection disabled: collects once every COLLECT_EVERY_FILES files."""
+
+    def __init__(self) -> None:
+        self.files_done = 0
+
+    def file_done(self) -> None:
+        self.files_done += 1
+        if self.files_done % COLLECT_EVERY_FILES == 0:
+            gc.collect()
+
+
 _worker_linter: Linter | None = None
+_worker_collector = _PeriodicCollector()
 
 
 def _init_worker(linter: Linter) -> None:
     global _worker_linter
     _worker_linter = linter
+    gc.disable()
 
 
 def _work(job: tuple[Path, str]) -> FileResult:
     path, mode = job
-    return process_file(path, _worker_linter, mode)
+    result = process_file(path, _worker_linter, mode)
+    _worker_collector.file_done()
+    return result
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield _PeriodicCollector()
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = None,
@@ -45,9 +79,11 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
     jobs = jobs or os.cpu_count() or 1
     processed: list[FileResult] = []
     if jobs == 1 or len(to_process) < PARALLEL_THRESHOLD:
-        for path in to_process:
-            processed.append(process_file(path, linter, mode))
-            step()
+        with _collector_paused() as collector:
+            for path in to_process:
+                processed.append(process_file(path, linter, mode))
+                step()
+                collector.file_done()
     else:
         chunksize = max(1, min(32, len(to_process) // (jobs * 8)))
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(linter,)) as pool:
