@@ -14,6 +14,7 @@ import enum
 import functools
 import re
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_BUILTINS = frozenset({"int", "float", "bool"})
@@ -155,7 +156,22 @@ def defined_function_names(text: str) -> frozenset[str]:
 
 
 HOT_FUNCTION_NAMES = frozenset({"forward", "__call__", "step", "training_step", "train_step", "validation_step",
-                                "forward_batch", "decode", "sample", "generate"})
+                                "forward_batch", "decode", "sample", "generate",
+                                # the per-step entry points of inference engines (sglang's scheduler and workers)
+                                "forward_batch_generation", "run_batch", "prepare_for_decode", "prepare_for_extend",
+                                "prepare_for_idle", "prepare_for_verify", "prepare_for_draft_extend"})
+# Glob patterns (fnmatch) of hot function names: attention backends' per-step metadata set-up. A name with
+# "capture" in it matches none of them: that set-up runs once per CUDA graph captured, not per step.
+HOT_FUNCTION_PATTERNS = ("init_forward_metadata*", "*_replay_cuda_graph")
+
+
+@functools.lru_cache(maxsize=8192)
+def is_hot_function(name: str, configured: frozenset[str] = frozenset()) -> bool:
+    """Whether a function of this name is a hot path: a built-in name or pattern, or a configured
+    `hot-functions` entry (a name or a glob pattern)."""
+    if name in HOT_FUNCTION_NAMES or name in configured or any(fnmatchcase(name, pattern) for pattern in configured):
+        return True
+    return "capture" not in name and any(fnmatchcase(name, pattern) for pattern in HOT_FUNCTION_PATTERNS)
 
 
 class FileFacts:
@@ -653,7 +669,7 @@ class FileFacts:
             # A loop counts when it runs inside the innermost function, not around that function's definition.
             in_loop=loop_first >= function_first,
             in_graph_capture=in_graph_capture,
-            hot_function=function is not None and (function in HOT_FUNCTION_NAMES or function in hot_functions),
+            hot_function=function is not None and is_hot_function(function, hot_functions),
         )
         return context
 
