@@ -19,6 +19,13 @@ from fnmatch import fnmatchcase
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_BUILTINS = frozenset({"int", "float", "bool"})
 HOST_NAME_SUFFIXES = ("_cpu", "_list", "_np", "_numpy", "_host")
+GPU_NAME_SUFFIXES = ("_gpu", "_cuda")  # of attributes
+# Words that make a `*_gpu` / `*_cuda` name a flag, a count or an action (`is_cuda`, `use_gpu`, `num_gpu`,
+# `inputs_on_cuda`, `move_to_gpu`), not a tensor: as its first word, or as the word before the suffix.
+_NOT_TENSOR_FIRST_WORDS = frozenset({"is", "has", "use", "uses", "with", "no", "only", "enable", "disable", "keep",
+                                     "require", "requires", "can", "skip", "check", "n", "num", "min", "max",
+                                     "multi", "per", "run", "test", "benchmark", "to", "on", "any", "all"})
+_NOT_TENSOR_LAST_WORDS = frozenset({"on", "to", "per", "multi", "any", "all", "for", "from", "of"})
 GRAPH_CAPTURE_CALLS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
 _MULTI_STREAM = re.compile(r"\b(?:Stream|ExternalStream|wait_stream|record_stream|set_stream)\(|cuda\.stream\(")
 
@@ -132,17 +139,21 @@ class CodeContext:
 
 
 # What a file's text must contain for classify_placement to prove any tensor is on the GPU: a
-# `.cuda(` call, a quoted device string starting "cuda", `torch.cuda.current_device`, or an integer
-# ordinal written as the device. (Mentions such as `torch.cuda.synchronize` or `is_cuda()` prove nothing.)
+# `.cuda(` call, a quoted device string starting "cuda", `torch.cuda.current_device`, an integer
+# ordinal written as the device, or a `*_gpu` / `*_cuda` attribute. (Mentions such as `torch.cuda.synchronize`
+# prove nothing.)
 # Several small searches, because one regex alternation is many times slower on large files.
 _CUDA_CALL = re.compile(r"cuda\s*\(")
 _CUDA_STRING = re.compile(r"""["']\s*cuda""")
 _ORDINAL_DEVICES = (re.compile(r"device\s*=[\s(]*\d"), re.compile(r"\.to\([\s(]*\d"), re.compile(r"device\([\s(]*\d"))
+_GPU_NAME = re.compile(r"\.(?!_*is_)\w+_(?:gpu|cuda)\b")  # a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
 _DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start makes the search fast
 
 
 @functools.lru_cache(maxsize=2)  # asked by several rules in turn about the same text
 def has_gpu_evidence(text: str) -> bool:
+    if ("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text):
+        return True
     if "cuda" in text and ("current_device" in text or _CUDA_STRING.search(text) or any(
             text[match.start() - 1:match.start()] in (".", " ", "\t", "\n") for match in _CUDA_CALL.finditer(text))):
         return True
@@ -554,8 +565,9 @@ class FileFacts:
                     return bound
             return Placement.HOST if expr.id.endswith(HOST_NAME_SUFFIXES) else Placement.UNKNOWN
         if isinstance(expr, ast.Attribute):
-            if expr.attr.endswith(HOST_NAME_SUFFIXES):
-                return Placement.HOST
+            by_name = _placement_by_attribute_name(expr.attr)
+            if by_name is not Placement.UNKNOWN:
+                return by_name
             if expr.attr in SAME_DEVICE_ATTRIBUTES:
                 return self.classify_placement(expr.value, line, depth + 1)
             if isinstance(expr.value, ast.Name) and expr.value.id == "self" and depth < 4:
@@ -743,6 +755,20 @@ def _children(node: ast.AST) -> list[ast.AST]:
         elif isinstance(value, list):  # of nodes, or None for a dict's `**` entry
             children.extend([item for item in value if item is not None])
     return children
+
+
+@functools.lru_cache(maxsize=8192)
+def _placement_by_attribute_name(name: str) -> Placement:
+    """An attribute named `*_cpu` (`*_list`, `*_host`, ...) holds a host tensor, one named `*_gpu` / `*_cuda`
+    (`batch.seq_lens_gpu`) a CUDA tensor unless it reads as a flag or a count; other names say nothing.
+    (For local names only the host suffixes count: a local `utilization_gpu` is as often a string.)"""
+    if name.endswith(HOST_NAME_SUFFIXES):
+        return Placement.HOST
+    if name.endswith(GPU_NAME_SUFFIXES):
+        words = name.lower().strip("_").split("_")
+        if len(words) > 1 and words[0] not in _NOT_TENSOR_FIRST_WORDS and words[-2] not in _NOT_TENSOR_LAST_WORDS:
+            return Placement.GPU
+    return Placement.UNKNOWN
 
 
 def _placement_of(device: Device) -> Placement:

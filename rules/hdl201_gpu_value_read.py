@@ -15,8 +15,10 @@ class GpuValueRead(SyncReporter, Rule):
     builtins that read every element: `any(t)` and `all(t)` test each one with `bool()`,
     `max(t)` and `min(t)` compare them, one wait per element. It reports only tensors
     h2dlint knows are on a CUDA device (built with `.cuda()`, a CUDA `device=`, computed
-    from such tensors, or a `self.x` set from one); the same reads on tensors of unknown
-    placement are HDL202 (off by default).
+    from such tensors, a `self.x` set from one, or an attribute named `*_gpu` / `*_cuda`
+    such as `batch.seq_lens_gpu`, unless the name reads as a flag or a count: `is_cuda`,
+    `use_gpu`, `num_gpu`); the same reads on tensors of unknown placement are HDL202
+    (off by default).
 
     `sum(t)`, `list(t)` and `for v in t` are not reported: iterating a tensor only
     unbinds it into views on the device (`Tensor.__iter__` is `unbind(0)`), and nothing
@@ -88,6 +90,8 @@ class GpuValueRead(SyncReporter, Rule):
         Valid("import torch\ndef forward(xs):\n    return any(x > 0 for x in xs.cuda())\n"),
         Valid("import torch\ndef forward(x):\n    return max(x.cuda(), key=len)\n"),
         Valid("import torch\ndef forward(n):\n    return max(torch.arange(n))\n"),
+        Valid("import torch\ndef forward(self, x):\n    return bool(self.use_gpu) and x.cuda()\n"),
+        Valid("def step(rows):\n    for used, utilization_gpu in rows:\n        yield int(utilization_gpu)\n"),
     )
     invalid_examples = (
         Invalid("import torch\ndef train(xs):\n    total = 0\n    for x in xs:\n"
@@ -107,6 +111,8 @@ class GpuValueRead(SyncReporter, Rule):
                                        "(in `init_forward_metadata`)"),
         Invalid("import torch\ndef forward_batch_generation(self, x):\n    return min(x.cuda())\n",
                 None, message_contains="`min(<tensor>)`"),
+        Invalid("def run_batch(self, batch):\n    return batch.seq_lens_gpu.tolist()\n",
+                None, message_contains="`.tolist()` reads a CUDA tensor back to the host (in `run_batch`)"),
     )
 
     def report_site(self, node, site, context) -> None:

@@ -114,6 +114,19 @@ def test_hot_function_names_and_patterns(name, configured, expected):
     assert is_hot_function(name, frozenset(configured)) is expected
 
 
+@pytest.mark.parametrize(("name", "expected"), [
+    ("batch.seq_lens_gpu", Placement.GPU), ("self.global_num_tokens_gpu", Placement.GPU), ("b.x_cuda", Placement.GPU),
+    ("b.seq_lens_cpu", Placement.HOST), ("seq_lens_cpu", Placement.HOST), ("seq_lens_gpu", Placement.UNKNOWN),
+    ("t.is_cuda", Placement.UNKNOWN), ("self.use_gpu", Placement.UNKNOWN), ("b.num_gpu", Placement.UNKNOWN),
+    ("b.inputs_on_cuda", Placement.UNKNOWN), ("b.gpu", Placement.UNKNOWN), ("self._is_cuda", Placement.UNKNOWN),
+    ("b.size_per_gpu", Placement.UNKNOWN),
+])
+def test_placement_from_attribute_name_suffixes(name, expected):
+    code = f"def f(self, b, t, batch, seq_lens_gpu, seq_lens_cpu):\n    TARGET = {name}\n"
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected
+
+
 def test_configured_hot_function_globs_make_code_hot():
     code = "def run_train_step(x):\n    return x\n"
     assert facts_for(code).context_at(2, frozenset({"run_*_step"})).hot_function
