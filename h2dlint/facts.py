@@ -14,10 +14,18 @@ import enum
 import functools
 import re
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_BUILTINS = frozenset({"int", "float", "bool"})
 HOST_NAME_SUFFIXES = ("_cpu", "_list", "_np", "_numpy", "_host")
+GPU_NAME_SUFFIXES = ("_gpu", "_cuda")  # of attributes
+# Words that make a `*_gpu` / `*_cuda` name a flag, a count or an action (`is_cuda`, `use_gpu`, `num_gpu`,
+# `inputs_on_cuda`, `move_to_gpu`), not a tensor: as its first word, or as the word before the suffix.
+_NOT_TENSOR_FIRST_WORDS = frozenset({"is", "has", "use", "uses", "with", "no", "only", "enable", "disable", "keep",
+                                     "require", "requires", "can", "skip", "check", "n", "num", "min", "max",
+                                     "multi", "per", "run", "test", "benchmark", "to", "on", "any", "all"})
+_NOT_TENSOR_LAST_WORDS = frozenset({"on", "to", "per", "multi", "any", "all", "for", "from", "of"})
 GRAPH_CAPTURE_CALLS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
 _MULTI_STREAM = re.compile(r"\b(?:Stream|ExternalStream|wait_stream|record_stream|set_stream)\(|cuda\.stream\(")
 
@@ -131,17 +139,21 @@ class CodeContext:
 
 
 # What a file's text must contain for classify_placement to prove any tensor is on the GPU: a
-# `.cuda(` call, a quoted device string starting "cuda", `torch.cuda.current_device`, or an integer
-# ordinal written as the device. (Mentions such as `torch.cuda.synchronize` or `is_cuda()` prove nothing.)
+# `.cuda(` call, a quoted device string starting "cuda", `torch.cuda.current_device`, an integer
+# ordinal written as the device, or a `*_gpu` / `*_cuda` attribute. (Mentions such as `torch.cuda.synchronize`
+# prove nothing.)
 # Several small searches, because one regex alternation is many times slower on large files.
 _CUDA_CALL = re.compile(r"cuda\s*\(")
 _CUDA_STRING = re.compile(r"""["']\s*cuda""")
 _ORDINAL_DEVICES = (re.compile(r"device\s*=[\s(]*\d"), re.compile(r"\.to\([\s(]*\d"), re.compile(r"device\([\s(]*\d"))
+_GPU_NAME = re.compile(r"\.(?!_*is_)\w+_(?:gpu|cuda)\b")  # a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
 _DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start makes the search fast
 
 
 @functools.lru_cache(maxsize=2)  # asked by several rules in turn about the same text
 def has_gpu_evidence(text: str) -> bool:
+    if ("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text):
+        return True
     if "cuda" in text and ("current_device" in text or _CUDA_STRING.search(text) or any(
             text[match.start() - 1:match.start()] in (".", " ", "\t", "\n") for match in _CUDA_CALL.finditer(text))):
         return True
@@ -155,7 +167,22 @@ def defined_function_names(text: str) -> frozenset[str]:
 
 
 HOT_FUNCTION_NAMES = frozenset({"forward", "__call__", "step", "training_step", "train_step", "validation_step",
-                                "forward_batch", "decode", "sample", "generate"})
+                                "forward_batch", "decode", "sample", "generate",
+                                # the per-step entry points of inference engines (sglang's scheduler and workers)
+                                "forward_batch_generation", "run_batch", "prepare_for_decode", "prepare_for_extend",
+                                "prepare_for_idle", "prepare_for_verify", "prepare_for_draft_extend"})
+# Glob patterns (fnmatch) of hot function names: attention backends' per-step metadata set-up. A name with
+# "capture" in it matches none of them: that set-up runs once per CUDA graph captured, not per step.
+HOT_FUNCTION_PATTERNS = ("init_forward_metadata*", "*_replay_cuda_graph")
+
+
+@functools.lru_cache(maxsize=8192)
+def is_hot_function(name: str, configured: frozenset[str] = frozenset()) -> bool:
+    """Whether a function of this name is a hot path: a built-in name or pattern, or a configured
+    `hot-functions` entry (a name or a glob pattern)."""
+    if name in HOT_FUNCTION_NAMES or name in configured or any(fnmatchcase(name, pattern) for pattern in configured):
+        return True
+    return "capture" not in name and any(fnmatchcase(name, pattern) for pattern in HOT_FUNCTION_PATTERNS)
 
 
 class FileFacts:
@@ -535,8 +562,9 @@ class FileFacts:
                     return bound
             return Placement.HOST if expr.id.endswith(HOST_NAME_SUFFIXES) else Placement.UNKNOWN
         if isinstance(expr, ast.Attribute):
-            if expr.attr.endswith(HOST_NAME_SUFFIXES):
-                return Placement.HOST
+            by_name = _placement_by_attribute_name(expr.attr)
+            if by_name is not Placement.UNKNOWN:
+                return by_name
             if expr.attr in SAME_DEVICE_ATTRIBUTES:
                 return self.classify_placement(expr.value, line, depth + 1)
             if isinstance(expr.value, ast.Name) and expr.value.id == "self" and depth < 4:
@@ -650,7 +678,7 @@ class FileFacts:
             # A loop counts when it runs inside the innermost function, not around that function's definition.
             in_loop=loop_first >= function_first,
             in_graph_capture=in_graph_capture,
-            hot_function=function is not None and (function in HOT_FUNCTION_NAMES or function in hot_functions),
+            hot_function=function is not None and is_hot_function(function, hot_functions),
         )
         return context
 
@@ -748,6 +776,20 @@ def _children(node: ast.AST) -> list[ast.AST]:
         elif value is not None:
             children.append(value)
     return children
+
+
+@functools.lru_cache(maxsize=8192)
+def _placement_by_attribute_name(name: str) -> Placement:
+    """An attribute named `*_cpu` (`*_list`, `*_host`, ...) holds a host tensor, one named `*_gpu` / `*_cuda`
+    (`batch.seq_lens_gpu`) a CUDA tensor unless it reads as a flag or a count; other names say nothing.
+    (For local names only the host suffixes count: a local `utilization_gpu` is as often a string.)"""
+    if name.endswith(HOST_NAME_SUFFIXES):
+        return Placement.HOST
+    if name.endswith(GPU_NAME_SUFFIXES):
+        words = name.lower().strip("_").split("_")
+        if len(words) > 1 and words[0] not in _NOT_TENSOR_FIRST_WORDS and words[-2] not in _NOT_TENSOR_LAST_WORDS:
+            return Placement.GPU
+    return Placement.UNKNOWN
 
 
 def _placement_of(device: Device) -> Placement:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .facts import HOT_FUNCTION_NAMES, NON_TENSOR_METHODS, SYNC_BUILTINS, CodeContext, Data, FileFacts, Placement, defined_function_names, dotted_name, has_gpu_evidence
+from .facts import NON_TENSOR_METHODS, SYNC_BUILTINS, CodeContext, Data, FileFacts, Placement, defined_function_names, dotted_name, has_gpu_evidence, is_hot_function
 
 READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 BOOLEAN_METHODS = frozenset({
@@ -33,6 +33,10 @@ LOG_WORDS = frozenset({"log", "logs", "logger", "logging", "verbose", "debug", "
 STREAM_FACTORIES = frozenset({"torch.cuda.Stream", "torch.cuda.Event", "torch.cuda.current_stream",
                               "torch.cuda.default_stream", "torch.Stream", "torch.Event"})
 DEVICE_SYNC_CALLS = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize"})
+# Builtins that iterate a tensor and test each element with `bool()` (`any`, `all`) or compare elements
+# (`max`, `min`): one host read per element. `sum`, `list` and `for` only unbind it into device views: no read.
+ELEMENT_READING_BUILTINS = frozenset({"any", "all", "max", "min"})
+READING_BUILTINS = SYNC_BUILTINS | ELEMENT_READING_BUILTINS
 
 # Site kinds, and the rule that reports each outside graph capture.
 READ, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT = (
@@ -176,7 +180,7 @@ class _Finder:
         qualified = facts.qualify(dotted_name(func)) or ""
         method = func.attr if isinstance(func, ast.Attribute) and not qualified else None
         if needs_hot and (method in READ_METHODS or method in ("to", "synchronize") or qualified in DEVICE_SYNC_CALLS
-                          or isinstance(func, ast.Name) and func.id in SYNC_BUILTINS):
+                          or isinstance(func, ast.Name) and func.id in READING_BUILTINS):
             return  # reads and explicit syncs are reported in hot code only
         positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
         discarded = isinstance(facts.parents.get(call), ast.Expr)  # `model.cpu()` moves a module
@@ -184,10 +188,12 @@ class _Finder:
             self.add(call, READ, f"`.{method}()`", func.value)
         elif method == "to" and not discarded and self._copies_to_host(call):
             self.add(call, READ, "a blocking `.to(\"cpu\")`", func.value)
-        elif isinstance(func, ast.Name) and func.id in SYNC_BUILTINS and len(call.args) == 1 \
-                and not call.keywords and facts.bindings_at(func.id, call.lineno) is None \
-                and func.id not in facts.aliases and self._is_tensor(call.args[0]):
+        elif self._calls_builtin(call, SYNC_BUILTINS) and self._is_tensor(call.args[0]):
             self.add(call, READ, f"`{func.id}(<tensor>)`", call.args[0])
+        elif self._calls_builtin(call, ELEMENT_READING_BUILTINS) \
+                and facts.classify_placement(call.args[0], call.lineno) is Placement.GPU:
+            # A CUDA tensor only: on values of unknown placement these are mostly Python collections.
+            self.add(call, READ, f"`{func.id}(<tensor>)` (one read per element)", call.args[0])
         elif qualified in ("torch.nonzero", "torch.argwhere") or method in ("nonzero", "argwhere"):
             name = qualified or f".{method}()"
             self.add(call, NONZERO, f"`{name}`", positional[0] if qualified and positional else
@@ -204,6 +210,12 @@ class _Finder:
             self._repeat_interleave(call, qualified, method)
         elif qualified in DEVICE_SYNC_CALLS or (method == "synchronize" and self._is_stream_or_event(func.value)):
             self.add(call, EXPLICIT, f"`{qualified}()`" if qualified else "`Stream/Event.synchronize()`", None)
+
+    def _calls_builtin(self, call: ast.Call, names: frozenset[str]) -> bool:
+        """`name(one_argument)` for a builtin in `names` that this file does not rebind or import."""
+        func = call.func
+        return isinstance(func, ast.Name) and func.id in names and len(call.args) == 1 and not call.keywords \
+            and self.facts.bindings_at(func.id, call.lineno) is None and func.id not in self.facts.aliases
 
     def _copies_to_host(self, call: ast.Call) -> bool:
         target = call.args[0] if call.args else next((kw.value for kw in call.keywords if kw.arg == "device"), None)
@@ -346,8 +358,8 @@ class SyncReporter:
         if not cls.evidence or has_gpu_evidence(text):
             return True
         if cls.evidence == "gpu-or-hot":
-            defined = defined_function_names(text)
-            return not defined.isdisjoint(HOT_FUNCTION_NAMES) or not defined.isdisjoint(settings.hot_functions)
+            configured = frozenset(settings.hot_functions)
+            return any(is_hot_function(name, configured) for name in defined_function_names(text))
         return False
 
     @classmethod

@@ -7,7 +7,7 @@ import libcst as cst
 
 from h2dlint.copies import (constant_upload, dotted, may_call_tensor_with_device, is_literal, is_pure, join_args, keywords_of, pin_guard, shown,
                             tight_equal, to_ast, torch_name)
-from h2dlint.facts import Data, Device
+from h2dlint.facts import Data, Device, Placement
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -17,7 +17,8 @@ class BlockingTensorCopy(Rule):
     ## What it does
     Finds `torch.tensor(data, device=...)` and `torch.as_tensor(data, device=...)`
     that build a tensor from host data (Python lists, scalars, numpy arrays) directly
-    on a device that is, or may be, a CUDA GPU.
+    on a device that is, or may be, a CUDA GPU; and `x.new_tensor(data)`, which builds
+    it on `x`'s device, where `x` is, or may be, a CUDA tensor.
 
     ## Why is this bad?
     PyTorch first builds the tensor in ordinary (pageable) host memory, then copies it
@@ -75,6 +76,12 @@ class BlockingTensorCopy(Rule):
     A constant (`torch.tensor(0, device=...)`, `torch.tensor([1.0], device=...)`)
     is left to HDL103, which replaces the copy by a factory.
 
+    `x.new_tensor(data)` is reported without a fix. The rewrite maintainers use,
+    `torch.tensor(data, dtype=x.dtype, pin_memory=...).to(x.device, non_blocking=True)`,
+    is not exactly equivalent: it evaluates `x` twice, and `new_tensor` dispatches
+    on `x`'s type (tensor subclasses, sparse layouts) where `torch.tensor` does not.
+    A `new_tensor` with its own `device=` is not reported.
+
     ## References
     - PyTorch: "A guide on good usage of non_blocking and pin_memory()"
     - CUDA Runtime API: "API synchronization behavior" (pageable and pinned memcpy)
@@ -83,7 +90,7 @@ class BlockingTensorCopy(Rule):
     code = "HDL101"
     name = "blocking-tensor-copy"
     summary = "`torch.tensor(host_data, device=<gpu>)` blocks the host until the GPU stream drains"
-    call_names = frozenset({"tensor", "as_tensor"})
+    call_names = frozenset({"tensor", "as_tensor", "new_tensor"})
     anchored = True
     prefilter = re.compile(r"\b(?:as_)?tensor\b")
 
@@ -100,8 +107,22 @@ class BlockingTensorCopy(Rule):
         Valid("def tensor(x, device=None): return x\nx = tensor([1], device='cuda')\n"),
         Valid("import torch\ndef f(device):\n    return torch.tensor([[0, 0]], device=device)\n"),  # HDL103's
         Valid("import numpy as np\nx = np.tensor([1], device='cuda')\n"),
+        Valid("import torch\ndef f(x, n):\n    return x.cpu().new_tensor([n])\n"),
+        Valid("import torch\ndef f(x):\n    return x.new_tensor(torch.arange(3))\n"),
+        Valid("import torch\ndef f(x, n):\n    return x.new_tensor([n], device='cpu')\n"),
     )
     invalid_examples = (
+        Invalid(
+            "import torch\ndef f(lens):\n    buf = torch.zeros(4, device='cuda')\n    return buf.new_tensor(lens)\n",
+            None,
+            message_contains="`.new_tensor()` copies host data to a CUDA device",
+        ),
+        Invalid(
+            "import torch\ndef f(self, counts):\n"
+            "    self.num_tokens_gpu = self.num_tokens_gpu.new_tensor([sum(counts)], dtype=torch.int32)\n",
+            None,
+            message_contains="the device of `self.num_tokens_gpu` (if it is a CUDA device)",
+        ),
         Invalid(
             "import torch\nx = torch.tensor([1, 2], device='cuda')\n",
             "import torch\nx = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n",
@@ -170,14 +191,17 @@ class BlockingTensorCopy(Rule):
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        return may_call_tensor_with_device(text)
+        return may_call_tensor_with_device(text) or ".new_tensor(" in text
 
     @classmethod
     def candidates(cls, facts):
         return [call for call in facts.calls_named(cls.call_names)
-                if any(keyword.arg == "device" for keyword in call.keywords)]
+                if _is_new_tensor(call) or any(keyword.arg == "device" for keyword in call.keywords)]
 
     def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "new_tensor":
+            self._visit_new_tensor(node, node.func.value)
+            return
         facts = self.context.facts
         qualified = facts.qualify(dotted(node.func))
         if qualified not in ("torch.tensor", "torch.as_tensor"):
@@ -223,6 +247,24 @@ class BlockingTensorCopy(Rule):
             return
         self.report(node, message, self._fix(node, is_as_tensor, data, device, data_arg, device_arg,
                                              keywords.get("requires_grad")))
+
+    def _visit_new_tensor(self, node: cst.Call, receiver: cst.BaseExpression) -> None:
+        """`x.new_tensor(data)`: a blocking copy of host data to `x`'s device."""
+        facts = self.context.facts
+        positional = [arg for arg in node.args if arg.keyword is None]
+        if len(positional) != 1 or any(arg.star for arg in node.args) or "device" in keywords_of(node):
+            return
+        start, _ = self.position(node)
+        placement = facts.classify_placement(to_ast(receiver), start.line)
+        data_ast = to_ast(positional[0].value)
+        if placement is Placement.HOST or (isinstance(data_ast, (ast.List, ast.Tuple)) and not data_ast.elts) \
+                or facts.classify_data(data_ast, start.line) is Data.TENSOR:
+            return
+        where = "a CUDA device" if placement is Placement.GPU else \
+            f"the device of `{shown(receiver)}` (if it is a CUDA device)"
+        self.report(node, f"`.new_tensor()` copies host data to {where} from pageable memory with a blocking copy: "
+                          "the host waits until the GPU stream drains; build the data in pinned memory and copy it "
+                          "with `non_blocking=True`")
 
     def _fix(self, node, is_as_tensor, data, device, data_arg, device_arg, requires_grad_arg):
         facts = self.context.facts
@@ -273,6 +315,10 @@ class BlockingTensorCopy(Rule):
         if unsafe_reasons:
             message += " (unsafe: " + "; ".join(unsafe_reasons) + ")"
         return Fix(edits=tuple(sorted([replacement, *extra_edits])), applicability=applicability, message=message)
+
+
+def _is_new_tensor(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "new_tensor"
 
 
 def _moves_requires_grad(arg: cst.Arg | None) -> bool:

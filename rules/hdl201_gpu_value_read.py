@@ -9,11 +9,20 @@ class GpuValueRead(SyncReporter, Rule):
     """
     ## What it does
     Finds reads of a CUDA tensor's value on the host in code that runs often (a loop,
-    `forward`, a training or decoding step): `.item()`, `.tolist()`, `.cpu()`,
-    `.numpy()`, `.to("cpu")`, and `int(t)` / `float(t)` / `bool(t)`. It reports only
-    tensors h2dlint knows are on a CUDA device (built with `.cuda()`, a CUDA `device=`,
-    computed from such tensors, or a `self.x` set from one); the same reads on tensors
-    of unknown placement are HDL202 (off by default).
+    `forward`, a training or decoding step, an inference engine's per-step function such
+    as `forward_batch_generation` or `init_forward_metadata*`): `.item()`, `.tolist()`,
+    `.cpu()`, `.numpy()`, `.to("cpu")`, `int(t)` / `float(t)` / `bool(t)`, and the
+    builtins that read every element: `any(t)` and `all(t)` test each one with `bool()`,
+    `max(t)` and `min(t)` compare them, one wait per element. It reports only tensors
+    h2dlint knows are on a CUDA device (built with `.cuda()`, a CUDA `device=`, computed
+    from such tensors, a `self.x` set from one, or an attribute named `*_gpu` / `*_cuda`
+    such as `batch.seq_lens_gpu`, unless the name reads as a flag or a count: `is_cuda`,
+    `use_gpu`, `num_gpu`); the same reads on tensors of unknown placement are HDL202
+    (off by default).
+
+    `sum(t)`, `list(t)` and `for v in t` are not reported: iterating a tensor only
+    unbinds it into views on the device (`Tensor.__iter__` is `unbind(0)`), and nothing
+    is read until an element is.
 
     Reads in constructors, at module level, in `print`/logger/`warnings` calls, in
     `raise` statements and in branches about logging (`if self.log_stats:`) are not
@@ -55,9 +64,11 @@ class GpuValueRead(SyncReporter, Rule):
     name = "gpu-value-read"
     summary = "`.item()` / `.tolist()` / `.cpu()` / `int(t)` on a CUDA tensor in hot code waits for the GPU"
     kinds = frozenset({READ})
-    prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", "int(", "float(", "bool(")
+    prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", "int(", "float(", "bool(", "any(", "all(", "max(",
+                 "min(")
     evidence = "gpu"
-    call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "int", "float", "bool"})  # anchors only: lines where these sites can be
+    call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "int", "float", "bool",
+                            "any", "all", "max", "min"})  # anchors only: lines where these sites can be
     anchored = True
 
     valid_examples = (
@@ -75,6 +86,12 @@ class GpuValueRead(SyncReporter, Rule):
         Valid("import torch\ndef forward(x):\n    y = x.cuda()\n    return y.to('cpu', non_blocking=True)\n"),
         Valid("import torch\ndef step(xs):\n    for x in xs:\n        model = torch.nn.Linear(2, 2).to('cuda')\n"
               "        model.cpu()\n"),
+        Valid("import torch\ndef forward(x):\n    y = x.cuda()\n    return sum(y), list(y), [v for v in y]\n"),
+        Valid("import torch\ndef forward(xs):\n    return any(x > 0 for x in xs.cuda())\n"),
+        Valid("import torch\ndef forward(x):\n    return max(x.cuda(), key=len)\n"),
+        Valid("import torch\ndef forward(n):\n    return max(torch.arange(n))\n"),
+        Valid("import torch\ndef forward(self, x):\n    return bool(self.use_gpu) and x.cuda()\n"),
+        Valid("def step(rows):\n    for used, utilization_gpu in rows:\n        yield int(utilization_gpu)\n"),
     )
     invalid_examples = (
         Invalid("import torch\ndef train(xs):\n    total = 0\n    for x in xs:\n"
@@ -88,6 +105,14 @@ class GpuValueRead(SyncReporter, Rule):
                 "    return int(lens.max())\n", None, message_contains="`int(<tensor>)`"),
         Invalid("import torch\ndef step(x):\n    y = x.to('cuda')\n    return y.to('cpu')\n",
                 None, message_contains='.to("cpu")'),
+        Invalid("import torch\ndef init_forward_metadata(self, batch):\n    lens = torch.ones(4, device='cuda')\n"
+                "    if any(lens):\n        pass\n",
+                None, message_contains="`any(<tensor>)` (one read per element) reads a CUDA tensor back to the host "
+                                       "(in `init_forward_metadata`)"),
+        Invalid("import torch\ndef forward_batch_generation(self, x):\n    return min(x.cuda())\n",
+                None, message_contains="`min(<tensor>)`"),
+        Invalid("def run_batch(self, batch):\n    return batch.seq_lens_gpu.tolist()\n",
+                None, message_contains="`.tolist()` reads a CUDA tensor back to the host (in `run_batch`)"),
     )
 
     def report_site(self, node, site, context) -> None:

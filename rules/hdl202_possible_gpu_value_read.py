@@ -13,7 +13,9 @@ class PossibleGpuValueRead(SyncReporter, Rule):
     in hot code (a loop, `forward`, a training or decoding step), on tensors whose
     placement h2dlint cannot tell: function parameters, attributes, results of calls
     into other modules. Off by default; select it with `--select HDL202` or
-    `--extend-select HDL202`.
+    `--extend-select HDL202`. HDL201's `any(t)` / `all(t)` / `max(t)` / `min(t)` have
+    no counterpart here: on values of unknown placement these are mostly Python
+    collections.
 
     ## Why is this bad?
     If the tensor is on a CUDA device, the host waits until every kernel queued on the
@@ -56,6 +58,7 @@ class PossibleGpuValueRead(SyncReporter, Rule):
         Valid("def helper(x):\n    return x.item()\n"),
         Valid("def forward(x_cpu):\n    return x_cpu.tolist()\n"),
         Valid("def forward(x):\n    return int(x)\n"),
+        Valid("import torch\ndef forward(lens):\n    return any(torch.eq(lens, 0))\n"),
     )
     invalid_examples = (
         Invalid("def forward(self, lengths):\n    return lengths.max().item()\n",

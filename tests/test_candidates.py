@@ -25,3 +25,16 @@ def test_rules_whose_candidates_start_at_one_place_all_report(full_parse):
     assert alone == [("HDL104", 3)]
     assert together == [("HDL104", 3), ("HDL403", 6)]
 
+
+
+# HDL302 needs GPU evidence in the text or a hot function: its text prefilter must see configured globs too.
+GLOB_HOT = """\
+import torch
+def run_train_step(x):
+    return x[torch.isnan(x)]
+"""
+
+
+def test_a_configured_hot_function_glob_reaches_the_text_prefilter():
+    assert [finding.code for finding in lint(GLOB_HOT, "HDL302", hot_functions=("run_*_step",))] == ["HDL302"]
+    assert lint(GLOB_HOT, "HDL302") == []

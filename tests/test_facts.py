@@ -4,7 +4,7 @@ import ast
 
 import pytest
 
-from h2dlint.facts import Data, Device, FileFacts, Placement
+from h2dlint.facts import Data, Device, FileFacts, Placement, is_hot_function
 from h2dlint.source import LineIndex
 
 
@@ -99,6 +99,38 @@ def test_code_context():
     assert facts.context_at(11).in_graph_capture
     assert not facts.context_at(15).in_loop, "a function defined in a loop does not run in it"
     assert facts.context_at(1).cold
+
+
+@pytest.mark.parametrize(("name", "configured", "expected"), [
+    ("forward", (), True), ("forward_batch_generation", (), True), ("run_batch", (), True),
+    ("init_forward_metadata", (), True), ("init_forward_metadata_target_verify", (), True),
+    ("init_forward_metadata_replay_cuda_graph", (), True), ("_init_frozen_kv_metadata_replay_cuda_graph", (), True),
+    ("init_forward_metadata_capture_cuda_graph", (), False), ("prepare_for_decode", (), True),
+    ("prepare_for_caching_req", (), False), ("verify", (), False), ("helper", (), False),
+    ("verify", ("verify",), True), ("run_train_step", ("run_*_step",), True), ("run_eval", ("run_*_step",), False),
+    ("init_forward_metadata_capture_cuda_graph", ("*capture*",), True),
+])
+def test_hot_function_names_and_patterns(name, configured, expected):
+    assert is_hot_function(name, frozenset(configured)) is expected
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("batch.seq_lens_gpu", Placement.GPU), ("self.global_num_tokens_gpu", Placement.GPU), ("b.x_cuda", Placement.GPU),
+    ("b.seq_lens_cpu", Placement.HOST), ("seq_lens_cpu", Placement.HOST), ("seq_lens_gpu", Placement.UNKNOWN),
+    ("t.is_cuda", Placement.UNKNOWN), ("self.use_gpu", Placement.UNKNOWN), ("b.num_gpu", Placement.UNKNOWN),
+    ("b.inputs_on_cuda", Placement.UNKNOWN), ("b.gpu", Placement.UNKNOWN), ("self._is_cuda", Placement.UNKNOWN),
+    ("b.size_per_gpu", Placement.UNKNOWN),
+])
+def test_placement_from_attribute_name_suffixes(name, expected):
+    code = f"def f(self, b, t, batch, seq_lens_gpu, seq_lens_cpu):\n    TARGET = {name}\n"
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected
+
+
+def test_configured_hot_function_globs_make_code_hot():
+    code = "def run_train_step(x):\n    return x\n"
+    assert facts_for(code).context_at(2, frozenset({"run_*_step"})).hot_function
+    assert not facts_for(code).context_at(2).hot_function
 
 
 @pytest.mark.parametrize(("value", "expected"), [
