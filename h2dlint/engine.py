@@ -7,6 +7,7 @@ files can be spread over worker processes and results cached by content.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import re
 from bisect import bisect_left, bisect_right, insort
@@ -240,15 +241,29 @@ def process_file(path, linter: Linter, mode: str) -> FileResult:
             if edits:
                 write_source_atomically(source, apply_edits(source.text, edits))
             return FileResult(name, tuple(left), noqa_added=len(edits))
-        if mode == "check" or not any(linter.applicable(finding.fix) for finding in findings):
-            return FileResult(name, tuple(findings), stamp=(status.st_size, status.st_mtime_ns, source.digest))
-        new_text, remaining, applied = linter.fix(source, findings)
-        if mode == "diff":
-            return FileResult(name, tuple(remaining), len(applied), diff=unified_diff(source.text, new_text, name),
-                              fixed_codes=applied)
-        write_source_atomically(source, new_text)
-        return FileResult(name, tuple(remaining), len(applied), fixed_codes=applied)
+        result, new_text = fix_in_memory(source, findings, linter, mode)
+        if new_text is None:
+            return dataclasses.replace(result, stamp=(status.st_size, status.st_mtime_ns, source.digest))
+        if mode == "fix":
+            write_source_atomically(source, new_text)
+        return result
     except FileChangedError as error:
         return FileResult(name, tuple(findings), error=str(error))
     except Exception as error:  # an h2dlint bug must not stop the run or touch the file
-        return FileResult(name, (), error=f"internal error: {type(error).__name__}: {error}")
+        return FileResult(name, (), error=internal_error(error))
+
+
+def fix_in_memory(source: SourceFile, findings: list[Finding], linter: Linter,
+                  mode: str) -> tuple[FileResult, str | None]:
+    """What `mode` ("check", "fix" or "diff") gives for `source` and its findings, and the fixed text
+    (None when nothing was fixed). Writes nothing."""
+    name = str(source.path)
+    if mode == "check" or not any(linter.applicable(finding.fix) for finding in findings):
+        return FileResult(name, tuple(findings)), None
+    new_text, remaining, applied = linter.fix(source, findings)
+    diff = unified_diff(source.text, new_text, name) if mode == "diff" else ""
+    return FileResult(name, tuple(remaining), len(applied), diff=diff, fixed_codes=applied), new_text
+
+
+def internal_error(error: Exception) -> str:
+    return f"internal error: {type(error).__name__}: {error}"

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .engine import FileResult, Linter, apply_edits
+from .engine import FileResult, Linter, apply_edits, internal_error
 from .model import UNREADABLE, Edit, Finding, Position
 from .source import FileChangedError, SourceError, SourceFile, write_source_atomically
 from .suppression import add_noqa_edits
@@ -174,7 +174,7 @@ def process_notebook(path: Path, linter: Linter, mode: str) -> FileResult:
     except FileChangedError as error:
         return FileResult(name, tuple(map(notebook.locate, findings)), error=str(error))
     except Exception as error:  # an h2dlint bug must not stop the run or touch the file
-        return FileResult(name, (), error=f"internal error: {type(error).__name__}: {error}")
+        return FileResult(name, (), error=internal_error(error))
 
 
 def cell_text(path: Path, number: int) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .engine import FileResult, Linter, unified_diff
+from .engine import FileResult, Linter, fix_in_memory, internal_error
 from .source import SourceError, decode_source
 
 
@@ -14,10 +14,8 @@ def process_stdin(raw: bytes, name: str, linter: Linter, mode: str) -> tuple[Fil
         source = decode_source(raw, Path(name))
     except SourceError as error:
         return FileResult(name, (), error=str(error)), raw
-    findings = linter.lint(source)
-    if mode == "check" or not any(linter.applicable(finding.fix) for finding in findings):
-        return FileResult(name, tuple(findings)), raw
-    new_text, remaining, applied = linter.fix(source, findings)
-    diff = unified_diff(source.text, new_text, name) if mode == "diff" else ""
-    return (FileResult(name, tuple(remaining), len(applied), diff=diff, fixed_codes=applied),
-            source.encode(new_text))
+    try:
+        result, new_text = fix_in_memory(source, linter.lint(source), linter, mode)
+    except Exception as error:  # an h2dlint bug must not lose the input: it is passed through unchanged
+        return FileResult(name, (), error=internal_error(error)), raw
+    return result, raw if new_text is None else source.encode(new_text)

@@ -7,8 +7,12 @@ import sys
 
 from rich.console import Console
 
+from h2dlint.engine import Linter
 from h2dlint.flake8 import Plugin
 from h2dlint.progress import PROGRESS_MIN_FILES, progress_bar, wants_progress
+from h2dlint.rule import all_rules
+from h2dlint.settings import Settings
+from h2dlint.stdin import process_stdin
 
 BLOCKING = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
 FIXED = "import torch\nx = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n"
@@ -87,3 +91,17 @@ def test_long_piped_run_prints_no_progress(tmp_path):
     assert result.returncode == 0
     assert result.stderr == b""
     assert result.stdout.decode() == "All checks passed!\n"
+
+
+def test_stdin_passes_the_source_through_when_h2dlint_fails(monkeypatch):
+    def broken_rule_run(self, source):
+        raise RuntimeError("a bug in a rule")
+
+    monkeypatch.setattr(Linter, "lint", broken_rule_run)
+    settings = Settings()
+    rules = all_rules()
+    linter = Linter([rules[code] for code in settings.enabled_codes(rules)], settings)
+    raw = BLOCKING.encode()
+    result, output = process_stdin(raw, "model.py", linter, "fix")
+    assert output == raw
+    assert result.error == "internal error: RuntimeError: a bug in a rule"
