@@ -87,18 +87,18 @@ def to_ast(node: cst.BaseExpression) -> ast.expr:
     return ast.parse(f"(\n{code_of(node)}\n)", mode="eval").body
 
 
-def is_pure(node: cst.BaseExpression) -> bool:
-    """True for expressions whose evaluation has no side effects: names, attributes, literals."""
+def is_pure(node: cst.BaseExpression, facts: FileFacts) -> bool:
+    """True for expressions whose evaluation has no side effects: names, attributes, literals, `torch.device(...)`."""
     if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString, cst.Ellipsis)):
         return True
     if isinstance(node, cst.Attribute):
-        return is_pure(node.value)
+        return is_pure(node.value, facts)
     if isinstance(node, cst.Subscript):
-        return is_pure(node.value) and all(
-            isinstance(element.slice, cst.Index) and is_pure(element.slice.value) for element in node.slice)
-    if isinstance(node, cst.Call):  # torch.device("cuda", 0) and friends
-        return dotted(node.func) in ("torch.device", "th.device", "device") and all(
-            is_pure(arg.value) for arg in node.args)
+        return is_pure(node.value, facts) and all(
+            isinstance(element.slice, cst.Index) and is_pure(element.slice.value, facts) for element in node.slice)
+    if isinstance(node, cst.Call):  # torch.device("cuda", 0), under whatever name the file imports it
+        return facts.qualify(dotted(node.func)) == "torch.device" and all(
+            is_pure(arg.value, facts) for arg in node.args)
     return False
 
 

@@ -282,7 +282,8 @@ class BlockingTensorCopy(Rule):
                                   "stream only")
         moved = [device_arg] + ([requires_grad_arg] if _moves_requires_grad(requires_grad_arg) else [])
         later = node.args[node.args.index(device_arg) + 1:]
-        if (later and any(not is_pure(arg.value) for arg in moved)) or any(not is_pure(arg.value) for arg in later):
+        if (later and any(not is_pure(arg.value, facts) for arg in moved)) or \
+                any(not is_pure(arg.value, facts) for arg in later):
             unsafe_reasons.append("the device is now evaluated after the other arguments")
 
         guard = pin_guard(self, device, torch_local)

@@ -29,3 +29,15 @@ def test_fixes_of_the_family_apply_together():
     assert "torch.ones((), device=device)" in fixed
     assert "torch.tensor(ids, pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)" in fixed
     assert lint(fixed, "HDL1") == []
+
+
+@pytest.mark.parametrize("device, safe", [
+    ("th.device('cuda', 0)", True),  # torch.device under the file's alias: no side effect
+    ("dev('cuda', 0)", True),  # imported as `from torch import device as dev`
+    ("device('cuda', 0)", False),  # the file's own function named `device`: it may have side effects
+])
+def test_moving_the_device_after_other_arguments_is_safe_only_for_torch_device(device, safe):
+    code = ("import torch as th\nfrom torch import device as dev\ndef device(kind, index):\n    return kind\n"
+            f"def f(ids):\n    return th.tensor(ids, device={device}, dtype=th.int64)\n")
+    [finding] = lint(code, "HDL101")
+    assert ("the device is now evaluated after the other arguments" not in finding.fix.message) is safe
