@@ -305,12 +305,16 @@ def _is_python_int(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
             and _int_literal(node.slice):
         return True
     if isinstance(node, ast.Name) and depth < 4:
-        if _range_loop_target(facts, node):
-            return True
-        values = facts.bindings_at(node.id, line)
-        return bool(values) and all(value is not None and _is_python_int(facts, value, line, depth + 1)
-                                    for value in values)
+        return _counter_or_bound_only_to(facts, node, line, lambda value: _is_python_int(facts, value, line, depth + 1))
     return False
+
+
+def _counter_or_bound_only_to(facts, name: ast.Name, line: int, accepts) -> bool:
+    """`name` is a `range` loop counter, or every value bound to it where read is one `accepts`."""
+    if _range_loop_target(facts, name):
+        return True
+    values = facts.bindings_at(name.id, line)
+    return bool(values) and all(value is not None and accepts(value) for value in values)
 
 
 def _range_loop_target(facts, name: ast.Name) -> bool:
@@ -347,9 +351,6 @@ def _is_python_number(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
     if isinstance(node, ast.Attribute):
         return (facts.qualify(dotted_name(node)) or "") in ("math.inf", "math.pi", "math.e", "math.nan")
     if isinstance(node, ast.Name) and depth < 4:
-        if _range_loop_target(facts, node):
-            return True
-        values = facts.bindings_at(node.id, line)
-        return bool(values) and all(value is not None and _is_python_number(facts, value, line, depth + 1)
-                                    for value in values)
+        return _counter_or_bound_only_to(facts, node, line,
+                                         lambda value: _is_python_number(facts, value, line, depth + 1))
     return False
