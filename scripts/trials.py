@@ -1,0 +1,191 @@
+"""Acceptance trial 2: does h2dlint point at the syncs maintainers removed in unseen projects?
+
+Run on purpose, not in the test suite:
+
+    python scripts/trials.py            # needs `pip` and `h2dlint` in the same environment
+
+For each case below the script downloads the last release before the fix and the first one
+after it with `pip download` (cached in `.trials/`, git-ignored), extracts the one file named,
+runs h2dlint on both (default rules, then `--select ALL`, JSON output, no cache, an empty
+config so the repository's own settings do not leak in) and prints, per place the maintainers
+changed, which findings touch it. Third-party code stays in `.trials/` and is never committed.
+
+A finding "hits" a place when its line range (start to end line) overlaps the lines of the
+changed statement. The "after" columns look at the replacement code in the after file, which
+should be quiet. docs/trials.md (section "Trial 2") discusses the results.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".trials"
+BIN = Path(sys.executable).parent
+
+# Wheels with compiled parts (vllm) need a platform; pip then accepts exactly these tags.
+PLATFORMS = ["manylinux_2_24_x86_64", "manylinux_2_28_x86_64", "manylinux_2_31_x86_64", "manylinux_2_35_x86_64"]
+BINARY_ONLY = {"vllm": ["--only-binary", ":all:", "--python-version", "3.12"] + [x for p in PLATFORMS for x in ("--platform", p)]}
+
+
+@dataclass
+class Place:
+    before: tuple[int, int]  # lines of the changed statement in the before file
+    after: tuple[int, int]  # lines of its replacement in the after file
+    note: str
+
+
+@dataclass
+class Case:
+    name: str
+    pr: str
+    package: str
+    before: str
+    after: str
+    path: str  # inside the wheel (or the sdist's top folder)
+    places: list[Place]
+
+
+VLLM_41429 = "https://github.com/vllm-project/vllm/pull/41429 [Perf][1/n] Eliminate various GPU<->CPU syncs"
+
+VLLM_51458 = "https://github.com/vllm-project/vllm/pull/51458 [Perf] Avoid some more unnecessary GPU<->CPU syncs"
+
+CASES = [
+    Case("vllm sampler logprob_token_ids", VLLM_41429, "vllm", "0.21.0", "0.22.0", "vllm/v1/sample/sampler.py", [
+        Place((195, 197), (190, 192), "torch.tensor(token_ids, device=device) per request in a loop -> pinned CPU matrix + one non_blocking upload"),
+    ]),
+    Case("vllm GPU ngram batch reorder", VLLM_41429, "vllm", "0.21.0", "0.22.0", "vllm/v1/spec_decode/ngram_proposer_gpu.py", [
+        Place((572, 572), (573, 573), "src_tensor = torch.tensor(reorder_src, device=device) -> async_tensor_h2d"),
+        Place((573, 573), (574, 574), "dst_tensor = torch.tensor(reorder_dst, device=device) -> async_tensor_h2d"),
+    ]),
+    Case("vllm DP metadata all-reduce", VLLM_41429, "vllm", "0.21.0", "0.22.0", "vllm/v1/worker/dp_utils.py", [
+        Place((47, 47), (48, 48), "tensor[0][dp_rank] = int into a CUDA tensor -> fill on CPU, upload once"),
+        Place((48, 48), (49, 49), "tensor[1][dp_rank] = int into a CUDA tensor"),
+        Place((49, 49), (50, 50), "tensor[2][dp_rank] = int into a CUDA tensor"),
+        Place((50, 50), (51, 51), "tensor[3][dp_rank] = int into a CUDA tensor"),
+    ]),
+    Case("vllm bad_words", VLLM_41429, "vllm", "0.21.0", "0.22.0", "vllm/v1/sample/ops/bad_words.py", [
+        Place((26, 26), (27, 27), "logits[last_token_id] = float (int index) -> slice assignment"),
+    ]),
+    Case("vllm MRv2 penalties", VLLM_41429, "vllm", "0.21.0", "0.22.0", "vllm/v1/worker/gpu/sample/penalties.py", [
+        Place((286, 286), (281, 281), "prompt_bin_mask[idx_tensor] = 0 -> index_fill_"),
+        Place((287, 287), (282, 282), "output_bin_counts[idx_tensor] = 0 -> index_fill_"),
+    ]),
+    Case("vllm gpu_model_runner", VLLM_41429, "vllm", "0.21.0", "0.22.0", "vllm/v1/worker/gpu_model_runner.py", [
+        Place((1003, 1003), (1042, 1042), "torch.arange(seq_lens[i]) with a GPU scalar (pooling token_type_ids) -> CPU upper bound list"),
+        Place((1006, 1008), (1049, 1051), "torch.concat(...).to(device=self.device) blocking H2D -> pinned buffer + non_blocking"),
+        Place((2719, 2721), (2806, 2806), ".fill_(logits_indices[-1].item()) (fast prefill) -> broadcast the GPU scalar"),
+    ]),
+    Case("vllm chameleon", VLLM_51458, "vllm", "0.27.1", "0.28.0", "vllm/model_executor/models/chameleon.py", [
+        Place((822, 822), (836, 836), "mapping[img_batch.to('cpu')]: D2H of the image tokens -> index a per-device copy of the mapping"),
+        Place((823, 823), (836, 836), "img_tokens.to(device): blocking H2D of the result -> (gone)"),
+        Place((1029, 1029), (1057, 1057), "logits[:, image_tokens] = min (Python-list index) -> cached index tensor + index_fill_"),
+    ]),
+    Case("vllm qwen3-omni audio chunks", VLLM_51458, "vllm", "0.27.1", "0.28.0", "vllm/model_executor/models/qwen3_omni_moe_thinker.py", [
+        Place((439, 443), (444, 448), "torch.tensor([n] * k, device=feature_lens.device) -> async_tensor_h2d"),
+    ]),
+    Case("vllm glm4_1v image shapes", VLLM_51458, "vllm", "0.27.1", "0.28.0", "vllm/model_executor/models/glm4_1v.py", [
+        Place((549, 549), (566, 575), "lengths = torch.tensor(lengths, device=device) -> numpy + one async_tensor_h2d"),
+        Place((551, 553), (566, 575), "image_shapes = torch.tensor(image_shapes, device=device) -> numpy + async_tensor_h2d"),
+        Place((819, 819), (804, 804), "image_shapes = torch.tensor([[t, h, w]], device=device) -> a host list"),
+    ]),
+    Case("transformers NoRepeatNGramLogitsProcessor",
+         "https://github.com/huggingface/transformers/pull/47571 Vectorize NoRepeatNGramLogitsProcessor and remove its host sync",
+         "transformers", "5.14.1", "5.15.0", "transformers/generation/logits_process.py", [
+        Place((1041, 1041), (1130, 1132), "_get_ngrams: prev_input_ids[idx].tolist() per hypothesis -> tensor ops (unfold/compare)"),
+        Place((1069, 1069), (1130, 1132), "_get_generated_ngrams: prev_input_ids[a:b].tolist() -> tensor ops"),
+        Place((1142, 1142), (1137, 1139), "scores_processed[i, banned_tokens] = -inf (list index, per row) -> scatter_ + masked_fill"),
+    ]),
+]
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def fetch(package: str, version: str, path: str) -> Path:
+    """The file `path` of package==version, extracted under .trials/src (downloaded once)."""
+    out = CACHE / "src" / f"{package}-{version}" / path
+    if out.exists():
+        return out
+    dist_dir = CACHE / "dist" / f"{package}-{version}"
+    if not any(dist_dir.glob("*")):
+        # --no-build-isolation: an sdist only needs its metadata read, with the torch installed here.
+        run([str(BIN / "pip"), "download", "--no-deps", "--no-build-isolation", "-q", "-d", str(dist_dir),
+             *BINARY_ONLY.get(package, []), f"{package}=={version}"])
+    (archive,) = [p for p in dist_dir.iterdir() if p.suffix in (".whl", ".gz")]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if archive.suffix == ".whl":
+        out.write_bytes(zipfile.ZipFile(archive).read(path))
+    else:  # sdist: <name>-<version>/<path>
+        with tarfile.open(archive) as tar:
+            out.write_bytes(tar.extractfile(f"{archive.name[:-len('.tar.gz')]}/{path}").read())
+    return out
+
+
+def lint(file: Path, select_all: bool) -> list[dict]:
+    config = CACHE / "h2dlint.toml"  # empty: default settings
+    config.touch()
+    cmd = [str(BIN / "h2dlint"), "check", str(file), "--config", str(config),
+           "--output-format", "json", "--no-cache", "--exit-zero"]
+    if select_all:
+        cmd += ["--select", "ALL"]
+    return json.loads(run(cmd).stdout)
+
+
+def codes_at(findings: list[dict], lines: tuple[int, int]) -> str:
+    lo, hi = lines
+    hits = sorted({f"{f['code']}@{f['location']['row']}" for f in findings
+                   if f["location"]["row"] <= hi and f["end_location"]["row"] >= lo})
+    return ",".join(hits) or "-"
+
+
+def main() -> None:
+    start = time.time()
+    rows, found = [], {"default": 0, "ALL": 0}
+    quiet_after = {"default": 0, "ALL": 0}
+    other = []
+    for case in CASES:
+        before = fetch(case.package, case.before, case.path)
+        after = fetch(case.package, case.after, case.path)
+        res = {(side, mode): lint(f, mode == "ALL")
+               for side, f in (("before", before), ("after", after)) for mode in ("default", "ALL")}
+        place_lines = set()
+        for place in case.places:
+            cells = {}
+            for mode in ("default", "ALL"):
+                cells[mode] = codes_at(res["before", mode], place.before)
+                cells["after " + mode] = codes_at(res["after", mode], place.after)
+                found[mode] += cells[mode] != "-"
+                quiet_after[mode] += cells["after " + mode] == "-"
+            place_lines.update(range(place.before[0], place.before[1] + 1))
+            rows.append((case.name, f"{place.before[0]}-{place.before[1]}", cells, place.note))
+        # Findings elsewhere in the before file (not at a fixed place), for context.
+        n_other = {m: sum(1 for f in res["before", m] if not place_lines & set(range(f["location"]["row"], f["end_location"]["row"] + 1)))
+                   for m in ("default", "ALL")}
+        other.append((case, n_other))
+
+    n = len(rows)
+    print(f"{'case':42} {'lines':>11}  {'default':14} {'ALL':22} {'after default':14} {'after ALL':14} note")
+    for name, lines, c, note in rows:
+        print(f"{name:42} {lines:>11}  {c['default']:14} {c['ALL']:22} {c['after default']:14} {c['after ALL']:14} {note}")
+    print()
+    for case, n_other in other:
+        print(f"{case.package} {case.before}->{case.after} {case.path}: {case.pr}")
+        print(f"    findings elsewhere in the before file: default {n_other['default']}, ALL {n_other['ALL']}")
+    print()
+    print(f"fixed places found: default: {found['default']}/{n}, ALL: {found['ALL']}/{n}")
+    print(f"after file quiet at the replacement: default: {quiet_after['default']}/{n}, ALL: {quiet_after['ALL']}/{n}")
+    size = sum(p.stat().st_size for p in (CACHE / "dist").rglob("*") if p.is_file())
+    print(f"downloads cached in {CACHE.relative_to(ROOT)}/dist: {size / 2**20:.0f} MiB; took {time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
