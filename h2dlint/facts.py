@@ -26,6 +26,7 @@ _NOT_TENSOR_FIRST_WORDS = frozenset({"is", "has", "use", "uses", "with", "no", "
                                      "require", "requires", "can", "skip", "check", "n", "num", "min", "max",
                                      "multi", "per", "run", "test", "benchmark", "to", "on", "any", "all"})
 _NOT_TENSOR_LAST_WORDS = frozenset({"on", "to", "per", "multi", "any", "all", "for", "from", "of"})
+MIRROR_SUFFIXES = ("_cpu", "_host")  # a host mirror's name: `seq_lens_cpu` mirrors `seq_lens`, the device copy
 GRAPH_CAPTURE_CALLS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
 _MULTI_STREAM = re.compile(r"\b(?:Stream|ExternalStream|wait_stream|record_stream|set_stream)\(|cuda\.stream\(")
 
@@ -148,16 +149,45 @@ _CUDA_STRING = re.compile(r"""["']\s*cuda""")
 _ORDINAL_DEVICES = (re.compile(r"device\s*=[\s(]*\d"), re.compile(r"\.to\([\s(]*\d"), re.compile(r"device\([\s(]*\d"))
 _GPU_NAME = re.compile(r"\.(?!_*is_)\w+_(?:gpu|cuda)\b")  # a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
 _DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start makes the search fast
+_MIRROR_END = re.compile(r"_(?:cpu|host)\b")  # see MIRROR_SUFFIXES
+_LAST_WORD = re.compile(r"\w+$")
+_IMPORT_START = re.compile(r"[ \t]*(?:from|import)\b")
+# In a file written for another accelerator, the device copy of a mirrored tensor is not a CUDA tensor.
+OTHER_ACCELERATOR_MARKS = ("torch_npu", "torch.npu", "torch.xpu", "torch.hpu", "torch_mlu", "torch.mlu")
 
 
 @functools.lru_cache(maxsize=2)  # asked by several rules in turn about the same text
 def has_gpu_evidence(text: str) -> bool:
-    if ("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text):
+    if (("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text)) or mirrored_names(text):
         return True
     if "cuda" in text and ("current_device" in text or _CUDA_STRING.search(text) or any(
             text[match.start() - 1:match.start()] in (".", " ", "\t", "\n") for match in _CUDA_CALL.finditer(text))):
         return True
     return any(pattern.search(text) for pattern in _ORDINAL_DEVICES)
+
+
+@functools.lru_cache(maxsize=2)
+def mirrored_names(text: str) -> frozenset[str]:
+    """The names `x` used in the text that have a host mirror `x_cpu` / `x_host` there too (`seq_lens` next
+    to `seq_lens_cpu`), less those that read as a flag, a count or an action (`is_cpu`, `move_to_cpu`) and
+    those on import lines (modules such as `cpp_wrapper_cpu`); none in a file for another accelerator."""
+    mirrored = set()
+    for match in _MIRROR_END.finditer(text):  # the word before each suffix: on its line, in its last 100 characters
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        word = _LAST_WORD.search(text, max(line_start, match.start() - 100), match.start())
+        if word is not None and _names_a_tensor(word.group()) and not _IMPORT_START.match(text, line_start):
+            mirrored.add(word.group())
+    names = frozenset(name for name in mirrored if _used_alone(text, name))
+    return frozenset() if names and any(mark in text for mark in OTHER_ACCELERATOR_MARKS) else names
+
+
+def _used_alone(text: str, name: str) -> bool:
+    """Whether `name` occurs in the text as a word of its own, not only inside longer names (`seq_lens_cpu`)."""
+    for match in re.finditer(re.escape(name) + r"\b", text):  # a literal start keeps the search fast
+        before = text[match.start() - 1:match.start()]
+        if not (before.isalnum() or before == "_"):
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=2)
@@ -199,6 +229,7 @@ class FileFacts:
         self.graph_captures: list[tuple[int, int]] = []
         self.functions: list[tuple[int, int, str]] = []
         self._function_nodes: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
+        self._skipped: list[ast.stmt] = []  # the statements an anchored walk skipped: disjoint
         self._calls_by_terminal: dict[str, list[ast.Call]] = {}
         self._scopes: dict[int, Scope] = {}  # built on first use, by id of the function node (0: the module)
         self._class_nodes: list[ast.ClassDef] = []
@@ -225,6 +256,7 @@ class FileFacts:
             if anchor_lines is not None and isinstance(node, ast.stmt):
                 first = bisect.bisect_left(anchor_lines, node.lineno)
                 if first == len(anchor_lines) or anchor_lines[first] > (node.end_lineno or node.lineno):
+                    self._skipped.append(node)
                     continue
             fields = _CHILD_FIELDS.get(kind)
             for name in fields if fields is not None else _child_fields(kind):
@@ -261,6 +293,7 @@ class FileFacts:
                 self._class_nodes.append(node)
         self.functions.sort()
         self._function_nodes.sort(key=lambda node: (node.lineno, node.col_offset))
+        self._skipped.sort(key=lambda node: node.lineno)
         self._collect_imports(sorted(imports, key=lambda node: (node.lineno, node.col_offset)), tree)
         for block in with_blocks:
             for item in block.items:
@@ -407,17 +440,30 @@ class FileFacts:
         (else the module's) that can reach `line`: those made on earlier lines,
         and, inside a loop, those made anywhere in that loop.
         """
-        enclosing = [node for node in self._function_nodes
-                     if node.lineno <= line <= (node.end_lineno or node.lineno)]
-        scope = next((scope for scope in map(self._scope_for, reversed(enclosing)) if name in scope.bindings), None)
+        scope = self._binding_scope(name, line)
         if scope is None:
-            scope = self._scope_for(None)
-            if name not in scope.bindings:
-                return None
+            return None
         loops = [loop for loop in self.loops if loop[0] <= line <= loop[1]]
         return [binding.value for binding in scope.bindings[name]
                 if (binding.line < line or any(first <= binding.line <= last for first, last in loops))
                 and not self._in_other_branch(binding.line, line)]
+
+    def _binding_scope(self, name: str, line: int) -> Scope | None:
+        """The innermost function around `line` that binds `name`, else the module, if it binds `name`."""
+        enclosing = [node for node in self._function_nodes
+                     if node.lineno <= line <= (node.end_lineno or node.lineno)]
+        # A line in a statement the walk skipped (a binding of `self.x` in another method): its functions
+        # are looked up in that statement, so the answer is the same as after a full walk.
+        index = bisect.bisect_right(self._skipped, line, key=lambda node: node.lineno) - 1
+        if index >= 0 and line <= (self._skipped[index].end_lineno or self._skipped[index].lineno):
+            enclosing += sorted((node for node in ast.walk(self._skipped[index])
+                                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                                 and node.lineno <= line <= (node.end_lineno or node.lineno)),
+                                key=lambda node: (node.lineno, node.col_offset))
+        scope = next((scope for scope in map(self._scope_for, reversed(enclosing)) if name in scope.bindings), None)
+        if scope is None:
+            scope = self._scope_for(None)
+        return scope if name in scope.bindings else None
 
     def _in_other_branch(self, first: int, second: int) -> bool:
         """True when the two lines lie in the two arms of one `if`, so one never runs after the other."""
@@ -560,7 +606,9 @@ class FileFacts:
                     return Placement.GPU
                 if bound is not Placement.UNKNOWN:
                     return bound
-            return Placement.HOST if expr.id.endswith(HOST_NAME_SUFFIXES) else Placement.UNKNOWN
+            if expr.id.endswith(HOST_NAME_SUFFIXES):
+                return Placement.HOST
+            return Placement.GPU if self._mirrored_parameter(expr.id, line) else Placement.UNKNOWN
         if isinstance(expr, ast.Attribute):
             by_name = _placement_by_attribute_name(expr.attr)
             if by_name is not Placement.UNKNOWN:
@@ -568,8 +616,10 @@ class FileFacts:
             if expr.attr in SAME_DEVICE_ATTRIBUTES:
                 return self.classify_placement(expr.value, line, depth + 1)
             if isinstance(expr.value, ast.Name) and expr.value.id == "self" and depth < 4:
-                return self._classify_self_attribute(expr.attr, line, depth)
-            return Placement.UNKNOWN
+                by_bindings = self._classify_self_attribute(expr.attr, line, depth)
+                if by_bindings is not Placement.UNKNOWN:
+                    return by_bindings
+            return Placement.GPU if expr.attr in mirrored_names(self.text) else Placement.UNKNOWN
         if isinstance(expr, ast.Subscript):
             return self.classify_placement(expr.value, line, depth + 1)
         if isinstance(expr, ast.BinOp):
@@ -603,6 +653,16 @@ class FileFacts:
         return bool(updates) and bool(others) and all(
             value is not None and self.classify_placement(value, line, depth + 1) is Placement.GPU
             for value in others)
+
+    def _mirrored_parameter(self, name: str, line: int) -> bool:
+        """True when `name` is a parameter its function never rebinds, and the function binds its host mirror
+        too (`def f(seq_lens, seq_lens_cpu)`): `name` is the device copy. (A loop target such as `x` in
+        `for x in x_cpu` is not a parameter.)"""
+        if name not in mirrored_names(self.text):
+            return False
+        scope = self._binding_scope(name, line)
+        return scope is not None and any(name + suffix in scope.bindings for suffix in MIRROR_SUFFIXES) and all(
+            binding.line == 0 and binding.value is None for binding in scope.bindings[name])
 
     def _classify_self_attribute(self, attribute: str, line: int, depth: int) -> Placement:
         bindings = self.self_attribute_bindings(attribute, line)
@@ -785,11 +845,17 @@ def _placement_by_attribute_name(name: str) -> Placement:
     (For local names only the host suffixes count: a local `utilization_gpu` is as often a string.)"""
     if name.endswith(HOST_NAME_SUFFIXES):
         return Placement.HOST
-    if name.endswith(GPU_NAME_SUFFIXES):
-        words = name.lower().strip("_").split("_")
-        if len(words) > 1 and words[0] not in _NOT_TENSOR_FIRST_WORDS and words[-2] not in _NOT_TENSOR_LAST_WORDS:
-            return Placement.GPU
+    if name.endswith(GPU_NAME_SUFFIXES) and _names_a_tensor(name.rsplit("_", 1)[0]):
+        return Placement.GPU
     return Placement.UNKNOWN
+
+
+@functools.lru_cache(maxsize=8192)
+def _names_a_tensor(stem: str) -> bool:
+    """Whether `stem`, the name before a `_gpu` / `_cpu` suffix, may name a tensor: not a flag, a count or an
+    action (the stems of `is_cuda`, `use_gpu`, `num_gpu`, `inputs_on_cuda`, `move_to_cpu`)."""
+    words = stem.lower().strip("_").split("_")
+    return words != [""] and words[0] not in _NOT_TENSOR_FIRST_WORDS and words[-1] not in _NOT_TENSOR_LAST_WORDS
 
 
 def _placement_of(device: Device) -> Placement:

@@ -30,6 +30,7 @@ RUN_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_par
                                 "process_weights_after_loading", "from_pretrained"})
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 LOG_WORDS = frozenset({"log", "logs", "logger", "logging", "verbose", "debug", "print"})
+CAPTURE_WORDS = frozenset({"capture", "capturing"})  # the last word of a graph-capture flag: `in_capture`
 STREAM_FACTORIES = frozenset({"torch.cuda.Stream", "torch.cuda.Event", "torch.cuda.current_stream",
                               "torch.cuda.default_stream", "torch.Stream", "torch.Event"})
 DEVICE_SYNC_CALLS = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize"})
@@ -71,7 +72,7 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
         return None
     if context.in_graph_capture:
         return GRAPH_CAPTURE_CODE
-    if _runs_once(context) or _only_for_logging(site.node, facts):
+    if _runs_once(context) or _only_for_logging(site.node, facts) or _only_while_capturing(site.node, facts):
         return None
     hot = context.hot
     if site.kind == READ:
@@ -112,6 +113,21 @@ def _only_for_logging(node: ast.AST, facts: FileFacts) -> bool:
         if isinstance(parent, ast.If) and child is not parent.test and any(
                 word in LOG_WORDS for node_ in ast.walk(parent.test) for word in _words(_identifier(node_))):
             return True
+        child, parent = parent, facts.parents.get(parent)
+    return False
+
+
+def _only_while_capturing(node: ast.AST, facts: FileFacts) -> bool:
+    """True in the arm of an `if` or a conditional expression that runs only while CUDA graphs are captured
+    (`if in_capture:`, the `else` of `if not self.is_capturing:`): set-up that runs once per captured graph."""
+    child, parent = node, facts.parents.get(node)
+    while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test:
+            negated = isinstance(parent.test, ast.UnaryOp) and isinstance(parent.test.op, ast.Not)
+            words = _words(_identifier(parent.test.operand if negated else parent.test))
+            in_body = child in parent.body if isinstance(parent, ast.If) else child is parent.body
+            if words and words[-1] in CAPTURE_WORDS and in_body != negated:
+                return True
         child, parent = parent, facts.parents.get(parent)
     return False
 

@@ -15,18 +15,28 @@ class GpuValueRead(SyncReporter, Rule):
     builtins that read every element: `any(t)` and `all(t)` test each one with `bool()`,
     `max(t)` and `min(t)` compare them, one wait per element. It reports only tensors
     h2dlint knows are on a CUDA device (built with `.cuda()`, a CUDA `device=`, computed
-    from such tensors, a `self.x` set from one, or an attribute named `*_gpu` / `*_cuda`
+    from such tensors, a `self.x` set from one, an attribute named `*_gpu` / `*_cuda`
     such as `batch.seq_lens_gpu`, unless the name reads as a flag or a count: `is_cuda`,
     `use_gpu`, `num_gpu`); the same reads on tensors of unknown placement are HDL202
     (off by default).
+
+    A name with a host mirror is the device copy: inference engines keep
+    `forward_batch.seq_lens` on the GPU next to `forward_batch.seq_lens_cpu`. So an
+    attribute `obj.x` counts as a CUDA tensor when the file also names `x_cpu` or `x_host`
+    (any receiver, attribute or not), and so does a parameter `x` that its function
+    never rebinds when the same function has `x_cpu` / `x_host` (a parameter or a local).
+    Not in files for another accelerator (that import `torch_npu` or use `torch.xpu`, ...),
+    and not for names that read as flags or actions (`is_cpu`, `move_to_cpu`).
 
     `sum(t)`, `list(t)` and `for v in t` are not reported: iterating a tensor only
     unbinds it into views on the device (`Tensor.__iter__` is `unbind(0)`), and nothing
     is read until an element is.
 
     Reads in constructors, at module level, in `print`/logger/`warnings` calls, in
-    `raise` statements and in branches about logging (`if self.log_stats:`) are not
-    reported: they run once, or only when someone asked for the output.
+    `raise` statements, in branches about logging (`if self.log_stats:`) and in the
+    branch taken while CUDA graphs are captured (`x.cpu() if in_capture else x_cpu`)
+    are not reported: they run once (per captured graph), or only when someone asked
+    for the output. The same holds for every sync rule.
 
     ## Why is this bad?
     The value is computed by kernels still queued on the GPU stream, so the host must
@@ -92,6 +102,11 @@ class GpuValueRead(SyncReporter, Rule):
         Valid("import torch\ndef forward(n):\n    return max(torch.arange(n))\n"),
         Valid("import torch\ndef forward(self, x):\n    return bool(self.use_gpu) and x.cuda()\n"),
         Valid("def step(rows):\n    for used, utilization_gpu in rows:\n        yield int(utilization_gpu)\n"),
+        Valid("def forward(seq_lens_cpu):\n    seq_lens = seq_lens_cpu.tolist()\n    return max(seq_lens)\n"),
+        Valid("def forward(lens_cpu):\n    for lens in lens_cpu:\n        yield lens.item()\n"),
+        Valid("import torch_npu\ndef forward(batch):\n    return batch.seq_lens.tolist(), batch.seq_lens_cpu\n"),
+        Valid("def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):\n"
+              "    return forward_batch.seq_lens.cpu() if in_capture else forward_batch.seq_lens_cpu\n"),
     )
     invalid_examples = (
         Invalid("import torch\ndef train(xs):\n    total = 0\n    for x in xs:\n"
@@ -113,6 +128,15 @@ class GpuValueRead(SyncReporter, Rule):
                 None, message_contains="`min(<tensor>)`"),
         Invalid("def run_batch(self, batch):\n    return batch.seq_lens_gpu.tolist()\n",
                 None, message_contains="`.tolist()` reads a CUDA tensor back to the host (in `run_batch`)"),
+        Invalid("def init_forward_metadata(self, forward_batch):\n    return forward_batch.seq_lens.max().item()\n"
+                "def prepare(forward_batch):\n    return forward_batch.seq_lens_cpu\n",
+                None, message_contains="`.item()` reads a CUDA tensor back to the host"),
+        Invalid("def init_forward_metadata_target_verify(self, seq_lens, seq_lens_cpu=None):\n"
+                "    if seq_lens_cpu is None:\n        seq_lens_cpu = seq_lens.tolist()\n",
+                None, message_contains="`.tolist()` reads a CUDA tensor back to the host"),
+        Invalid("def init_forward_metadata(self, forward_batch):\n    if not self.is_capturing:\n"
+                "        return forward_batch.seq_lens.cpu()\n    return forward_batch.seq_lens_cpu\n",
+                None, message_contains="`.cpu()` reads a CUDA tensor"),
     )
 
     def report_site(self, node, site, context) -> None:

@@ -68,6 +68,10 @@ class GpuTensorCondition(SyncReporter, Rule):
         Invalid("import torch\ndef forward(x):\n    names = ['a', 'b']\n"
                 "    i = torch.argmax(x.cuda())\n    return names[i]\n",
                 None, message_contains="Python index"),
+        Invalid("def prepare_attn_masks(forward_batch, begins):\n    for i in range(forward_batch.batch_size):\n"
+                "        if begins[i] >= forward_batch.extend_prefix_lens[i]:\n            pass\n"
+                "    return forward_batch.extend_prefix_lens_cpu\n",
+                None, message_contains="a CUDA tensor used as a condition (in a loop)"),
     )
 
     def report_site(self, node, site, context) -> None:

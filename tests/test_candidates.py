@@ -38,3 +38,23 @@ def run_train_step(x):
 def test_a_configured_hot_function_glob_reaches_the_text_prefilter():
     assert [finding.code for finding in lint(GLOB_HOT, "HDL302", hot_functions=("run_*_step",))] == ["HDL302"]
     assert lint(GLOB_HOT, "HDL302") == []
+
+
+# The read is in `forward`; what `self.buf` / `self.lens` hold is decided in `__init__`, which the anchored walk
+# skips (no candidate line there): its bindings and parameters must still be found in that method.
+SELF_SET_IN_A_SKIPPED_METHOD = """\
+import torch
+class M:
+    def __init__(self, seq_lens, seq_lens_cpu):
+        x = torch.zeros(3, device="cuda")
+        self.buf = x
+        self.lens = seq_lens
+    def forward(self):
+        return self.buf.item(), self.lens.item()
+"""
+
+
+@pytest.mark.parametrize("full_parse", [False, True], ids=["candidates", "full"])
+def test_self_attributes_set_in_a_skipped_method_keep_their_placement(full_parse):
+    findings = lint(SELF_SET_IN_A_SKIPPED_METHOD, "HDL201", "HDL202", full_parse=full_parse)
+    assert [(finding.code, finding.start.column) for finding in findings] == [("HDL201", 15), ("HDL201", 32)]

@@ -4,7 +4,7 @@ import ast
 
 import pytest
 
-from h2dlint.facts import Data, Device, FileFacts, Placement, is_hot_function
+from h2dlint.facts import Data, Device, FileFacts, Placement, has_gpu_evidence, is_hot_function
 from h2dlint.source import LineIndex
 
 
@@ -125,6 +125,33 @@ def test_placement_from_attribute_name_suffixes(name, expected):
     code = f"def f(self, b, t, batch, seq_lens_gpu, seq_lens_cpu):\n    TARGET = {name}\n"
     node, line = expression(code)
     assert facts_for(code).classify_placement(node, line) is expected
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("batch.seq_lens", Placement.GPU), ("other.seq_lens", Placement.GPU), ("batch.input_ids", Placement.UNKNOWN),
+    ("self.seq_lens", Placement.GPU), ("self.ids", Placement.HOST), ("out_cache_loc", Placement.GPU),
+    ("lens", Placement.UNKNOWN), ("prefix_lens", Placement.UNKNOWN), ("x", Placement.UNKNOWN),
+    ("rows", Placement.UNKNOWN), ("batch.cpp_wrapper", Placement.UNKNOWN), ("batch.move_to", Placement.UNKNOWN),
+])
+def test_placement_from_host_mirror_names(name, expected):
+    code = ("import torch\nfrom x.cpp_wrapper_cpu import W\nclass B:\n    def __init__(self):\n"
+            "        self.ids = torch.arange(3)\n        self.ids_cpu = self.ids\n"
+            "    def step(self, batch, other, out_cache_loc, out_cache_loc_cpu, lens, prefix_lens, rows_cpu):\n"
+            "        lens = lens[:2]\n        for x in rows_cpu:\n            pass\n"
+            "        a = batch.seq_lens_cpu, batch.move_to_cpu\n"
+            f"        TARGET = {name}\n"
+            "def helper(prefix_lens_cpu, lens_cpu, x_cpu):\n    pass\n")
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected
+    if expected is Placement.GPU:
+        assert has_gpu_evidence(code), "the file-level evidence test must admit what classify_placement finds"
+
+
+def test_no_host_mirror_placement_for_other_accelerators():
+    code = "import torch_npu\ndef step(batch):\n    TARGET = batch.seq_lens\n    return batch.seq_lens_cpu\n"
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is Placement.UNKNOWN
+    assert not has_gpu_evidence(code)
 
 
 def test_configured_hot_function_globs_make_code_hot():
