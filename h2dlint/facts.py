@@ -661,8 +661,12 @@ class FileFacts:
         if name not in mirrored_names(self.text):
             return False
         scope = self._binding_scope(name, line)
-        return scope is not None and any(name + suffix in scope.bindings for suffix in MIRROR_SUFFIXES) and all(
-            binding.line == 0 and binding.value is None for binding in scope.bindings[name])
+        if scope is None or not all(binding.line == 0 and binding.value is None for binding in scope.bindings[name]):
+            return False
+        mirrors = [binding for suffix in MIRROR_SUFFIXES for binding in scope.bindings.get(name + suffix, ())]
+        # A mirror made from the name by a computation that is no host copy (`x_host = x.view(-1)`) says
+        # nothing of where `x` lives.
+        return bool(mirrors) and all(binding.line == 0 or _host_transfer(binding.value) for binding in mirrors)
 
     def _classify_self_attribute(self, attribute: str, line: int, depth: int) -> Placement:
         bindings = self.self_attribute_bindings(attribute, line)
@@ -856,6 +860,23 @@ def _names_a_tensor(stem: str) -> bool:
     action (the stems of `is_cuda`, `use_gpu`, `num_gpu`, `inputs_on_cuda`, `move_to_cpu`)."""
     words = stem.lower().strip("_").split("_")
     return words != [""] and words[0] not in _NOT_TENSOR_FIRST_WORDS and words[-1] not in _NOT_TENSOR_LAST_WORDS
+
+
+def _host_transfer(value: ast.expr | None) -> bool:
+    """A call chain with a step that copies to the host: `.cpu()`, `.tolist()`, `.numpy()`, `.to("cpu")`
+    (also as a branch of `a if c else None`)."""
+    if isinstance(value, ast.IfExp):
+        branches = [branch for branch in (value.body, value.orelse)
+                    if not (isinstance(branch, ast.Constant) and branch.value is None)]
+        return bool(branches) and all(_host_transfer(branch) for branch in branches)
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        method = value.func.attr
+        if method in ("cpu", "tolist", "numpy") or method == "to" and any(
+                isinstance(arg, ast.Constant) and arg.value == "cpu"
+                for arg in [*value.args, *(keyword.value for keyword in value.keywords)]):
+            return True
+        value = value.func.value
+    return False
 
 
 def _placement_of(device: Device) -> Placement:

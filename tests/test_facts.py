@@ -147,6 +147,17 @@ def test_placement_from_host_mirror_names(name, expected):
         assert has_gpu_evidence(code), "the file-level evidence test must admit what classify_placement finds"
 
 
+@pytest.mark.parametrize(("mirror", "expected"), [
+    ("tags.view(-1).tolist()", Placement.GPU), ("tags.cpu()", Placement.GPU), ("tags.to('cpu')", Placement.GPU),
+    ("tags.cpu() if tags is not None else None", Placement.GPU),
+    ("tags.view(-1).to(dtype=torch.long)", Placement.UNKNOWN),  # no host copy: says nothing of where `tags` is
+])
+def test_a_parameter_is_the_device_copy_only_when_its_mirror_is_a_host_copy_of_it(mirror, expected):
+    code = f"import torch\ndef step(tags):\n    tags_host = {mirror}\n    TARGET = tags\n"
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected
+
+
 def test_no_host_mirror_placement_for_other_accelerators():
     code = "import torch_npu\ndef step(batch):\n    TARGET = batch.seq_lens\n    return batch.seq_lens_cpu\n"
     node, line = expression(code)
