@@ -302,6 +302,20 @@ def fresh_host_factory(facts: FileFacts, node: cst.BaseExpression) -> tuple[cst.
     return node, name
 
 
+def makes_no_elements(factory: cst.Call, name: str) -> bool:
+    """A factory call whose tensor has no elements, written so: `torch.tensor([])`, `torch.zeros(0, ...)`,
+    `torch.empty((0, n))`. Copying it returns before reaching the device: nothing waits, nothing is staged."""
+    first = next((arg.value for arg in factory.args if arg.keyword is None), None)
+    if first is None:
+        return False
+    if name == "tensor":
+        return isinstance(first, (cst.List, cst.Tuple)) and not first.elements
+    sizes = [element.value for element in first.elements] if isinstance(first, (cst.List, cst.Tuple)) else \
+        [arg.value for arg in factory.args if arg.keyword is None]
+    return name in ("zeros", "ones", "empty", "full", "rand", "randn") and any(
+        isinstance(size, cst.Integer) and size.value == "0" for size in sizes)
+
+
 def pinned(factory: cst.Call) -> bool:
     """Whether a factory call asks for pinned memory (anything but a literal False)."""
     pin = keywords_of(factory).get("pin_memory")

@@ -5,8 +5,8 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import (PINNABLE_FACTORIES, code_of, copy_of, fresh_host_factory, is_literal, pin_guard, pinned,
-                            to_ast, torch_name, with_pin_memory)
+from h2dlint.copies import (PINNABLE_FACTORIES, code_of, copy_of, fresh_host_factory, is_literal, makes_no_elements,
+                            pin_guard, pinned, to_ast, torch_name, with_pin_memory)
 from h2dlint.facts import Data, Device, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -18,7 +18,8 @@ class FalseAsyncCopy(Rule):
     Finds `.to(<device>, non_blocking=True)` and `.cuda(non_blocking=True)` whose source
     is pageable host memory: a fresh torch factory without `pin_memory=`
     (`torch.tensor(x)`, `torch.zeros(n)`), `torch.from_numpy(a)`, or a local name bound
-    only to such a call.
+    only to such a call. A factory written with no elements (`torch.zeros(0)`,
+    `torch.tensor([])`) is not reported: an empty copy never reaches the device.
 
     ## Why is this bad?
     `non_blocking=True` makes a copy truly asynchronous only from pinned memory. From
@@ -65,6 +66,7 @@ class FalseAsyncCopy(Rule):
     prefilter = re.compile(r"non_blocking")
 
     valid_examples = (
+        Valid("import torch\ndef f(device):\n    return torch.zeros(0, dtype=torch.int64).to(device, non_blocking=True)\n"),
         Valid("import torch\ndef f(ids, d):\n    return torch.tensor(ids, pin_memory=True).to(d, non_blocking=True)\n"),
         Valid("import torch\ndef f(x, d):\n    return x.to(d, non_blocking=True)\n"),
         Valid("import torch\ndef f(ids, d):\n    return torch.tensor(ids).to(d)\n"),
@@ -107,7 +109,7 @@ class FalseAsyncCopy(Rule):
             return
         fresh = fresh_host_factory(facts, copy.source)
         if fresh is not None:
-            if pinned(fresh[0]):
+            if pinned(fresh[0]) or makes_no_elements(*fresh):
                 return
             what = f"`torch.{fresh[1]}(...)`"
         elif isinstance(copy.source, cst.Name) and self._bound_to_unpinned_factory(copy.source.value, start.line):
