@@ -729,7 +729,10 @@ class FileFacts:
         site.rules.add(code)
         return site
 
-    def context_at(self, line: int, hot_functions: frozenset[str] = frozenset()) -> CodeContext:
+    def context_at(self, line: int, hot_functions: frozenset[str] | None = None) -> CodeContext:
+        """Where `line` sits; hot functions besides the built-in ones: `hot_functions`, else the run's."""
+        if hot_functions is None:
+            hot_functions = self.hot_functions
         key = (line, hot_functions)
         context = self._contexts.get(key)
         if context is not None:

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .facts import NON_TENSOR_METHODS, SYNC_BUILTINS, CodeContext, Data, FileFacts, Placement, defined_function_names, dotted_name, has_gpu_evidence, is_hot_function
+from .facts import NON_TENSOR_METHODS, SYNC_BUILTINS, SYNC_METHODS, CodeContext, Data, FileFacts, Placement, defined_function_names, dotted_name, has_gpu_evidence, is_hot_function
 
-READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 BOOLEAN_METHODS = frozenset({
     "bool", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isin",
     "logical_and", "logical_or", "logical_not", "logical_xor", "signbit", "isclose", "isreal",
@@ -98,10 +97,17 @@ def _runs_once(context: CodeContext) -> bool:
     return context.function is None and not context.in_loop or context.function in RUN_ONCE_FUNCTIONS
 
 
-def _only_for_logging(node: ast.AST, facts: FileFacts) -> bool:
-    """True inside a `print`/logger/warnings call, a `raise`, or an `if` branch about logging or debugging."""
+def _within_function(node: ast.AST, facts: FileFacts):
+    """(child, parent) for each step from `node` up to, not including, its enclosing function."""
     child, parent = node, facts.parents.get(node)
     while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        yield child, parent
+        child, parent = parent, facts.parents.get(parent)
+
+
+def _only_for_logging(node: ast.AST, facts: FileFacts) -> bool:
+    """True inside a `print`/logger/warnings call, a `raise`, or an `if` branch about logging or debugging."""
+    for child, parent in _within_function(node, facts):
         if isinstance(parent, ast.Raise):
             return True
         if isinstance(parent, ast.Call):
@@ -113,22 +119,19 @@ def _only_for_logging(node: ast.AST, facts: FileFacts) -> bool:
         if isinstance(parent, ast.If) and child is not parent.test and any(
                 word in LOG_WORDS for node_ in ast.walk(parent.test) for word in _words(_identifier(node_))):
             return True
-        child, parent = parent, facts.parents.get(parent)
     return False
 
 
 def _only_while_capturing(node: ast.AST, facts: FileFacts) -> bool:
     """True in the arm of an `if` or a conditional expression that runs only while CUDA graphs are captured
     (`if in_capture:`, the `else` of `if not self.is_capturing:`): set-up that runs once per captured graph."""
-    child, parent = node, facts.parents.get(node)
-    while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+    for child, parent in _within_function(node, facts):
         if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test:
             negated = isinstance(parent.test, ast.UnaryOp) and isinstance(parent.test.op, ast.Not)
             words = _words(_identifier(parent.test.operand if negated else parent.test))
             in_body = child in parent.body if isinstance(parent, ast.If) else child is parent.body
             if words and words[-1] in CAPTURE_WORDS and in_body != negated:
                 return True
-        child, parent = parent, facts.parents.get(parent)
     return False
 
 
@@ -179,7 +182,7 @@ class _Finder:
     def _context(self, line: int) -> CodeContext:
         context = self._contexts.get(line)
         if context is None:
-            context = self._contexts[line] = self.facts.context_at(line, self.facts.hot_functions)
+            context = self._contexts[line] = self.facts.context_at(line)
         return context
 
     def add(self, node: ast.expr, kind: str, what: str, receiver: ast.expr | None, **extra) -> None:
@@ -195,12 +198,12 @@ class _Finder:
         func = call.func
         qualified = facts.qualify(dotted_name(func)) or ""
         method = func.attr if isinstance(func, ast.Attribute) and not qualified else None
-        if needs_hot and (method in READ_METHODS or method in ("to", "synchronize") or qualified in DEVICE_SYNC_CALLS
+        if needs_hot and (method in SYNC_METHODS or method in ("to", "synchronize") or qualified in DEVICE_SYNC_CALLS
                           or isinstance(func, ast.Name) and func.id in READING_BUILTINS):
             return  # reads and explicit syncs are reported in hot code only
         positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
         discarded = isinstance(facts.parents.get(call), ast.Expr)  # `model.cpu()` moves a module
-        if method in READ_METHODS and not call.args and (method != "cpu" or not (call.keywords or discarded)):
+        if method in SYNC_METHODS and not call.args and (method != "cpu" or not (call.keywords or discarded)):
             self.add(call, READ, f"`.{method}()`", func.value)
         elif method == "to" and not discarded and self._copies_to_host(call):
             self.add(call, READ, "a blocking `.to(\"cpu\")`", func.value)
@@ -383,15 +386,14 @@ class SyncReporter:
         # Only the sites this rule will report are parsed with LibCST; the visitor asks owner() again.
         return [site.node for site in sync_sites(facts).values()
                 if (cls.code == GRAPH_CAPTURE_CODE or site.kind in cls.kinds)
-                and owner(site, facts.context_at(site.node.lineno, facts.hot_functions), facts) == cls.code]
+                and owner(site, facts.context_at(site.node.lineno), facts) == cls.code]
 
     def _visit(self, node: cst.BaseExpression) -> None:
         start, end = self.position(node)
         site = sync_sites(self.context.facts).get((start.line, start.column, end.line, end.column))
         if site is None:
             return
-        hot_functions = getattr(self.context.settings, "hot_functions", frozenset())
-        context = self.context.facts.context_at(start.line, frozenset(hot_functions))
+        context = self.context.facts.context_at(start.line)
         if owner(site, context, self.context.facts) == self.code:
             self.report_site(node, site, context)
 

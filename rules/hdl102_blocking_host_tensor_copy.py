@@ -132,7 +132,7 @@ class BlockingHostTensorCopy(Rule):
                 return  # HDL404
         elif not placement_is_host(facts, copy.source, start.line):
             return
-        where = facts.context_at(start.line, getattr(self.context.settings, "hot_functions", frozenset())).describe()
+        where = facts.context_at(start.line).describe()
         target = "a CUDA device" if device is Device.CUDA else f"`{code_of(copy.device)}` (if it is a CUDA device)"
         message = (f"copies a host tensor to {target} with a blocking copy{' ' + where if where else ''}: "
                    "the host waits until the GPU stream drains")

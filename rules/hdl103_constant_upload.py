@@ -121,7 +121,7 @@ class ConstantUpload(Rule):
         device = facts.classify_device(to_ast(keywords["device"].value), start.line)
         if device is Device.NOT_CUDA:
             return
-        where = facts.context_at(start.line, getattr(self.context.settings, "hot_functions", frozenset())).describe()
+        where = facts.context_at(start.line).describe()
         target = "a CUDA device" if device is Device.CUDA else f"`{code_of(keywords['device'].value)}`"
         message = (f"`torch.tensor({code_of(fill.value) if not fill.shape else '...'})` uploads a constant to "
                    f"{target} with a blocking copy{' ' + where if where else ''}: a factory fills it on the "

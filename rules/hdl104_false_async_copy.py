@@ -116,7 +116,7 @@ class FalseAsyncCopy(Rule):
             what = f"`{copy.source.value}` (bound to a fresh host tensor)"
         else:
             return
-        where = facts.context_at(start.line, getattr(self.context.settings, "hot_functions", frozenset())).describe()
+        where = facts.context_at(start.line).describe()
         message = (f"{what} is pageable memory, so this `non_blocking=True` copy is staged by CUDA and may still "
                    f"synchronize{' ' + where if where else ''}: pin the source")
         fix = None

@@ -96,7 +96,7 @@ class LegacyCudaConstructor(Rule):
         start, _ = self.position(node)
         if not _is_host_sequence(facts, to_ast(data), start.line):
             return
-        where = facts.context_at(start.line, getattr(self.context.settings, "hot_functions", frozenset())).describe()
+        where = facts.context_at(start.line).describe()
         self.report(node, f"`torch.cuda.{constructor}({code_of(data)[:40]})` copies host data to the GPU with a "
                           f"blocking copy{' ' + where if where else ''}: the host waits until the GPU stream drains",
                     self._fix(node, data, LEGACY_DTYPES[constructor]))

@@ -138,11 +138,10 @@ class ScalarWriteIntoCudaTensor(Rule):
 
     @classmethod
     def candidates(cls, facts):
-        hot_functions = facts.hot_functions
         found = []
         for node in facts.parents:
             if isinstance(node, ast.Assign) and any(isinstance(target, ast.Subscript) for target in node.targets) \
-                    and facts.context_at(node.lineno, hot_functions).hot \
+                    and facts.context_at(node.lineno).hot \
                     and _is_python_number(facts, node.value, node.lineno) and not facts.in_torchscript(node.lineno):
                 found.extend(target for target in node.targets
                              if isinstance(target, ast.Subscript) and _writes_one_cuda_element(facts, target))
@@ -155,7 +154,7 @@ class ScalarWriteIntoCudaTensor(Rule):
         if site is None or self.code not in site.rules:
             return
         statement = facts.parents[site.node]
-        where = facts.context_at(start.line, getattr(self.context.settings, "hot_functions", frozenset())).describe()
+        where = facts.context_at(start.line).describe()
         self.report(node, f"writes a Python number into one element of a CUDA tensor {where}: PyTorch copies it "
                           "from a CPU tensor with a blocking copy, so the host waits until the GPU stream drains; "
                           "`.fill_(value)` on the element launches a kernel instead",
