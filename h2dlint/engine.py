@@ -9,14 +9,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
-import re
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from .facts import FileFacts, Site
+from .facts import IMPORT_LINE, FileFacts, Site
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
 from .rule import Rule, RuleContext
 from .settings import Settings
@@ -24,7 +23,6 @@ from .source import FileChangedError, LineIndex, SourceError, SourceFile, read_s
 from .suppression import add_noqa_edits, is_file_exempt, suppress
 
 MAX_FIX_ROUNDS = 10
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)\b", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -101,7 +99,7 @@ class Linter:
         anchors = [rule.anchor() for rule in active]
         if self.settings.full_parse or any(anchor is None for anchor in anchors):
             return FileFacts(tree, text, line_index)
-        offsets = {match.start() for anchor in [*anchors, _IMPORT_LINE] for match in anchor.finditer(text)}
+        offsets = {match.start() for anchor in [*anchors, IMPORT_LINE] for match in anchor.finditer(text)}
         lines = sorted({bisect_right(line_index.starts, offset) for offset in offsets})
         facts = FileFacts(tree, text, line_index, lines)
         call_names = frozenset().union(*(rule.call_names for rule in active))

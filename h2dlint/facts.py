@@ -151,7 +151,7 @@ _GPU_NAME = re.compile(r"\.(?!_*is_)\w+_(?:gpu|cuda)\b")  # a `*_gpu` / `*_cuda`
 _DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start makes the search fast
 _MIRROR_END = re.compile(r"_(?:cpu|host)\b")  # see MIRROR_SUFFIXES
 _LAST_WORD = re.compile(r"\w+$")
-_IMPORT_START = re.compile(r"[ \t]*(?:from|import)\b")
+IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)\b", re.MULTILINE)  # a line that starts with an import
 # In a file written for another accelerator, the device copy of a mirrored tensor is not a CUDA tensor.
 OTHER_ACCELERATOR_MARKS = ("torch_npu", "torch.npu", "torch.xpu", "torch.hpu", "torch_mlu", "torch.mlu")
 
@@ -175,7 +175,7 @@ def mirrored_names(text: str) -> frozenset[str]:
     for match in _MIRROR_END.finditer(text):  # the word before each suffix: on its line, in its last 100 characters
         line_start = text.rfind("\n", 0, match.start()) + 1
         word = _LAST_WORD.search(text, max(line_start, match.start() - 100), match.start())
-        if word is not None and _names_a_tensor(word.group()) and not _IMPORT_START.match(text, line_start):
+        if word is not None and _names_a_tensor(word.group()) and not IMPORT_LINE.match(text, line_start):
             mirrored.add(word.group())
     names = frozenset(name for name in mirrored if _used_alone(text, name))
     return frozenset() if names and any(mark in text for mark in OTHER_ACCELERATOR_MARKS) else names
