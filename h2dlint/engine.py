@@ -229,9 +229,9 @@ def process_file(path, linter: Linter, mode: str) -> FileResult:
         source = read_source(path)
     except OSError as error:
         source_error = f"cannot read: {error.strerror or error}"
-        return FileResult(name, (Finding(name, Position(1, 0), Position(1, 0), UNREADABLE, source_error),))
+        return unreadable(name, source_error)
     except SourceError as error:
-        return FileResult(name, (Finding(name, Position(1, 0), Position(1, 0), UNREADABLE, str(error)),))
+        return unreadable(name, str(error))
     try:
         findings = linter.lint(source)
         if mode == "add-noqa":
@@ -261,6 +261,11 @@ def fix_in_memory(source: SourceFile, findings: list[Finding], linter: Linter,
     new_text, remaining, applied = linter.fix(source, findings)
     diff = unified_diff(source.text, new_text, name) if mode == "diff" else ""
     return FileResult(name, tuple(remaining), len(applied), diff=diff, fixed_codes=applied), new_text
+
+
+def unreadable(name: str, why: str) -> FileResult:
+    """The result for a file h2dlint cannot read or decode: one HDL002 finding, nothing changed."""
+    return FileResult(name, (Finding(name, Position(1, 0), Position(1, 0), UNREADABLE, why),))
 
 
 def internal_error(error: Exception) -> str:

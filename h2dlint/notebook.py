@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .engine import FileResult, Linter, apply_edits, internal_error
-from .model import UNREADABLE, Edit, Finding, Position
+from .engine import FileResult, Linter, apply_edits, internal_error, unreadable
+from .model import Edit, Finding, Position
 from .source import FileChangedError, SourceError, SourceFile, write_source_atomically
 from .suppression import add_noqa_edits
 
@@ -154,7 +154,7 @@ def process_notebook(path: Path, linter: Linter, mode: str) -> FileResult:
     try:
         notebook = read_notebook(path)
     except SourceError as error:
-        return FileResult(name, (Finding(name, Position(1, 0), Position(1, 0), UNREADABLE, str(error)),))
+        return unreadable(name, str(error))
     findings = []
     try:
         findings = linter.lint(notebook.python)
