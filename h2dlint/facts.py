@@ -450,6 +450,14 @@ class FileFacts:
 
     def _binding_scope(self, name: str, line: int) -> Scope | None:
         """The innermost function around `line` that binds `name`, else the module, if it binds `name`."""
+        scope = next((scope for scope in map(self._scope_for, reversed(self._functions_around(line)))
+                      if name in scope.bindings), None)
+        if scope is None:
+            scope = self._scope_for(None)
+        return scope if name in scope.bindings else None
+
+    def _functions_around(self, line: int) -> list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]:
+        """The functions whose lines hold `line`, outermost first."""
         enclosing = [node for node in self._function_nodes
                      if node.lineno <= line <= (node.end_lineno or node.lineno)]
         # A line in a statement the walk skipped (a binding of `self.x` in another method): its functions
@@ -460,10 +468,7 @@ class FileFacts:
                                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
                                  and node.lineno <= line <= (node.end_lineno or node.lineno)),
                                 key=lambda node: (node.lineno, node.col_offset))
-        scope = next((scope for scope in map(self._scope_for, reversed(enclosing)) if name in scope.bindings), None)
-        if scope is None:
-            scope = self._scope_for(None)
-        return scope if name in scope.bindings else None
+        return enclosing
 
     def _in_other_branch(self, first: int, second: int) -> bool:
         """True when the two lines lie in the two arms of one `if`, so one never runs after the other."""
@@ -472,6 +477,19 @@ class FileFacts:
                     (else_start <= first <= else_end and body_start <= second <= body_end):
                 return True
         return False
+
+    def parameter_annotation(self, name: str, line: int) -> ast.expr | None:
+        """The annotation of `name` read at `line`, when `name` is a parameter of the function whose binding of
+        it is seen there (what `bindings_at` follows); None for any other name, or a parameter without one."""
+        scope = self._binding_scope(name, line)
+        if scope is None:
+            return None
+        for node in reversed(self._functions_around(line)):
+            if self._scope_for(node) is scope:
+                arguments = node.args
+                return next((arg.annotation for arg in [*arguments.posonlyargs, *arguments.args,
+                                                        *arguments.kwonlyargs] if arg.arg == name), None)
+        return None
 
     # ----- classification ----------------------------------------------------
 

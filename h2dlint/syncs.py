@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .facts import NON_TENSOR_METHODS, SYNC_BUILTINS, SYNC_METHODS, CodeContext, Data, FileFacts, Placement, defined_function_names, dotted_name, has_gpu_evidence, is_hot_function
+from .values import is_certainly_tensor
 
 BOOLEAN_METHODS = frozenset({
     "bool", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isin",
@@ -29,6 +30,8 @@ RUN_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_par
                                 "process_weights_after_loading", "from_pretrained"})
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 LOG_WORDS = frozenset({"log", "logs", "logger", "logging", "verbose", "debug", "print"})
+# Decorators that compile a function into a GPU kernel.
+KERNEL_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics", "helion.kernel"})
 CAPTURE_WORDS = frozenset({"capture", "capturing"})  # the last word of a graph-capture flag: `in_capture`
 STREAM_FACTORIES = frozenset({"torch.cuda.Stream", "torch.cuda.Event", "torch.cuda.current_stream",
                               "torch.cuda.default_stream", "torch.Stream", "torch.Event"})
@@ -37,6 +40,31 @@ DEVICE_SYNC_CALLS = frozenset({"torch.cuda.synchronize", "torch.accelerator.sync
 # (`max`, `min`): one host read per element. `sum`, `list` and `for` only unbind it into device views: no read.
 ELEMENT_READING_BUILTINS = frozenset({"any", "all", "max", "min"})
 READING_BUILTINS = SYNC_BUILTINS | ELEMENT_READING_BUILTINS
+# Where torch or Python needs an int (a size, a count, a bound), a tensor is converted with `__index__`: an
+# implicit `.item()`. By function: the positions of such arguments (None: every positional one) and their
+# keywords; a tuple or list argument counts by its elements.
+INT_ARGUMENTS = {
+    "torch.arange": (None, frozenset({"start", "end", "step"})),
+    **{f"torch.{factory}": (None, frozenset({"size"})) for factory in ("zeros", "ones", "empty", "rand", "randn")},
+    "torch.full": ((0,), frozenset({"size"})),
+    "torch.randperm": ((0,), frozenset({"n"})),
+    "torch.eye": ((0, 1), frozenset({"n", "m"})),
+    "torch.split": ((1,), frozenset({"split_size_or_sections"})),
+    "range": (None, frozenset()),  # the builtin
+}
+INT_ARGUMENT_METHODS = {  # tensor methods
+    **{method: (None, frozenset()) for method in ("view", "reshape", "expand", "repeat")},
+    **{method: (None, frozenset({"size"})) for method in ("new_zeros", "new_ones", "new_empty")},
+    "new_full": ((0,), frozenset({"size"})),
+    "split": ((0,), frozenset({"split_size"})),
+}
+INT_ARGUMENT_BUILTINS = frozenset({"range"})
+INT_ARGUMENT_CALL_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in INT_ARGUMENTS) | frozenset(INT_ARGUMENT_METHODS)
+# What a file's text shows where a tensor may be passed as an int (`rand` stands for `randn(`, `randperm(`),
+# and the lines list repetitions (`[x] * t`) can be on.
+INT_ARGUMENT_TEXT = ("range(", "zeros(", "ones(", "empty(", "full(", "rand", "eye(", "split(", ".view(", ".reshape(",
+                     ".expand(", ".repeat(", "new_zeros(", "new_ones(", "new_empty(", "] *", "]*", "* [", "*[")
+_LIST_REPETITION_LINE = r"\]\s*\*|\*\s*\["
 
 # Site kinds, and the rule that reports each outside graph capture.
 READ, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT = (
@@ -71,7 +99,8 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
         return None
     if context.in_graph_capture:
         return GRAPH_CAPTURE_CODE
-    if _runs_once(context) or _only_for_logging(site.node, facts) or _only_while_capturing(site.node, facts):
+    if _runs_once(context) or _only_for_logging(site.node, facts) or _only_while_capturing(site.node, facts) \
+            or _in_device_kernel(site.node, facts):
         return None
     hot = context.hot
     if site.kind == READ:
@@ -103,6 +132,17 @@ def _within_function(node: ast.AST, facts: FileFacts):
     while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         yield child, parent
         child, parent = parent, facts.parents.get(parent)
+
+
+def _in_device_kernel(node: ast.AST, facts: FileFacts) -> bool:
+    """True inside a function compiled into a GPU kernel (`@triton.jit`, `@helion.kernel`): nothing in it runs on
+    the host, so `range(t)` there is a device loop, not a read."""
+    function = facts.parents.get(node)
+    while function is not None and not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        function = facts.parents.get(function)
+    decorators = [decorator.func if isinstance(decorator, ast.Call) else decorator
+                  for decorator in (function.decorator_list if function is not None else ())]
+    return any(facts.qualify(dotted_name(decorator)) in KERNEL_DECORATORS for decorator in decorators)
 
 
 def _only_for_logging(node: ast.AST, facts: FileFacts) -> bool:
@@ -147,7 +187,8 @@ def _words(name: str) -> list[str]:
     return [word for word in re.split(r"[._]", name.lower()) if word]
 
 
-_SITE_NODE_TYPES = frozenset({ast.Call, ast.Subscript, ast.If, ast.While, ast.IfExp, ast.Assert, ast.comprehension})
+_SITE_NODE_TYPES = frozenset({ast.Call, ast.Subscript, ast.If, ast.While, ast.IfExp, ast.Assert, ast.comprehension,
+                              ast.BinOp})
 
 
 class _Finder:
@@ -177,6 +218,8 @@ class _Finder:
             elif isinstance(node, ast.comprehension):
                 for test in node.ifs:
                     self._condition(test)
+            elif isinstance(node, ast.BinOp):
+                self._list_repetition(node)
         return self.sites
 
     def _context(self, line: int) -> CodeContext:
@@ -229,11 +272,47 @@ class _Finder:
             self._repeat_interleave(call, qualified, method)
         elif qualified in DEVICE_SYNC_CALLS or (method == "synchronize" and self._is_stream_or_event(func.value)):
             self.add(call, EXPLICIT, f"`{qualified}()`" if qualified else "`Stream/Event.synchronize()`", None)
+        elif not needs_hot and (converted := self._tensor_passed_as_int(call, qualified, method)) is not None:
+            name = qualified or (f".{method}" if method else func.id)
+            self.add(call, READ, f"`{name}(<tensor>)` (an implicit `.item()`)", converted)
 
-    def _calls_builtin(self, call: ast.Call, names: frozenset[str]) -> bool:
-        """`name(one_argument)` for a builtin in `names` that this file does not rebind or import."""
+    def _tensor_passed_as_int(self, call: ast.Call, qualified: str, method: str | None) -> ast.expr | None:
+        """The tensor `call` passes where an int is needed, if any (one known to be on a CUDA device first)."""
+        if qualified in INT_ARGUMENTS:
+            positions, keywords = INT_ARGUMENTS[qualified]
+        elif method in INT_ARGUMENT_METHODS:
+            positions, keywords = INT_ARGUMENT_METHODS[method]
+        elif self._calls_builtin(call, INT_ARGUMENT_BUILTINS, any_arguments=True):
+            positions, keywords = INT_ARGUMENTS[call.func.id]
+        else:
+            return None
+        if positions is not None and any(isinstance(arg, ast.Starred) for arg in call.args):
+            return None  # the positions are not known
+        arguments = [arg for index, arg in enumerate(call.args) if positions is None or index in positions]
+        arguments += [keyword.value for keyword in call.keywords if keyword.arg in keywords]
+        sizes = [element for argument in arguments
+                 for element in (argument.elts if isinstance(argument, (ast.Tuple, ast.List)) else [argument])
+                 if not isinstance(element, (ast.Starred, ast.Constant))]
+        tensors = [size for size in sizes if is_certainly_tensor(self.facts, size, size.lineno)]
+        return next((size for size in tensors if self.facts.classify_placement(size, size.lineno) is Placement.GPU),
+                    tensors[0] if tensors else None)
+
+    def _list_repetition(self, node: ast.BinOp) -> None:
+        """`[x] * t` or `t * [x]`: Python repeats the list `t.__index__()` times, an implicit `.item()`."""
+        if not isinstance(node.op, ast.Mult):
+            return
+        for sequence, count in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(sequence, (ast.List, ast.ListComp)) \
+                    and is_certainly_tensor(self.facts, count, count.lineno):
+                self.add(node, READ, "`[...] * <tensor>` (an implicit `.item()`)", count)
+                return
+
+    def _calls_builtin(self, call: ast.Call, names: frozenset[str], any_arguments: bool = False) -> bool:
+        """`name(one_argument)` (or, with `any_arguments`, `name(...)`) for a builtin in `names` that this file
+        does not rebind or import."""
         func = call.func
-        return isinstance(func, ast.Name) and func.id in names and len(call.args) == 1 and not call.keywords \
+        return isinstance(func, ast.Name) and func.id in names \
+            and (any_arguments or len(call.args) == 1 and not call.keywords) \
             and self.facts.bindings_at(func.id, call.lineno) is None and func.id not in self.facts.aliases
 
     def _copies_to_host(self, call: ast.Call) -> bool:
@@ -380,6 +459,13 @@ class SyncReporter:
             configured = frozenset(settings.hot_functions)
             return any(is_hot_function(name, configured) for name in defined_function_names(text))
         return False
+
+    @classmethod
+    def anchor(cls) -> re.Pattern[str] | None:
+        anchor = super().anchor()
+        if anchor is None or READ not in cls.kinds:
+            return anchor
+        return re.compile(f"{anchor.pattern}|{_LIST_REPETITION_LINE}")  # a repetition is no call: add its lines
 
     @classmethod
     def candidates(cls, facts: FileFacts):

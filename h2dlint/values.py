@@ -4,8 +4,10 @@ dimensions it has), a list of ints. Shared by the rules about element writes and
 from __future__ import annotations
 
 import ast
+import weakref
 
-from .facts import dotted_name
+from .facts import (NON_TENSOR_METHODS, NON_TENSOR_TORCH_FUNCTIONS, SAME_DEVICE_ATTRIBUTES, TENSOR_OP_NAMESPACES,
+                    Placement, dotted_name)
 
 # Factories whose result's number of dimensions can be read off their arguments.
 SIZED_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
@@ -162,3 +164,122 @@ def is_python_number(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
         return _counter_or_bound_only_to(facts, node, line,
                                          lambda value: is_python_number(facts, value, line, depth + 1))
     return False
+
+
+# torch functions (in the namespaces of facts.TENSOR_OP_NAMESPACES) that return no tensor, besides
+# facts.NON_TENSOR_TORCH_FUNCTIONS and the names NON_TENSOR_PREFIXES and capitals (`torch.Size`) mark.
+NON_TENSOR_TORCH_NAMES = frozenset({
+    "broadcast_shapes", "typename", "manual_seed", "seed", "initial_seed", "compile", "no_grad", "enable_grad",
+    "inference_mode", "autocast", "load", "save", "vmap", "cond", "device", "dtype", "finfo", "iinfo",
+})
+NON_TENSOR_PREFIXES = ("_", "is_", "has_", "get_", "set_", "are_", "use_", "sym_")
+# Tensor methods that return no tensor, besides facts.NON_TENSOR_METHODS and the names NON_TENSOR_PREFIXES mark.
+NON_TENSOR_TENSOR_METHODS = frozenset({"numpy", "backward", "register_hook", "record_stream", "sparse_dim", "dense_dim",
+                                       "q_scale", "q_zero_point", "q_per_channel_axis", "qscheme"})
+PROPERTY_DECORATORS = frozenset({"property", "cached_property", "functools.cached_property"})
+
+
+def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> bool:
+    """An expression that certainly evaluates to a tensor: one known to be on a CUDA device, a torch op's result,
+    a tensor method's, an index or arithmetic on a tensor, `self.x` or a name bound only to such values, or a
+    parameter annotated `torch.Tensor`; not `obj.x` (or an index of it) where the file declares `x` otherwise."""
+    if _declared_no_tensor(facts, expr):
+        return False
+    if facts.classify_placement(expr, line) is Placement.GPU:
+        return True
+    if depth > 4:
+        return False
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        qualified = facts.qualify(dotted_name(func))
+        if qualified:
+            return _torch_op_returns_tensor(qualified)
+        return isinstance(func, ast.Attribute) and _tensor_method_returns_tensor(func.attr) \
+            and is_certainly_tensor(facts, func.value, line, depth + 1)
+    if isinstance(expr, ast.Subscript):
+        return is_certainly_tensor(facts, expr.value, line, depth + 1)
+    if isinstance(expr, ast.BinOp):
+        if any(isinstance(side, (ast.List, ast.Tuple, ast.ListComp)) for side in (expr.left, expr.right)):
+            return False  # `[x] * t` repeats the list
+        return is_certainly_tensor(facts, expr.left, line, depth + 1) or \
+            is_certainly_tensor(facts, expr.right, line, depth + 1)
+    if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
+        return is_certainly_tensor(facts, expr.operand, line, depth + 1)
+    if isinstance(expr, ast.IfExp):
+        return is_certainly_tensor(facts, expr.body, line, depth + 1) and \
+            is_certainly_tensor(facts, expr.orelse, line, depth + 1)
+    if isinstance(expr, ast.Attribute):
+        if expr.attr in SAME_DEVICE_ATTRIBUTES:
+            return is_certainly_tensor(facts, expr.value, line, depth + 1)
+        if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            bindings = facts.self_attribute_bindings(expr.attr, line)
+            return bool(bindings) and all(binding.value is not None and
+                                          is_certainly_tensor(facts, binding.value, line, depth + 1)
+                                          for binding in bindings)
+        return False
+    if isinstance(expr, ast.Name):
+        values = facts.bindings_at(expr.id, line)
+        if not values:
+            return False
+        # The one binding h2dlint does not follow may be the parameter itself, if it is annotated as a tensor.
+        unfollowed = 1 if is_tensor_annotation(facts, facts.parameter_annotation(expr.id, line)) else 0
+        return values.count(None) == unfollowed and all(
+            value is None or is_certainly_tensor(facts, value, line, depth + 1) for value in values)
+    return False
+
+
+def is_tensor_annotation(facts, annotation: ast.expr | None) -> bool:
+    """`torch.Tensor`, `torch.LongTensor`, `Tensor` imported from torch, or `Optional[...]` / `... | None` of one
+    (where the code runs with the value, it is a tensor)."""
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        if _is_none(annotation.right):
+            annotation = annotation.left
+        elif _is_none(annotation.left):
+            annotation = annotation.right
+    elif isinstance(annotation, ast.Subscript) and facts.qualify(dotted_name(annotation.value)) == "typing.Optional":
+        annotation = annotation.slice
+    qualified = facts.qualify(dotted_name(annotation)) or ""
+    return qualified.startswith("torch.") and qualified.endswith("Tensor")
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _declared_no_tensor(facts, expr: ast.expr) -> bool:
+    """`obj.x` or `obj.x[i]` where each declaration of `x` in the file's classes is a type other than a tensor: a
+    field `x: tuple[int, ...]`, or a property `def x(self) -> int`."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if not isinstance(expr, ast.Attribute):
+        return False
+    declared = _class_level_declarations(facts).get(expr.attr)
+    return bool(declared) and not any(is_tensor_annotation(facts, annotation) for annotation in declared)
+
+
+def _class_level_declarations(facts) -> dict[str, list[ast.expr]]:
+    """The annotated fields and properties of the file's module-level classes, by name (computed once per file)."""
+    declarations = _DECLARATIONS.get(facts)
+    if declarations is None:
+        declarations = _DECLARATIONS[facts] = {}
+        for statement in (node for cls in facts.tree.body if isinstance(cls, ast.ClassDef) for node in cls.body):
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                declarations.setdefault(statement.target.id, []).append(statement.annotation)
+            elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.returns is not None \
+                    and any(dotted_name(decorator) in PROPERTY_DECORATORS for decorator in statement.decorator_list):
+                declarations.setdefault(statement.name, []).append(statement.returns)
+    return declarations
+
+
+_DECLARATIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _torch_op_returns_tensor(qualified: str) -> bool:
+    namespace, _, name = qualified.rpartition(".")
+    return namespace + "." in TENSOR_OP_NAMESPACES and name[:1].islower() and not name.startswith(
+        NON_TENSOR_PREFIXES) and name not in NON_TENSOR_TORCH_NAMES and name not in NON_TENSOR_TORCH_FUNCTIONS
+
+
+def _tensor_method_returns_tensor(method: str) -> bool:
+    return not method.startswith(NON_TENSOR_PREFIXES) and method not in NON_TENSOR_METHODS \
+        and method not in NON_TENSOR_TENSOR_METHODS

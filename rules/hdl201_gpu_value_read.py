@@ -2,7 +2,7 @@ from __future__ import annotations
 
 
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import READ, SyncReporter, where
+from h2dlint.syncs import INT_ARGUMENT_CALL_NAMES, INT_ARGUMENT_TEXT, READ, SyncReporter, where
 
 
 class GpuValueRead(SyncReporter, Rule):
@@ -27,6 +27,14 @@ class GpuValueRead(SyncReporter, Rule):
     never rebinds when the same function has `x_cpu` / `x_host` (a parameter or a local).
     Not in files for another accelerator (that import `torch_npu` or use `torch.xpu`, ...),
     and not for names that read as flags or actions (`is_cpu`, `move_to_cpu`).
+
+    A tensor passed where Python or torch needs an int is read the same way, through
+    `__index__` (an implicit `.item()`): a size or a bound (`torch.arange(t)`,
+    `torch.zeros(t, n)`, `torch.empty((t, n))`, `torch.full((t,), v)`, `torch.randperm(t)`,
+    `torch.eye(t)`, `range(t)`), a list repetition `[x] * t`, or a size given to
+    `.view(t)`, `.reshape(t)`, `.expand(t)`, `.repeat(t)`, `.split(t)`, `.new_zeros(t)`;
+    typically `torch.arange(lens[i])` for one entry of a CUDA tensor of lengths. The
+    argument must be the CUDA tensor itself: `torch.arange(n)` with an int stays quiet.
 
     `sum(t)`, `list(t)` and `for v in t` are not reported: iterating a tensor only
     unbinds it into views on the device (`Tensor.__iter__` is `unbind(0)`), and nothing
@@ -75,10 +83,10 @@ class GpuValueRead(SyncReporter, Rule):
     summary = "`.item()` / `.tolist()` / `.cpu()` / `int(t)` on a CUDA tensor in hot code waits for the GPU"
     kinds = frozenset({READ})
     prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", "int(", "float(", "bool(", "any(", "all(", "max(",
-                 "min(")
+                 "min(", *INT_ARGUMENT_TEXT)
     evidence = "gpu"
-    call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "int", "float", "bool",
-                            "any", "all", "max", "min"})  # anchors only: lines where these sites can be
+    call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "int", "float", "bool", "any", "all", "max",
+                            "min"}) | INT_ARGUMENT_CALL_NAMES  # anchors only: lines where these sites can be
     anchored = True
 
     valid_examples = (
@@ -105,6 +113,10 @@ class GpuValueRead(SyncReporter, Rule):
         Valid("def forward(seq_lens_cpu):\n    seq_lens = seq_lens_cpu.tolist()\n    return max(seq_lens)\n"),
         Valid("def forward(lens_cpu):\n    for lens in lens_cpu:\n        yield lens.item()\n"),
         Valid("import torch_npu\ndef forward(batch):\n    return batch.seq_lens.tolist(), batch.seq_lens_cpu\n"),
+        Valid("import torch\ndef forward(x, n):\n    y = x.cuda()\n"
+              "    return torch.arange(n), torch.zeros(y.size(0), 4), [0] * len(y), y.view(y.shape[0], -1)\n"),
+        Valid("from dataclasses import dataclass\n@dataclass\nclass Case:\n    seq_lens: tuple[int, ...]\n"
+              "def forward(case, seq_lens_cpu):\n    for i in range(3):\n        yield range(case.seq_lens[i])\n"),
         Valid("def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):\n"
               "    return forward_batch.seq_lens.cpu() if in_capture else forward_batch.seq_lens_cpu\n"),
     )
@@ -134,6 +146,15 @@ class GpuValueRead(SyncReporter, Rule):
         Invalid("def init_forward_metadata_target_verify(self, seq_lens, seq_lens_cpu=None):\n"
                 "    if seq_lens_cpu is None:\n        seq_lens_cpu = seq_lens.tolist()\n",
                 None, message_contains="`.tolist()` reads a CUDA tensor back to the host"),
+        Invalid("import torch\ndef forward(x):\n    lens = torch.ones(4, dtype=torch.int64, device='cuda')\n"
+                "    for i in range(4):\n        x = x + torch.arange(lens[i], device='cuda').sum()\n",
+                None, message_contains="`torch.arange(<tensor>)` (an implicit `.item()`) reads a CUDA tensor"),
+        Invalid("def prepare_attn_masks(self, forward_batch, input_ids):\n"
+                "    for i in range(forward_batch.batch_size):\n"
+                "        mask = input_ids.new_zeros(forward_batch.extend_seq_lens[i])\n"
+                "    return forward_batch.extend_seq_lens_cpu\n", None, message_contains="`.new_zeros(<tensor>)`"),
+        Invalid("import torch\ndef step(x):\n    n = x.cuda().sum()\n    return [0] * n\n",
+                None, message_contains="`[...] * <tensor>` (an implicit `.item()`)"),
         Invalid("def init_forward_metadata(self, forward_batch):\n    if not self.is_capturing:\n"
                 "        return forward_batch.seq_lens.cpu()\n    return forward_batch.seq_lens_cpu\n",
                 None, message_contains="`.cpu()` reads a CUDA tensor"),

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import READ, SyncReporter, where
+from h2dlint.syncs import INT_ARGUMENT_CALL_NAMES, INT_ARGUMENT_TEXT, READ, SyncReporter, where
 
 
 class PossibleGpuValueRead(SyncReporter, Rule):
@@ -12,7 +12,11 @@ class PossibleGpuValueRead(SyncReporter, Rule):
     `.cpu()`, `.numpy()`, `.to("cpu")`, `int(t)` / `float(t)` / `bool(t)` on a tensor)
     in hot code (a loop, `forward`, a training or decoding step), on tensors whose
     placement h2dlint cannot tell: function parameters, attributes, results of calls
-    into other modules. Off by default; select it with `--select HDL202` or
+    into other modules; and HDL201's implicit conversions (`torch.arange(t)`,
+    `torch.zeros(t, n)`, `range(t)`, `[x] * t`, `.view(t)`, ...) where the argument is
+    certainly a tensor (`lengths.max()` of a parameter annotated `torch.Tensor`,
+    `grid[i][0]` of one, a torch op's result), never a plain name that may hold an int.
+    Off by default; select it with `--select HDL202` or
     `--extend-select HDL202`. HDL201's `any(t)` / `all(t)` / `max(t)` / `min(t)` have
     no counterpart here: on values of unknown placement these are mostly Python
     collections.
@@ -50,7 +54,8 @@ class PossibleGpuValueRead(SyncReporter, Rule):
     kinds = frozenset({READ})
     default_enabled = False
     prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", "int(", "float(", "bool(")
-    call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "int", "float", "bool"})  # anchors only: lines where these sites can be
+    # anchors only: lines where these sites can be
+    call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "int", "float", "bool"}) | INT_ARGUMENT_CALL_NAMES
     anchored = True
 
     valid_examples = (
@@ -59,13 +64,25 @@ class PossibleGpuValueRead(SyncReporter, Rule):
         Valid("def forward(x_cpu):\n    return x_cpu.tolist()\n"),
         Valid("def forward(x):\n    return int(x)\n"),
         Valid("import torch\ndef forward(lens):\n    return any(torch.eq(lens, 0))\n"),
+        Valid("import torch\ndef forward(x, n):\n    return torch.arange(n), torch.zeros(x.size(0), 4), range(len(x))\n"),
+        Valid("import torch\ndef forward(lengths):\n    return [0] * lengths.max()\n"),
+        Valid("import torch\ndef forward(x: torch.Tensor):\n    return x.new_zeros(x.sparse_dim())\n"),
     )
     invalid_examples = (
         Invalid("def forward(self, lengths):\n    return lengths.max().item()\n",
                 None, message_contains="may be on the GPU"),
         Invalid("import torch\ndef step(batch):\n    for x in batch:\n        n = int(torch.count_nonzero(x))\n",
                 None, message_contains="in a loop"),
+        Invalid("import torch\ndef forward(self, grid: torch.Tensor):\n    for i in range(grid.shape[0]):\n"
+                "        t = torch.arange(grid[i][0])\n", None, message_contains="`torch.arange(<tensor>)`"),
+        Invalid("import torch\ndef forward(self, x, lengths: torch.Tensor):\n"
+                "    return x.split(lengths.max())\n", None, message_contains="`.split(<tensor>)`"),
     )
+
+    @classmethod
+    def may_apply(cls, text: str, settings) -> bool:
+        # An implicit conversion is reported on what is certainly a tensor, which takes torch to make.
+        return cls.prefilter_matches(text) or "torch" in text and any(part in text for part in INT_ARGUMENT_TEXT)
 
     def report_site(self, node, site, context) -> None:
         self.report(node, f"{site.what} reads a tensor that may be on the GPU back to the host{where(context)}: "
