@@ -176,6 +176,7 @@ NON_TENSOR_PREFIXES = ("_", "is_", "has_", "get_", "set_", "are_", "use_", "sym_
 # Tensor methods that return no tensor, besides facts.NON_TENSOR_METHODS and the names NON_TENSOR_PREFIXES mark.
 NON_TENSOR_TENSOR_METHODS = frozenset({"numpy", "backward", "register_hook", "record_stream", "sparse_dim", "dense_dim",
                                        "q_scale", "q_zero_point", "q_per_channel_axis", "qscheme"})
+LIST_BUILTINS = frozenset({"list", "sorted"})
 PROPERTY_DECORATORS = frozenset({"property", "cached_property", "functools.cached_property"})
 
 
@@ -283,3 +284,90 @@ def _torch_op_returns_tensor(qualified: str) -> bool:
 def _tensor_method_returns_tensor(method: str) -> bool:
     return not method.startswith(NON_TENSOR_PREFIXES) and method not in NON_TENSOR_METHODS \
         and method not in NON_TENSOR_TENSOR_METHODS
+
+
+def is_index_list(facts, index: ast.expr, line: int, alone: bool, depth: int = 0) -> bool:
+    """Whether `index`, a part of a subscript's index, is certainly a non-empty Python list, which PyTorch turns
+    into an index tensor: a list literal or comprehension, a name or `self.x` bound only to lists, a parameter
+    annotated `list[...]`, or what a function of this file annotated `-> list[...]` (or returning only lists)
+    returns. `alone`: the list is the whole index (`t[ids]`), where a short list holding a tensor, a slice or
+    another sequence is a tuple of indices instead (NumPy's rule), so its elements must be Python ints."""
+    if depth > 4:
+        return False
+    if isinstance(index, ast.List):
+        return bool(index.elts) and (not alone or all(is_python_int(facts, element, line) for element in index.elts))
+    if isinstance(index, ast.ListComp):
+        return not alone or _counts_over_range(index.elt, index.generators)
+    if isinstance(index, ast.Call) and isinstance(index.func, ast.Name) and index.func.id in LIST_BUILTINS \
+            and index.func.id not in facts.aliases and facts.bindings_at(index.func.id, line) is None:
+        return not alone or bool(index.args) and _is_range_call(index.args[0])  # `list(range(n))`: ints
+    if isinstance(index, ast.Call):
+        function = _function_called(facts, index, line)
+        return function is not None and _returns_index_list(facts, function, alone, depth)
+    if isinstance(index, ast.Name):
+        values = facts.bindings_at(index.id, line)
+        annotation = facts.parameter_annotation(index.id, line)
+        if annotation is not None:  # a parameter: annotated as a list, and not rebound
+            return values is not None and len(values) == 1 and _is_list_annotation(facts, annotation, alone)
+        return bool(values) and all(value is not None and is_index_list(facts, value, line, alone, depth + 1)
+                                    for value in values)
+    if isinstance(index, ast.Attribute) and isinstance(index.value, ast.Name) and index.value.id == "self":
+        bindings = facts.self_attribute_bindings(index.attr, line)
+        return bool(bindings) and all(binding.value is not None and
+                                      is_index_list(facts, binding.value, binding.line, alone, depth + 1)
+                                      for binding in bindings)
+    return False
+
+
+def _is_list_annotation(facts, annotation: ast.expr, ints_only: bool) -> bool:
+    """`list[...]` (`typing.List[...]`); with `ints_only`, `list[int]`."""
+    base = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    if dotted_name(base) != "list" and facts.qualify(dotted_name(base)) != "typing.List":
+        return False
+    return not ints_only or isinstance(annotation, ast.Subscript) and dotted_name(annotation.slice) == "int"
+
+
+def _is_range_call(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+
+
+def _counts_over_range(element: ast.expr, generators: list[ast.comprehension]) -> bool:
+    """`[i for i in range(n)]`: the elements are the counter of a `range`."""
+    return len(generators) == 1 and isinstance(element, ast.Name) and isinstance(generators[0].target, ast.Name) \
+        and generators[0].target.id == element.id and _is_range_call(generators[0].iter)
+
+
+def _function_called(facts, call: ast.Call, line: int) -> ast.FunctionDef | None:
+    """The one `def` of this file that `call` calls: `f(...)` of a module-level function, or `self.f(...)` of a
+    method of the (module-level) class around `line`."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id not in facts.aliases and facts.bindings_at(func.id, line) == [None]:
+        body, name = facts.tree.body, func.id
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        around = [node for node in facts.tree.body
+                  if isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or node.lineno)]
+        if not around:
+            return None
+        body, name = around[0].body, func.attr
+    else:
+        return None
+    defined = [node for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name]
+    return defined[0] if len(defined) == 1 else None
+
+
+def _returns_index_list(facts, function: ast.FunctionDef, alone: bool, depth: int) -> bool:
+    if function.returns is not None:
+        return _is_list_annotation(facts, function.returns, alone)
+    returned = [node.value for node in _own_nodes(function) if isinstance(node, ast.Return)]
+    return bool(returned) and all(value is not None and is_index_list(facts, value, value.lineno, alone, depth + 1)
+                                  for value in returned)
+
+
+def _own_nodes(function: ast.FunctionDef):
+    """The nodes of `function`'s body, not those of the functions, lambdas and classes defined in it."""
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
