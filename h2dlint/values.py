@@ -54,6 +54,10 @@ def tensor_dimensions(facts, expr: ast.expr, line: int, depth: int = 0) -> int |
         return _nesting(expr.args[0]) if expr.args else None
     if name == "full":
         return _sequence_length(expr.args[0] if expr.args else size)
+    if name == "randint":  # `randint(high, size)`, `randint(low, high, size)`
+        return _sequence_length(size if size is not None else expr.args[-1] if expr.args else None)
+    if name.endswith("_like") and expr.args:  # `zeros_like(x)`: the dimensions of `x`
+        return tensor_dimensions(facts, expr.args[0], line, depth + 1)
     if name in SIZED_FACTORIES:
         if size is not None:
             return _sequence_length(size)
@@ -116,6 +120,11 @@ def is_python_int(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
         return True
     if isinstance(node, ast.Name) and depth < 4:
         return _counter_or_bound_only_to(facts, node, line, lambda value: is_python_int(facts, value, line, depth + 1))
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" and depth < 4:
+        bindings = facts.self_attribute_bindings(node.attr, line)
+        return bool(bindings) and all(binding.value is not None and
+                                      is_python_int(facts, binding.value, binding.line, depth + 1)
+                                      for binding in bindings)
     return False
 
 

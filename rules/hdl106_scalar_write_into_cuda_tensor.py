@@ -118,6 +118,9 @@ class ScalarWriteIntoCudaTensor(Rule):
         Invalid("import torch\ndef forward(x, scale: float):\n    t = torch.tensor([1.0, 2.0], device='cuda')\n"
                 "    n = len(x)\n    t[1] = n * scale\n", "import torch\ndef forward(x, scale: float):\n"
                 "    t = torch.tensor([1.0, 2.0], device='cuda')\n    n = len(x)\n    t[1].fill_(n * scale)\n"),
+        Invalid("import torch\nclass Slots:\n    def __init__(self, n, slot: int):\n        self.slot = slot\n"
+                "        self.used = torch.zeros(n, device='cuda')\n    def step(self):\n"
+                "        self.used[self.slot] = 1\n", None),
     )
 
     anchored = True
