@@ -190,24 +190,43 @@ PROPERTY_DECORATORS = frozenset({"property", "cached_property", "functools.cache
 
 
 def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> bool:
-    """An expression that certainly evaluates to a tensor: one known to be on a CUDA device, a torch op's result,
-    a tensor method's, an index or arithmetic on a tensor, `self.x` or a name bound only to such values, or a
-    parameter annotated `torch.Tensor`; not `obj.x` (or an index of it) where the file declares `x` otherwise."""
-    if _declared_no_tensor(facts, expr):
-        return False
-    if facts.classify_placement(expr, line) is Placement.GPU:
-        return True
+    """An expression that certainly evaluates to a tensor: a torch op's result, a tensor method's, an index or
+    arithmetic on a tensor, `self.x` or a name bound only to such values, a parameter annotated `torch.Tensor`, or
+    what is known to be on a CUDA device without a binding to follow; not `obj.x` (or an index of it) where the
+    file declares `x` with another type. Bindings decide before placement: `n = case.seq_lens[i]` is an int
+    when `seq_lens` is declared `tuple[int, ...]`, even if a `seq_lens_cpu` makes `seq_lens` look like a device copy."""
     if depth > 4:
         return False
+    if isinstance(expr, ast.Subscript):
+        return not _declared_no_tensor(facts, expr) and is_certainly_tensor(facts, expr.value, line, depth + 1)
+    if isinstance(expr, ast.Name):
+        values = facts.bindings_at(expr.id, line) or []
+        if any(value is not None for value in values):
+            # The one binding h2dlint does not follow may be the parameter itself, if it is annotated as a tensor.
+            unfollowed = 1 if is_tensor_annotation(facts, facts.parameter_annotation(expr.id, line)) else 0
+            return values.count(None) == unfollowed and all(
+                value is None or is_certainly_tensor(facts, value, line, depth + 1) for value in values)
+        return is_tensor_annotation(facts, facts.parameter_annotation(expr.id, line)) or \
+            facts.classify_placement(expr, line) is Placement.GPU
+    if isinstance(expr, ast.Attribute):
+        if _declared_no_tensor(facts, expr):
+            return False
+        if expr.attr in SAME_DEVICE_ATTRIBUTES:
+            return is_certainly_tensor(facts, expr.value, line, depth + 1)
+        bindings = facts.self_attribute_bindings(expr.attr, line) \
+            if isinstance(expr.value, ast.Name) and expr.value.id == "self" else None
+        if bindings:
+            return all(binding.value is not None and is_certainly_tensor(facts, binding.value, binding.line, depth + 1)
+                       for binding in bindings)
+        return facts.classify_placement(expr, line) is Placement.GPU
     if isinstance(expr, ast.Call):
         func = expr.func
         qualified = facts.qualify(dotted_name(func))
         if qualified:
             return _torch_op_returns_tensor(qualified)
-        return isinstance(func, ast.Attribute) and _tensor_method_returns_tensor(func.attr) \
-            and is_certainly_tensor(facts, func.value, line, depth + 1)
-    if isinstance(expr, ast.Subscript):
-        return is_certainly_tensor(facts, expr.value, line, depth + 1)
+        return isinstance(func, ast.Attribute) and _tensor_method_returns_tensor(func.attr) and (
+            is_certainly_tensor(facts, func.value, line, depth + 1)
+            or facts.classify_placement(expr, line) is Placement.GPU)  # `x.cuda()`, `x.to("cuda")`
     if isinstance(expr, ast.BinOp):
         if any(isinstance(side, (ast.List, ast.Tuple, ast.ListComp)) for side in (expr.left, expr.right)):
             return False  # `[x] * t` repeats the list
@@ -218,23 +237,6 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
     if isinstance(expr, ast.IfExp):
         return is_certainly_tensor(facts, expr.body, line, depth + 1) and \
             is_certainly_tensor(facts, expr.orelse, line, depth + 1)
-    if isinstance(expr, ast.Attribute):
-        if expr.attr in SAME_DEVICE_ATTRIBUTES:
-            return is_certainly_tensor(facts, expr.value, line, depth + 1)
-        if isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            bindings = facts.self_attribute_bindings(expr.attr, line)
-            return bool(bindings) and all(binding.value is not None and
-                                          is_certainly_tensor(facts, binding.value, line, depth + 1)
-                                          for binding in bindings)
-        return False
-    if isinstance(expr, ast.Name):
-        values = facts.bindings_at(expr.id, line)
-        if not values:
-            return False
-        # The one binding h2dlint does not follow may be the parameter itself, if it is annotated as a tensor.
-        unfollowed = 1 if is_tensor_annotation(facts, facts.parameter_annotation(expr.id, line)) else 0
-        return values.count(None) == unfollowed and all(
-            value is None or is_certainly_tensor(facts, value, line, depth + 1) for value in values)
     return False
 
 

@@ -116,7 +116,8 @@ class GpuValueRead(SyncReporter, Rule):
         Valid("import torch\ndef forward(x, n):\n    y = x.cuda()\n"
               "    return torch.arange(n), torch.zeros(y.size(0), 4), [0] * len(y), y.view(y.shape[0], -1)\n"),
         Valid("from dataclasses import dataclass\n@dataclass\nclass Case:\n    seq_lens: tuple[int, ...]\n"
-              "def forward(case, seq_lens_cpu):\n    for i in range(3):\n        yield range(case.seq_lens[i])\n"),
+              "def forward(case, seq_lens_cpu):\n    for i in range(3):\n        n = case.seq_lens[i]\n"
+              "        yield range(n)\n"),
         Valid("def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):\n"
               "    return forward_batch.seq_lens.cpu() if in_capture else forward_batch.seq_lens_cpu\n"),
     )
