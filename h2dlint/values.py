@@ -297,6 +297,14 @@ def _tensor_method_returns_tensor(method: str) -> bool:
         and method not in NON_TENSOR_TENSOR_METHODS
 
 
+def has_index_list(facts, subscript: ast.Subscript) -> bool:
+    """Whether the index of `subscript` holds a Python list that PyTorch turns into an index tensor."""
+    index, line = subscript.slice, subscript.lineno
+    if isinstance(index, ast.Tuple):
+        return any(is_index_list(facts, element, line, alone=False) for element in index.elts)
+    return is_index_list(facts, index, line, alone=True)
+
+
 def is_index_list(facts, index: ast.expr, line: int, alone: bool, depth: int = 0) -> bool:
     """Whether `index`, a part of a subscript's index, is certainly a non-empty Python list, which PyTorch turns
     into an index tensor: a list literal or comprehension, a name or `self.x` bound only to lists, a parameter

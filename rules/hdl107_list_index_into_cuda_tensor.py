@@ -7,7 +7,7 @@ import libcst as cst
 
 from h2dlint.facts import Placement, has_gpu_evidence
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.values import is_index_list
+from h2dlint.values import has_index_list
 
 _SUBSCRIPT = re.compile(r"[\w)\]]\s*\[")  # the lines a subscript can start on
 
@@ -116,7 +116,7 @@ class ListIndexIntoCudaTensor(Rule):
     @classmethod
     def candidates(cls, facts):
         return [node for node in facts.parents if isinstance(node, ast.Subscript)
-                and facts.context_at(node.lineno).hot and _has_list_index(facts, node)
+                and facts.context_at(node.lineno).hot and has_index_list(facts, node)
                 and facts.classify_placement(node.value, node.lineno) is Placement.GPU]
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
@@ -135,9 +135,3 @@ class ListIndexIntoCudaTensor(Rule):
             self.report(node, f"indexes a CUDA tensor with a Python list {where}: {copy}; build the index "
                               "tensor once on the device and reuse it (`index_select`)")
 
-
-def _has_list_index(facts, subscript: ast.Subscript) -> bool:
-    index, line = subscript.slice, subscript.lineno
-    if isinstance(index, ast.Tuple):
-        return any(is_index_list(facts, element, line, alone=False) for element in index.elts)
-    return is_index_list(facts, index, line, alone=True)

@@ -8,7 +8,7 @@ import libcst as cst
 from h2dlint.facts import Placement, dotted_name, has_gpu_evidence
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import RUN_ONCE_FUNCTIONS
-from h2dlint.values import (is_certainly_tensor, is_index_list, is_python_int, is_python_number,
+from h2dlint.values import (has_index_list, is_certainly_tensor, is_index_list, is_python_int, is_python_number,
                             is_tensor_annotation, tensor_dimensions)
 
 _ELEMENT_WRITE = re.compile(r"\]\s*=[^=]")
@@ -17,7 +17,7 @@ _ELEMENT_WRITE = re.compile(r"\]\s*=[^=]")
 INT_NAME_WORDS = frozenset({"id", "idx", "index"})
 INDEX_TENSOR_NAME_PARTS = ("indices", "mapping")
 INDEX_TENSOR_NAME_WORDS = frozenset({"ids", "idxs"})
-ELEMENT, INDEX_TENSOR = "element", "index tensor"
+ELEMENT, INDEX_TENSOR, LIST_INDEX = "element", "index tensor", "list index"
 
 
 class PossibleScalarWrite(Rule):
@@ -35,7 +35,9 @@ class PossibleScalarWrite(Rule):
       fills a row: no copy, not reported);
     - `t[idx] = 0`, `t[:, idx] = 0` where `idx` is probably an integer tensor: a
       parameter annotated `torch.Tensor`, or a name like an index tensor's
-      (`*indices*`, `*mapping*`, `*_ids`).
+      (`*indices*`, `*mapping*`, `*_ids`);
+    - `t[i, ids] = -inf` where `ids` is a Python list (as HDL107 finds them; HDL107
+      reports those on CUDA tensors).
     Indices named like a mask (`*mask*`) or bound only to comparisons are not reported:
     a boolean index becomes `masked_fill_`, which copies nothing.
     Off by default; select it with `--select HDL108` or `--extend-select HDL108`.
@@ -44,11 +46,12 @@ class PossibleScalarWrite(Rule):
     On a CUDA tensor, a Python number written to one element becomes a 0-d CPU tensor
     copied with a blocking `copy_` (see HDL106). Through an integer-tensor index the
     write is `index_put_`, which moves the 0-d CPU value to the device with a blocking
-    `.to(device)`: the host waits until every kernel queued on the stream has
-    finished, at every write. On a host tensor both are free, and a `t[i]` of a tensor
-    with more dimensions is a row fill without a copy, and a boolean index becomes
-    `masked_fill_` without one: that uncertainty is why this rule is off by default
-    (precision in docs/precision/copies.md).
+    `.to(device)` (ATen's `_index_put_impl_`); a Python list index is copied to the
+    device first, blocking too (see HDL107). The host waits until every kernel queued
+    on the stream has finished, at every write. On a host tensor all are free, a `t[i]`
+    of a tensor with more dimensions is a row fill without a copy, and a boolean index
+    becomes `masked_fill_` without one: that uncertainty is why this rule is off by
+    default (precision in docs/precision/copies.md).
 
     ## Example
     ```python
@@ -96,6 +99,7 @@ class PossibleScalarWrite(Rule):
         Valid("import torch\nclass M:\n    def __init__(self, n):\n        self.t = torch.ones(n)\n"
               "        for i in range(n):\n            self.t[i] = 0\n"),
         Valid("def forward(counts: dict, token_idx):\n    counts[token_idx] = 0\n"),
+        Valid("import torch\ndef forward(x):\n    t = torch.zeros(4, 8, device='cuda')\n    t[:, [1, 2]] = 0\n"),
         Valid("import torch\ndef forward(x, idx, batch):\n    mask = torch.zeros(batch, 1, 8, device=x.device)\n"
               "    mask[:, :, idx] = 1.0\n"),
         Valid("import torch\ndef forward(input_ids: torch.Tensor, audio_id):\n"
@@ -114,6 +118,9 @@ class PossibleScalarWrite(Rule):
                 "    out[:, rows] = 0\n", None, message_contains="`index_put_`"),
         Invalid("import torch\ndef step(self, x):\n    flags = x.cuda()\n    flags[0, 1] = True\n", None,
                 message_contains="into one element of a tensor that may be on the GPU in `step`"),
+        Invalid("import torch\ndef __call__(self, logits: torch.Tensor, banned):\n    for row, tokens in banned:\n"
+                "        indices = list(tokens)\n        logits[row, indices] = -float('inf')\n", None,
+                message_contains="through a Python list index into a tensor that may be on the GPU in a loop"),
     )
 
     @classmethod
@@ -143,16 +150,22 @@ class PossibleScalarWrite(Rule):
         if site is None or self.code not in site.rules:
             return
         where = facts.context_at(start.line).describe()
-        if _possible_write(facts, site.node) == ELEMENT:
+        kind = _possible_write(facts, site.node)
+        if kind == ELEMENT:
             self.report(node, f"may write a Python number into one element of a tensor that may be on the GPU "
                               f"{where}: if it is a CUDA tensor and the index picks one element, PyTorch copies the "
                               "number from a CPU tensor with a blocking copy, so the host waits until the GPU stream "
                               "drains; `.fill_(value)` on the element launches a kernel instead")
-        else:
+        elif kind == INDEX_TENSOR:
             self.report(node, f"writes a Python number through an index that may be an integer tensor into a tensor "
                               f"that may be on the GPU {where}: if so, `index_put_` copies the number to the device "
                               "with a blocking copy (so does one element picked by an int), and the host waits until "
                               "the GPU stream drains; `t.index_fill_(dim, index, value)` launches a kernel instead")
+        else:
+            self.report(node, f"writes a Python number through a Python list index into a tensor that may be on the "
+                              f"GPU {where}: if it is a CUDA tensor, PyTorch copies the list (and the number) to the "
+                              "device with blocking copies, and the host waits until the GPU stream drains; build the "
+                              "index tensor once on the device and use `t.index_fill_(dim, index, value)`")
 
 
 def _hot_and_repeated(facts, line: int) -> bool:
@@ -161,8 +174,8 @@ def _hot_and_repeated(facts, line: int) -> bool:
 
 
 def _possible_write(facts, target: ast.Subscript) -> str | None:
-    """ELEMENT or INDEX_TENSOR when `target`, assigned a Python number, may be a blocking write into a CUDA tensor
-    that HDL106 does not report; else None."""
+    """ELEMENT, INDEX_TENSOR or LIST_INDEX when `target`, assigned a Python number, may be a blocking write into a
+    CUDA tensor that HDL106 and HDL107 do not report; else None."""
     line = target.lineno
     tensor, indices = _indexed_view(facts, target)
     placement = facts.classify_placement(tensor, line)
@@ -176,6 +189,8 @@ def _possible_write(facts, target: ast.Subscript) -> str | None:
             isinstance(index, ast.Slice) or _int_like(facts, index, line) or _index_tensor_like(facts, index, line)
             for index in indices):
         kind = INDEX_TENSOR
+    elif placement is not Placement.GPU and has_index_list(facts, target):  # on a CUDA tensor: HDL107's
+        kind = LIST_INDEX
     else:
         return None
     return kind if placement is not Placement.HOST and is_certainly_tensor(facts, tensor, line) else None
