@@ -41,7 +41,8 @@ class ScalarWriteIntoCudaTensor(Rule):
     An index list or an integer-tensor index (`t[idx] = v`) goes through `index_put_`,
     which copies the 0-d CPU value with `.to(device)`: a blocking copy too, but a name
     used as an index may also be a slice or a boolean mask, so indices must be integer
-    literals or names bound only to integers (`for i in range(...)`, `n = len(x)`).
+    literals or names (or `self.x`) bound only to integers (`for i in range(...)`,
+    `n = len(x)`).
     The number of dimensions must be known from where the tensor is made
     (`torch.zeros(n, device="cuda")`, `torch.empty((b, s), device=...)`,
     `torch.tensor([0, 0], device=...)`); a lone size argument counts as one dimension
