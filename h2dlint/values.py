@@ -193,12 +193,12 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
     """An expression that certainly evaluates to a tensor: a torch op's result, a tensor method's, an index or
     arithmetic on a tensor, `self.x` or a name bound only to such values, a parameter annotated `torch.Tensor`, or
     what is known to be on a CUDA device without a binding to follow; not `obj.x` (or an index of it) where the
-    file declares `x` with another type. Bindings decide before placement: `n = case.seq_lens[i]` is an int
-    when `seq_lens` is declared `tuple[int, ...]`, even if a `seq_lens_cpu` makes `seq_lens` look like a device copy."""
+    file declares `x` with another type. Bindings decide before placement: `n = case.seq_lens[i]` is an int when
+    `seq_lens` is declared `tuple[int, ...]`, even if a `seq_lens_cpu` makes `seq_lens` look like a device copy."""
     if depth > 4:
         return False
     if isinstance(expr, ast.Subscript):
-        return not _declared_no_tensor(facts, expr) and is_certainly_tensor(facts, expr.value, line, depth + 1)
+        return is_certainly_tensor(facts, expr.value, line, depth + 1)
     if isinstance(expr, ast.Name):
         values = facts.bindings_at(expr.id, line) or []
         if any(value is not None for value in values):
@@ -258,14 +258,10 @@ def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def _declared_no_tensor(facts, expr: ast.expr) -> bool:
-    """`obj.x` or `obj.x[i]` where each declaration of `x` in the file's classes is a type other than a tensor: a
-    field `x: tuple[int, ...]`, or a property `def x(self) -> int`."""
-    while isinstance(expr, ast.Subscript):
-        expr = expr.value
-    if not isinstance(expr, ast.Attribute):
-        return False
-    declared = _class_level_declarations(facts).get(expr.attr)
+def _declared_no_tensor(facts, attribute: ast.Attribute) -> bool:
+    """`obj.x` where each declaration of `x` in the file's classes is a type other than a tensor: a field
+    `x: tuple[int, ...]`, or a property `def x(self) -> int`."""
+    declared = _class_level_declarations(facts).get(attribute.attr)
     return bool(declared) and not any(is_tensor_annotation(facts, annotation) for annotation in declared)
 
 
@@ -306,11 +302,12 @@ def has_index_list(facts, subscript: ast.Subscript) -> bool:
 
 
 def is_index_list(facts, index: ast.expr, line: int, alone: bool, depth: int = 0) -> bool:
-    """Whether `index`, a part of a subscript's index, is certainly a non-empty Python list, which PyTorch turns
-    into an index tensor: a list literal or comprehension, a name or `self.x` bound only to lists, a parameter
-    annotated `list[...]`, or what a function of this file annotated `-> list[...]` (or returning only lists)
-    returns. `alone`: the list is the whole index (`t[ids]`), where a short list holding a tensor, a slice or
-    another sequence is a tuple of indices instead (NumPy's rule), so its elements must be Python ints."""
+    """Whether `index`, a part of a subscript's index, is certainly a Python list, which PyTorch turns into an
+    index tensor: a list literal (not empty: an empty one copies nothing) or comprehension, a name or `self.x`
+    bound only to lists, a parameter annotated `list[...]`, or what a function of this file annotated
+    `-> list[...]` (or returning only lists) returns. `alone`: the list is the whole index (`t[ids]`), where a
+    short list holding a tensor, a slice or another sequence is a tuple of indices instead (NumPy's rule), so its
+    elements must be Python ints."""
     if depth > 4:
         return False
     if isinstance(index, ast.List):
@@ -360,7 +357,8 @@ def _function_called(facts, call: ast.Call, line: int) -> ast.FunctionDef | None
     """The one `def` of this file that `call` calls: `f(...)` of a module-level function, or `self.f(...)` of a
     method of the (module-level) class around `line`."""
     func = call.func
-    if isinstance(func, ast.Name) and func.id not in facts.aliases and facts.bindings_at(func.id, line) == [None]:
+    if isinstance(func, ast.Name) and func.id not in facts.aliases \
+            and facts.bindings_at(func.id, line) in ([], [None]):  # not rebound locally; a `def` may come later
         body, name = facts.tree.body, func.id
     elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
         around = [node for node in facts.tree.body
