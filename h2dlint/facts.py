@@ -146,7 +146,7 @@ class CodeContext:
 # Several small searches, because one regex alternation is many times slower on large files.
 _CUDA_CALL = re.compile(r"cuda\s*\(")
 _CUDA_STRING = re.compile(r"""["']\s*cuda""")
-_ORDINAL_DEVICES = (re.compile(r"device\s*=[\s(]*\d"), re.compile(r"\.to\([\s(]*\d"), re.compile(r"device\([\s(]*\d"))
+_ORDINAL_DEVICES = (re.compile(r"device(?:\s*=|\()[\s(]*\d"), re.compile(r"\.to\([\s(]*\d"))
 _GPU_NAME = re.compile(r"\.(?!_*is_)\w+_(?:gpu|cuda)\b")  # a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
 _DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start makes the search fast
 _MIRROR_END = re.compile(r"_(?:cpu|host)\b")  # see MIRROR_SUFFIXES
@@ -158,12 +158,14 @@ OTHER_ACCELERATOR_MARKS = ("torch_npu", "torch.npu", "torch.xpu", "torch.hpu", "
 
 @functools.lru_cache(maxsize=2)  # asked by several rules in turn about the same text
 def has_gpu_evidence(text: str) -> bool:
-    if (("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text)) or mirrored_names(text):
-        return True
+    # The cheapest tests first; mirrored_names, the dearest, last.
     if "cuda" in text and ("current_device" in text or _CUDA_STRING.search(text) or any(
             text[match.start() - 1:match.start()] in (".", " ", "\t", "\n") for match in _CUDA_CALL.finditer(text))):
         return True
-    return any(pattern.search(text) for pattern in _ORDINAL_DEVICES)
+    if (("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text)) \
+            or any(pattern.search(text) for pattern in _ORDINAL_DEVICES):
+        return True
+    return bool(mirrored_names(text))
 
 
 @functools.lru_cache(maxsize=2)
@@ -171,6 +173,8 @@ def mirrored_names(text: str) -> frozenset[str]:
     """The names `x` used in the text that have a host mirror `x_cpu` / `x_host` there too (`seq_lens` next
     to `seq_lens_cpu`), less those that read as a flag, a count or an action (`is_cpu`, `move_to_cpu`) and
     those on import lines (modules such as `cpp_wrapper_cpu`); none in a file for another accelerator."""
+    if "_cpu" not in text and "_host" not in text:
+        return frozenset()
     mirrored = set()
     for match in _MIRROR_END.finditer(text):  # the word before each suffix: on its line, in its last 100 characters
         line_start = text.rfind("\n", 0, match.start()) + 1
@@ -231,10 +235,12 @@ class FileFacts:
         self._function_nodes: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
         self._skipped: list[ast.stmt] = []  # the statements an anchored walk skipped: disjoint
         self._calls_by_terminal: dict[str, list[ast.Call]] = {}
+        self.assignments: list[ast.Assign] = []  # `=` statements in the walked code
         self._scopes: dict[int, Scope] = {}  # built on first use, by id of the function node (0: the module)
         self._class_nodes: list[ast.ClassDef] = []
         self._class_attributes: dict[int, dict[str, list[Binding]]] = {}  # by id of the class, on first use
         self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
+        self.active_codes: frozenset[str] | None = None  # the rules that may report in this file; None: any
         self._contexts: dict[tuple[int, frozenset[str]], CodeContext] = {}
         self._line_map: _LineMap | None = None  # built on first use
         self.sites: dict[tuple[int, int, int, int], Site] = {}  # by (line, column, end line, end column)
@@ -273,8 +279,10 @@ class FileFacts:
                 name = terminal_name(node.func)
                 if name is not None:
                     self._calls_by_terminal.setdefault(name, []).append(node)
-            elif kind not in _BLOCK_TYPES:
+            elif kind not in _INDEXED_STATEMENT_TYPES:
                 continue
+            elif kind is ast.Assign:
+                self.assignments.append(node)
             elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
                 self._function_nodes.append(node)
                 if kind is not ast.Lambda:
@@ -821,8 +829,10 @@ _SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, a
 _SIMPLE_STATEMENT_TYPES = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise,
                                      ast.Assert, ast.Delete, ast.Pass, ast.Break, ast.Continue, ast.Global,
                                      ast.Nonlocal, ast.Import, ast.ImportFrom})
-_BLOCK_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.For, ast.AsyncFor, ast.While, ast.If,
-                          ast.Import, ast.ImportFrom, ast.With, ast.AsyncWith, ast.ClassDef})
+# The statements the index walk records besides calls.
+_INDEXED_STATEMENT_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.For, ast.AsyncFor,
+                                      ast.While, ast.If, ast.Import, ast.ImportFrom, ast.With, ast.AsyncWith,
+                                      ast.ClassDef, ast.Assign})
 
 
 def _child_fields(kind: type) -> tuple[str, ...]:

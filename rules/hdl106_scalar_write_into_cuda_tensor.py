@@ -139,8 +139,8 @@ class ScalarWriteIntoCudaTensor(Rule):
     @classmethod
     def candidates(cls, facts):
         found = []
-        for node in facts.parents:
-            if isinstance(node, ast.Assign) and any(isinstance(target, ast.Subscript) for target in node.targets) \
+        for node in facts.assignments:
+            if any(isinstance(target, ast.Subscript) for target in node.targets) \
                     and facts.context_at(node.lineno).hot \
                     and _is_python_number(facts, node.value, node.lineno) and not facts.in_torchscript(node.lineno):
                 found.extend(target for target in node.targets
