@@ -271,10 +271,12 @@ class FileFacts:
                     for child in value:
                         if child is not None:
                             parents[child] = node
-                            stack.append(child)
+                            if child.__class__ not in _LEAF_TYPES:
+                                stack.append(child)
                 elif value is not None:
                     parents[value] = node
-                    stack.append(value)
+                    if value.__class__ not in _LEAF_TYPES:
+                        stack.append(value)
             if kind is ast.Call:
                 name = terminal_name(node.func)
                 if name is not None:
@@ -829,6 +831,8 @@ _SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, a
 _SIMPLE_STATEMENT_TYPES = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise,
                                      ast.Assert, ast.Delete, ast.Pass, ast.Break, ast.Continue, ast.Global,
                                      ast.Nonlocal, ast.Import, ast.ImportFrom})
+# Expressions without child nodes: the index walk records their parents without visiting them.
+_LEAF_TYPES = frozenset({ast.Name, ast.Constant})
 # The statements the index walk records besides calls.
 _INDEXED_STATEMENT_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.For, ast.AsyncFor,
                                       ast.While, ast.If, ast.Import, ast.ImportFrom, ast.With, ast.AsyncWith,

@@ -51,6 +51,13 @@ def _work(job: tuple[Path, str]) -> FileResult:
     return result
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # reported as unreadable by its worker
+
+
 @contextlib.contextmanager
 def _collector_paused():
     was_enabled = gc.isenabled()
@@ -89,7 +96,9 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
                 step()
                 collector.file_done()
     else:
-        chunksize = max(1, min(32, len(to_process) // (jobs * 8)))
+        # The largest files first, in small chunks: no worker is left with a big file while the others idle.
+        to_process.sort(key=_size, reverse=True)
+        chunksize = max(1, min(16, len(to_process) // (jobs * 16)))
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(linter,)) as pool:
             for result in pool.map(_work, [(path, mode) for path in to_process], chunksize=chunksize):
                 processed.append(result)

@@ -185,3 +185,43 @@ def test_placement_follows_tensor_computations_and_self_attributes(value, expect
             f"        TARGET = {value}\n")
     node, line = expression(code)
     assert facts_for(code).classify_placement(node, line) is expected
+
+
+# Each way an expression can classify as a CUDA tensor, with the text that makes it so (TARGET's value).
+GPU_SOURCES = [
+    "import torch\nTARGET = x.cuda()\n",
+    "import torch\nTARGET = torch.zeros(3, device='cuda')\n",
+    "import torch\nTARGET = torch.zeros(3, device=f'cuda:{rank}')\n",
+    "import torch\nTARGET = x.to(0)\n",
+    "import torch\nTARGET = torch.ones(2, device=torch.device(1))\n",
+    "import torch\nTARGET = torch.ones(2, device=torch.cuda.current_device())\n",
+    "import torch\nTARGET = batch.seq_lens_gpu\n",
+    "import torch\ndef f(seq_lens, seq_lens_cpu):\n    TARGET = seq_lens\n",
+    "import torch\nTARGET = forward_batch.seq_lens + 1\nn = forward_batch.seq_lens_cpu\n",
+]
+
+
+@pytest.mark.parametrize("code", GPU_SOURCES)
+def test_gpu_placement_always_comes_with_gpu_evidence(code):
+    # The sync finder skips its CUDA-only checks in files without GPU evidence: every source of a
+    # CUDA placement must be something has_gpu_evidence sees.
+    value, line = expression(code)
+    assert facts_for(code).classify_placement(value, line) is Placement.GPU
+    assert has_gpu_evidence(code)
+
+
+def test_nothing_classifies_as_gpu_in_rule_examples_without_gpu_evidence():
+    from h2dlint.rule import all_rules
+
+    samples = [example.code for rule in all_rules().values()
+               for example in (*rule.valid_examples, *rule.invalid_examples)]
+    checked = 0
+    for code in samples:
+        if has_gpu_evidence(code):
+            continue
+        checked += 1
+        facts = facts_for(code)
+        for node in ast.walk(facts.tree):
+            if isinstance(node, ast.expr):
+                assert facts.classify_placement(node, node.lineno) is not Placement.GPU, (code, ast.unparse(node))
+    assert checked > 20
