@@ -28,6 +28,19 @@ _NOT_TENSOR_FIRST_WORDS = frozenset({"is", "has", "use", "uses", "with", "no", "
 _NOT_TENSOR_LAST_WORDS = frozenset({"on", "to", "per", "multi", "any", "all", "for", "from", "of"})
 MIRROR_SUFFIXES = ("_cpu", "_host")  # a host mirror's name: `seq_lens_cpu` mirrors `seq_lens`, the device copy
 GRAPH_CAPTURE_CALLS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
+# torch.distributed collectives and their tensor arguments (position, keyword): on a device group (NCCL)
+# these are CUDA tensors. List arguments (`all_gather`'s `tensor_list`) are left out.
+DEVICE_COLLECTIVES = {
+    "all_reduce": ((0, "tensor"),), "broadcast": ((0, "tensor"),), "reduce": ((0, "tensor"),),
+    "all_gather": ((1, "tensor"),), "reduce_scatter": ((0, "output"),),
+    "all_gather_into_tensor": ((0, "output_tensor"), (1, "input_tensor")),
+    "_all_gather_base": ((0, "output_tensor"), (1, "input_tensor")),
+    "reduce_scatter_tensor": ((0, "output"), (1, "input")), "_reduce_scatter_base": ((0, "output"), (1, "input")),
+    "all_to_all_single": ((0, "output"), (1, "input")),
+}
+_COLLECTIVE_CALL = re.compile(r"\b(?:" + "|".join(sorted(DEVICE_COLLECTIVES)) + r")\s*\(")
+_HOST_GROUP = re.compile(r"cpu|gloo", re.IGNORECASE)  # `cpu_group`, `backend="gloo"`: a collective on the host
+_HOST_CHOICE = re.compile(r"""["']cpu\b|cpu_group|gloo""", re.IGNORECASE)  # a function that may pick the host
 _MULTI_STREAM = re.compile(r"\b(?:Stream|ExternalStream|wait_stream|record_stream|set_stream)\(|cuda\.stream\(")
 
 
@@ -94,6 +107,8 @@ class Scope:
     first_line: int
     last_line: int
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    # Names passed as a tensor to a torch.distributed collective, with the statement of each such call.
+    collective_arguments: dict[str, list[tuple[ast.Call, ast.stmt]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -160,10 +175,20 @@ OTHER_ACCELERATOR_MARKS = ("torch_npu", "torch.npu", "torch.xpu", "torch.hpu", "
 def has_gpu_evidence(text: str) -> bool:
     if (("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text)) or mirrored_names(text):
         return True
+    if may_use_device_collectives(text):
+        return True
     if "cuda" in text and ("current_device" in text or _CUDA_STRING.search(text) or any(
             text[match.start() - 1:match.start()] in (".", " ", "\t", "\n") for match in _CUDA_CALL.finditer(text))):
         return True
     return any(pattern.search(text) for pattern in _ORDINAL_DEVICES)
+
+
+@functools.lru_cache(maxsize=2)
+def may_use_device_collectives(text: str) -> bool:
+    """Whether the text may call a torch.distributed collective on device tensors: it calls one, and never
+    names the gloo backend (a file that does, such as torch's backend-generic tests, may run its collectives
+    on host tensors)."""
+    return "distributed" in text and "gloo" not in text and bool(_COLLECTIVE_CALL.search(text))
 
 
 @functools.lru_cache(maxsize=2)
@@ -385,19 +410,36 @@ class FileFacts:
                 _bind(node, scope)
                 if kind in _SCOPE_TYPES:
                     continue
+            if kind in (ast.Expr, ast.Assign) and node.value.__class__ is ast.Call:
+                self._note_collective(node.value, node, scope)
             if kind in _SIMPLE_STATEMENT_TYPES and not self._may_bind_in_expressions(node):
                 continue
             stack.extend(_children(node))
+
+    def _note_collective(self, call: ast.Call, statement: ast.stmt, scope: Scope) -> None:
+        """Record the names `call` passes as tensors, when it is a torch.distributed collective."""
+        arguments = DEVICE_COLLECTIVES.get(terminal_name(call.func))
+        if arguments is None or not (self.qualify(dotted_name(call.func)) or "").startswith("torch.distributed."):
+            return
+        for position, keyword in arguments:
+            tensor = next((kw.value for kw in call.keywords if kw.arg == keyword),
+                          call.args[position] if position < len(call.args) else None)
+            if isinstance(tensor, ast.Name):
+                scope.collective_arguments.setdefault(tensor.id, []).append((call, statement))
 
     def _may_bind_in_expressions(self, statement: ast.stmt) -> bool:
         """Whether a statement's expressions may bind names (`:=`, a comprehension's `for`): only then are
         they walked. Most statements have neither, and their expressions are most of a file's nodes."""
         if getattr(statement, "lineno", None) is None:  # the `Expr` standing for a lambda's body
             return True
-        starts = self.line_index.starts
-        end = starts[statement.end_lineno] if statement.end_lineno < len(starts) else len(self.text)
-        segment = self.text[starts[statement.lineno - 1]:end]
+        segment = self._lines_of(statement)
         return ":=" in segment or "for" in segment
+
+    def _lines_of(self, node: ast.AST) -> str:
+        """The text of the lines `node` spans."""
+        starts = self.line_index.starts
+        end = starts[node.end_lineno] if node.end_lineno < len(starts) else len(self.text)
+        return self.text[starts[node.lineno - 1]:end]
 
     def _attributes_of(self, node: ast.ClassDef) -> dict[str, list[Binding]]:
         """`self.x = value` in a class's methods: what `self.x` may hold anywhere in that class."""
@@ -440,11 +482,18 @@ class FileFacts:
         (else the module's) that can reach `line`: those made on earlier lines,
         and, inside a loop, those made anywhere in that loop.
         """
+        reaching = self._reaching_bindings(name, line)
+        return None if reaching is None else [binding.value for binding in reaching]
+
+    def _reaching_bindings(self, name: str, line: int) -> list[Binding] | None:
         scope = self._binding_scope(name, line)
-        if scope is None:
-            return None
+        return None if scope is None else self._reaching(scope.bindings[name], line)
+
+    def _reaching(self, bindings: list[Binding], line: int) -> list[Binding]:
+        """The bindings that can reach `line`: those made on earlier lines, and, inside a loop, those made
+        anywhere in that loop; not those in the other arm of an `if`."""
         loops = [loop for loop in self.loops if loop[0] <= line <= loop[1]]
-        return [binding.value for binding in scope.bindings[name]
+        return [binding for binding in bindings
                 if (binding.line < line or any(first <= binding.line <= last for first, last in loops))
                 and not self._in_other_branch(binding.line, line)]
 
@@ -558,7 +607,9 @@ class FileFacts:
         GPU: `.cuda()`, `.to(<cuda device>)`, a torch factory with a CUDA `device=`.
         HOST: `.cpu()`, `.pin_memory()`, `torch.from_numpy`, a factory without a device
         or with a host device, a `*_cpu` name. Names follow their local bindings, and
-        `self.x` the assignments to it in the enclosing class. Tensor computations
+        `self.x` the assignments to it in the enclosing class. A name of unknown placement
+        that its function passes to a torch.distributed collective (not on a CPU or gloo
+        group) is a CUDA tensor, as NCCL needs one. Tensor computations
         (torch functions, tensor methods, operators, indexing, `.to(dtype)`) keep the
         placement of their known tensor operands.
         """
@@ -602,7 +653,8 @@ class FileFacts:
                 bound = self._classify_name(expr.id, line,
                                             lambda value: self.classify_placement(value, line, depth + 1),
                                             Placement.UNKNOWN)
-                if bound is Placement.UNKNOWN and self._updated_cuda_tensor(expr.id, line, depth):
+                if bound is Placement.UNKNOWN and (self._updated_cuda_tensor(expr.id, line, depth)
+                                                   or self._passed_to_device_collective(expr.id, line)):
                     return Placement.GPU
                 if bound is not Placement.UNKNOWN:
                     return bound
@@ -667,6 +719,43 @@ class FileFacts:
         # A mirror made from the name by a computation that is no host copy (`x_host = x.view(-1)`) says
         # nothing of where `x` lives.
         return bool(mirrors) and all(binding.line == 0 or _host_transfer(binding.value) for binding in mirrors)
+
+    def _passed_to_device_collective(self, name: str, line: int) -> bool:
+        """True when `name` holds, at `line`, a tensor its function passes to a torch.distributed collective
+        (`dist.all_reduce(t, group=group)`) that is not on a host group: with NCCL that is a CUDA tensor."""
+        if not may_use_device_collectives(self.text):
+            return False
+        scope = self._binding_scope(name, line)
+        if scope is None or name not in scope.collective_arguments:
+            return False
+        reaching = self._reaching_bindings(name, line)
+        # Only a tensor the function makes itself: a parameter may be the caller's host tensor, sent over a
+        # CPU group chosen elsewhere.
+        if not reaching or any(binding.value is None for binding in reaching) or self._may_choose_host(scope):
+            return False
+        return any(self._reaching_bindings(name, call.lineno) == reaching and not self._on_host_group(call, statement)
+                   for call, statement in scope.collective_arguments[name])
+
+    def _may_choose_host(self, scope: Scope) -> bool:
+        """Whether the function names the CPU device, a CPU group or gloo (`torch.device("cuda" if ... else
+        "cpu")`): then its collectives may run on host tensors."""
+        starts = self.line_index.starts
+        end = starts[scope.last_line] if scope.last_line < len(starts) else len(self.text)
+        return bool(_HOST_CHOICE.search(self.text, starts[scope.first_line - 1], end))
+
+    def _on_host_group(self, call: ast.Call, statement: ast.stmt) -> bool:
+        """Whether the collective's statement, or what its `group=` name or `self.` attribute is bound to,
+        names a CPU group or the gloo backend (`group=get_world_group().cpu_group`, `backend="gloo"`)."""
+        if _HOST_GROUP.search(self._lines_of(statement)):
+            return True
+        group = next((kw.value for kw in call.keywords if kw.arg == "group"), None)
+        if isinstance(group, ast.Name):
+            values = self.bindings_at(group.id, call.lineno) or []
+        elif isinstance(group, ast.Attribute) and isinstance(group.value, ast.Name) and group.value.id == "self":
+            values = [binding.value for binding in self.self_attribute_bindings(group.attr, call.lineno) or []]
+        else:
+            return False
+        return any(value is not None and _HOST_GROUP.search(self._lines_of(value)) for value in values)
 
     def _classify_self_attribute(self, attribute: str, line: int, depth: int) -> Placement:
         bindings = self.self_attribute_bindings(attribute, line)

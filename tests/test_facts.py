@@ -185,3 +185,50 @@ def test_placement_follows_tensor_computations_and_self_attributes(value, expect
             f"        TARGET = {value}\n")
     node, line = expression(code)
     assert facts_for(code).classify_placement(node, line) is expected
+
+
+@pytest.mark.parametrize(("collective", "expected"), [
+    ("dist.all_reduce(t, group=group)", Placement.GPU), ("torch.distributed.broadcast(t, src=0)", Placement.GPU),
+    ("dist.all_gather_into_tensor(out, t)", Placement.GPU), ("dist.all_gather(outs, tensor=t)", Placement.GPU),
+    ("all_reduce(t)", Placement.GPU),  # `from torch.distributed import all_reduce`
+    ("dist.all_gather(t, out)", Placement.UNKNOWN),  # `all_gather`'s first argument is the output list
+    ("dist.all_reduce(t, group=get_world_group().cpu_group)", Placement.UNKNOWN),
+    ("dist.all_reduce(t, group=grp)", Placement.UNKNOWN), ("dist.all_reduce(t, group=self.group)", Placement.UNKNOWN),
+    ("other.all_reduce(t)", Placement.UNKNOWN), ("dist.all_reduce(t.clone())", Placement.UNKNOWN),
+])
+def test_a_tensor_passed_to_a_collective_is_on_the_device(collective, expected):
+    code = ("import torch\nimport torch.distributed as dist\nfrom torch.distributed import all_reduce\n"
+            "class C:\n    def __init__(self):\n        self.group = get_world_group().cpu_group\n"
+            "    def run(self, n, device, group, out, outs, other):\n"
+            "        grp = new_group(ranks, backend=HOST_BACKEND_CPU)\n        t = torch.zeros(4, n, device=device)\n"
+            f"        TARGET = t\n        {collective}\n        return t\n")
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected
+    if expected is Placement.GPU:
+        assert has_gpu_evidence(code), "the file-level evidence test must admit what classify_placement finds"
+
+
+def test_collective_placement_needs_the_tensor_that_reaches_the_collective():
+    code = ("import torch\nimport torch.distributed as dist\n"
+            "def f(p, n, d):\n    h = torch.zeros(n)\n    t = torch.zeros(n, device=d)\n    dist.all_reduce(h)\n"
+            "    dist.all_reduce(t)\n    dist.all_reduce(p)\n    t = t.tolist()\n    return t, h\n")
+    facts = facts_for(code)
+    assert facts.classify_placement(ast.Name("t"), 6) is Placement.GPU
+    assert facts.classify_placement(ast.Name("t"), 10) is Placement.UNKNOWN, "rebound after the collective"
+    assert facts.classify_placement(ast.Name("h"), 6) is Placement.HOST, "a host tensor stays one (gloo)"
+    assert facts.classify_placement(ast.Name("p"), 8) is Placement.UNKNOWN, "a parameter: the caller's tensor"
+
+
+def test_no_collective_placement_in_a_function_that_may_pick_the_host():
+    code = ("import torch\nimport torch.distributed as dist\n"
+            "def f(n, force_cpu):\n    d = torch.device('cpu' if force_cpu else 'cuda')\n"
+            "    t = torch.zeros(n, device=d)\n    dist.broadcast(t, src=0)\n")
+    assert facts_for(code).classify_placement(ast.Name("t"), 6) is Placement.UNKNOWN
+
+
+def test_no_collective_placement_in_a_file_that_names_the_gloo_backend():
+    code = ("import torch\nimport torch.distributed as dist\nBACKENDS = ['nccl', 'gloo']\n"
+            "def f(t):\n    dist.all_reduce(t)\n")
+    assert facts_for(code).classify_placement(ast.Name("t"), 5) is Placement.UNKNOWN
+    assert not has_gpu_evidence(code)
+
