@@ -77,6 +77,11 @@ TORCH_DTYPES = frozenset({
     "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
 })
 
+# torch functions that join a sequence of tensors (which must all be on one device) into one.
+JOINING_FUNCTIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack",
+                               "torch.vstack", "torch.dstack", "torch.column_stack", "torch.row_stack"})
+_SEQUENCE_DISPLAYS = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)
+
 TORCH_FACTORIES = frozenset({
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint", "randperm",
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "linspace", "eye",
@@ -109,6 +114,8 @@ class Scope:
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
     # Names passed as a tensor to a torch.distributed collective, with the statement of each such call.
     collective_arguments: dict[str, list[tuple[ast.Call, ast.stmt]]] = field(default_factory=dict)
+    # `xs.append(v)` as a binding of v; `xs.extend(...)` / `xs.insert(...)` as one of None (not followed).
+    list_additions: dict[str, list[Binding]] = field(default_factory=dict)
 
 
 @dataclass
@@ -412,6 +419,8 @@ class FileFacts:
                     continue
             if kind in (ast.Expr, ast.Assign) and node.value.__class__ is ast.Call:
                 self._note_collective(node.value, node, scope)
+                if kind is ast.Expr:
+                    _note_list_addition(node.value, scope)
             if kind in _SIMPLE_STATEMENT_TYPES and not self._may_bind_in_expressions(node):
                 continue
             stack.extend(_children(node))
@@ -634,6 +643,11 @@ class FileFacts:
             qualified = self.qualify(dotted_name(func)) or ""
             if qualified == "torch.from_numpy":
                 return Placement.HOST
+            if qualified in JOINING_FUNCTIONS:
+                tensors = expr.args[0] if expr.args else next(
+                    (kw.value for kw in expr.keywords if kw.arg == "tensors"), None)
+                if tensors is not None and self._host_tensors(tensors, line, depth + 1):
+                    return Placement.HOST
             if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in TORCH_FACTORIES:
                 device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
                 if device is None:
@@ -681,6 +695,37 @@ class FileFacts:
         if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
             return self.classify_placement(expr.operand, line, depth + 1)
         return Placement.UNKNOWN
+
+    def _host_tensors(self, tensors: ast.expr, line: int, depth: int) -> bool:
+        """Whether `tensors`, a sequence given to `torch.cat` or `torch.stack`, holds host tensors only, and
+        at least one: a list or tuple of them, a comprehension making them (`[torch.arange(n) for n in lens]`),
+        or a name bound only to such sequences and grown only by `.append(<host tensor>)`."""
+        if depth > 6:
+            return False
+        if isinstance(tensors, (ast.ListComp, ast.GeneratorExp)):
+            return self.classify_placement(tensors.elt, line, depth + 1) is Placement.HOST
+        if isinstance(tensors, (ast.List, ast.Tuple)):
+            return bool(tensors.elts) and self._all_host([(element, line) for element in tensors.elts], depth)
+        if not isinstance(tensors, ast.Name):
+            return False
+        scope = self._binding_scope(tensors.id, line)
+        if scope is None:
+            return False
+        bound = self._reaching(scope.bindings[tensors.id], line)
+        added = self._reaching(scope.list_additions.get(tensors.id, []), line)
+        if not bound or not all(isinstance(binding.value, _SEQUENCE_DISPLAYS) for binding in bound):
+            return False
+        elements = [(element, binding.line) for binding in bound if isinstance(binding.value, (ast.List, ast.Tuple))
+                    for element in binding.value.elts] + [(binding.value, binding.line) for binding in added]
+        comprehensions = [binding for binding in bound if isinstance(binding.value, (ast.ListComp, ast.GeneratorExp))]
+        return bool(elements or comprehensions) and self._all_host(elements, depth) and all(
+            self._host_tensors(binding.value, binding.line, depth + 1) for binding in comprehensions)
+
+    def _all_host(self, elements: list[tuple[ast.expr | None, int]], depth: int) -> bool:
+        """Whether every (element, line where it is classified) is a host tensor."""
+        return all(element is not None and not isinstance(element, ast.Starred)
+                   and self.classify_placement(element, line, depth + 1) is Placement.HOST
+                   for element, line in elements)
 
     def _placement_of_operands(self, operands: list[ast.expr], line: int, depth: int) -> Placement:
         """GPU when some operand (or an element of a list/tuple operand) is a CUDA tensor, else unknown.
@@ -973,6 +1018,15 @@ def _host_transfer(value: ast.expr | None) -> bool:
 
 def _placement_of(device: Device) -> Placement:
     return {Device.CUDA: Placement.GPU, Device.NOT_CUDA: Placement.HOST}.get(device, Placement.UNKNOWN)
+
+
+def _note_list_addition(call: ast.Call, scope: Scope) -> None:
+    """Record `xs.append(v)` as a binding of v, and `xs.extend(...)` / `xs.insert(...)` as one of None."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in ("append", "extend", "insert") \
+            and isinstance(func.value, ast.Name):
+        value = call.args[0] if func.attr == "append" and len(call.args) == 1 else None
+        scope.list_additions.setdefault(func.value.id, []).append(Binding(call.lineno, value))
 
 
 def _bind(node: ast.AST, scope: Scope) -> None:

@@ -17,9 +17,9 @@ class BlockingHostTensorCopy(Rule):
     ## What it does
     Finds `.cuda()` and `.to(<device>)` without `non_blocking=True` on a tensor known
     to be on the host: a fresh torch factory without `device=` (`torch.tensor(x)`,
-    `torch.zeros(n)`), `torch.from_numpy(a)`, `.cpu()`, `.pin_memory()`, or a local
-    name bound only to those (or named `*_cpu`), where the target is, or may be, a
-    CUDA device.
+    `torch.zeros(n)`), `torch.from_numpy(a)`, `.cpu()`, `.pin_memory()`, `torch.cat` /
+    `torch.stack` of such tensors only, or a local name bound only to those (or named
+    `*_cpu`), where the target is, or may be, a CUDA device.
 
     ## Why is this bad?
     A copy to the GPU with `non_blocking=False` is a `cudaMemcpyAsync` followed by a
@@ -86,6 +86,7 @@ class BlockingHostTensorCopy(Rule):
         Valid("import torch\ndef f(ids):\n    return torch.tensor(ids, device='cuda').cuda()\n"),
         Valid("import torch\ndef f(m):\n    return torch.nn.Linear(3, 4).cuda()\n"),
         Valid("import torch\ndef f(v, d):\n    return torch.tensor(v, requires_grad=True).to(d)\n"),
+        Valid("import torch\ndef forward(n, x, device):\n    return torch.cat([torch.arange(n), x]).to(device)\n"),
     )
     invalid_examples = (
         Invalid("import torch\ndef f(ids):\n    return torch.tensor([1, 2]).cuda()\n",
@@ -105,6 +106,9 @@ class BlockingHostTensorCopy(Rule):
                 "import torch\ndef f(x):\n    return x.pin_memory().cuda(non_blocking=True)\n"),
         Invalid("import torch\ndef f(n):\n    return torch.zeros(n).cuda().sum().item()\n", None,
                 message_contains="read back"),
+        Invalid("import torch\nclass Runner:\n    def forward(self, lens):\n"
+                "        return torch.concat([torch.arange(n) for n in lens]).to(device=self.device)\n", None,
+                message_contains="staging buffer"),
     )
 
     @classmethod

@@ -232,3 +232,22 @@ def test_no_collective_placement_in_a_file_that_names_the_gloo_backend():
     assert facts_for(code).classify_placement(ast.Name("t"), 5) is Placement.UNKNOWN
     assert not has_gpu_evidence(code)
 
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("torch.cat([torch.arange(3), t.cpu()])", Placement.HOST), ("torch.stack((a.cpu(), b.cpu()))", Placement.HOST),
+    ("torch.concat([torch.arange(n) for n in lens])", Placement.HOST),
+    ("torch.vstack(tensors=[torch.zeros(2) for _ in lens])", Placement.HOST),
+    ("torch.cat(host_parts)", Placement.HOST), ("torch.cat(appended)", Placement.HOST),
+    ("torch.cat([torch.arange(3), t])", Placement.UNKNOWN), ("torch.cat([])", Placement.UNKNOWN),
+    ("torch.cat([*parts])", Placement.UNKNOWN), ("torch.cat(empty)", Placement.UNKNOWN),
+    ("torch.cat(extended)", Placement.UNKNOWN), ("torch.cat(mixed)", Placement.UNKNOWN),
+    ("torch.cat([torch.arange(3), t.cuda()])", Placement.GPU),
+])
+def test_joining_host_tensors_gives_a_host_tensor(value, expected):
+    code = ("import torch\ndef f(t, a, b, lens, parts, others):\n"
+            "    host_parts = [torch.arange(3), torch.ones(2)]\n    appended = []\n    empty = []\n    extended = []\n    mixed = []\n"
+            "    for n in lens:\n        appended.append(torch.arange(n))\n        extended.extend(others)\n"
+            "        mixed.append(torch.arange(n))\n        mixed.append(t)\n"
+            f"    TARGET = {value}\n")
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected
