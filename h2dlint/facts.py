@@ -451,7 +451,9 @@ class FileFacts:
         return self.text[starts[node.lineno - 1]:end]
 
     def _attributes_of(self, node: ast.ClassDef) -> dict[str, list[Binding]]:
-        """`self.x = value` in a class's methods: what `self.x` may hold anywhere in that class."""
+        """`self.x = value` in a class's methods: what `self.x` may hold anywhere in that class. A property
+        (`@property`, `@cached_property`) `x` holds what its method returns. A name registered as a buffer or
+        parameter (`self.register_buffer("x", ...)`) is bound to None: it moves with the module."""
         attributes = self._class_attributes.get(id(node))
         if attributes is not None:
             return attributes
@@ -460,7 +462,15 @@ class FileFacts:
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
                 continue
             receiver = method.args.args[0].arg
+            if any((dotted_name(decorator) or "").rsplit(".", 1)[-1] in ("property", "cached_property")
+                   for decorator in method.decorator_list):
+                attributes.setdefault(method.name, []).extend(
+                    Binding(statement.lineno, statement.value) for statement in _nested_statements(method.body, enter_definitions=False)
+                    if isinstance(statement, ast.Return))
             for statement in _nested_statements(method.body):
+                registered = _registered_module_tensor(statement, receiver)
+                if registered is not None:
+                    attributes.setdefault(registered, []).append(Binding(statement.lineno, None))
                 if isinstance(statement, ast.Assign):
                     targets, value = statement.targets, statement.value
                 elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
@@ -906,12 +916,27 @@ def _annotated_value(annotation: ast.expr | None) -> ast.expr | None:
     return None
 
 
-def _nested_statements(body: list[ast.stmt]):
-    """Every statement in `body` and in the blocks nested in it (nested functions and classes included)."""
+def _registered_module_tensor(statement: ast.stmt, receiver: str) -> str | None:
+    """The name in `self.register_buffer("name", ...)` / `self.register_parameter("name", ...)`, if the
+    statement is one."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("register_buffer", "register_parameter")
+            and isinstance(call.func.value, ast.Name) and call.func.value.id == receiver):
+        return None
+    name = call.args[0] if call.args else next((kw.value for kw in call.keywords if kw.arg == "name"), None)
+    return name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
+
+
+def _nested_statements(body: list[ast.stmt], enter_definitions: bool = True):
+    """Every statement in `body` and in the blocks nested in it, nested functions and classes included
+    unless `enter_definitions` is False."""
     stack: list[ast.AST] = list(body)
     while stack:
         node = stack.pop()
         yield node
+        if not enter_definitions and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
         for name in ("body", "orelse", "finalbody", "handlers", "cases"):
             block = getattr(node, name, None)
             if isinstance(block, list):

@@ -251,3 +251,30 @@ def test_joining_host_tensors_gives_a_host_tensor(value, expected):
             f"    TARGET = {value}\n")
     node, line = expression(code)
     assert facts_for(code).classify_placement(node, line) is expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("self.table", Placement.HOST), ("self.cached", Placement.HOST), ("self.table[ids.cpu()]", Placement.HOST),
+    ("self.maybe", Placement.UNKNOWN),  # None on one path
+    ("self.moved", Placement.UNKNOWN), ("self.on_gpu", Placement.GPU),
+    ("self.inv_freq", Placement.UNKNOWN),  # a buffer: it moves with the module
+    ("self.scale", Placement.UNKNOWN),  # a parameter, likewise
+    ("self.plain", Placement.HOST),  # a plain tensor attribute does not move with the module
+])
+def test_placement_of_properties_and_module_tensors(value, expected):
+    code = ("import torch\nfrom functools import cached_property\nclass M(torch.nn.Module):\n"
+            "    def __init__(self, n):\n        super().__init__()\n"
+            "        self.register_buffer('inv_freq', None, persistent=False)\n        self.inv_freq = torch.arange(n)\n"
+            "        self.register_parameter(name='scale', param=None)\n        self.scale = torch.ones(n)\n"
+            "        self.plain = torch.zeros(n)\n"
+            "    @property\n    def table(self):\n        mapping = torch.zeros(10, dtype=torch.int)\n"
+            "        for k in range(10):\n            mapping[k] = k\n        return mapping\n"
+            "    @cached_property\n    def cached(self):\n        def helper():\n"
+            "            return torch.ones(3, device='cuda')\n        return torch.arange(4)\n"
+            "    @property\n    def maybe(self):\n        if self.flag:\n            return None\n"
+            "        return torch.zeros(3)\n"
+            "    @property\n    def moved(self):\n        return torch.zeros(3).to(self.device)\n"
+            "    @property\n    def on_gpu(self):\n        return self.plain.cuda()\n"
+            f"    def forward(self, ids):\n        TARGET = {value}\n")
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected
