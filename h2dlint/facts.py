@@ -625,8 +625,10 @@ class FileFacts:
 
         GPU: `.cuda()`, `.to(<cuda device>)`, a torch factory with a CUDA `device=`.
         HOST: `.cpu()`, `.pin_memory()`, `torch.from_numpy`, a factory without a device
-        or with a host device, a `*_cpu` name. Names follow their local bindings, and
-        `self.x` the assignments to it in the enclosing class. A name of unknown placement
+        or with a host device, a `*_cpu` name, `torch.cat` / `torch.stack` of host tensors
+        only, a comparison with a host tensor of one or more dimensions. Names follow their
+        local bindings, and `self.x` the assignments to it in the enclosing class (or, for a
+        property, what it returns). A name of unknown placement
         that its function passes to a torch.distributed collective (not on a CPU or gloo
         group) is a CUDA tensor, as NCCL needs one. Tensor computations
         (torch functions, tensor methods, operators, indexing, `.to(dtype)`) keep the
@@ -701,7 +703,16 @@ class FileFacts:
         if isinstance(expr, ast.BinOp):
             return self._placement_of_operands([expr.left, expr.right], line, depth)
         if isinstance(expr, ast.Compare):
-            return self._placement_of_operands([expr.left, *expr.comparators], line, depth)
+            operands = [expr.left, *expr.comparators]
+            placement = self._placement_of_operands(operands, line, depth)
+            # Comparing a host tensor of one or more dimensions with a CUDA tensor raises (only 0-d host
+            # tensors may join CUDA ones), so a mask built from one (`torch.arange(n) < lens`) is on the host.
+            # Arithmetic raises alike, but calling it host found mostly init-time set-up (RoPE inverse
+            # frequencies moved with `.to(device)` where `device` is None): it stays unknown.
+            if placement is Placement.UNKNOWN and any(self._host_with_dimensions(operand, line, depth + 1)
+                                                      for operand in operands):
+                return Placement.HOST
+            return placement
         if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
             return self.classify_placement(expr.operand, line, depth + 1)
         return Placement.UNKNOWN
@@ -736,6 +747,34 @@ class FileFacts:
         return all(element is not None and not isinstance(element, ast.Starred)
                    and self.classify_placement(element, line, depth + 1) is Placement.HOST
                    for element, line in elements)
+
+    def _host_with_dimensions(self, expr: ast.expr, line: int, depth: int) -> bool:
+        """Whether `expr` is a host tensor that certainly has one or more dimensions: a host factory whose
+        size says so (`torch.arange(n)`, `torch.ones((n, 1))`, `torch.tensor([...])`), a join of host tensors,
+        an operator on such a tensor, or a name bound only to those."""
+        if depth > 6:
+            return False
+        if isinstance(expr, ast.Name):
+            values = self.bindings_at(expr.id, line)
+            return bool(values) and all(value is not None and self._host_with_dimensions(value, line, depth + 1)
+                                        for value in values)
+        if isinstance(expr, (ast.BinOp, ast.Compare)):
+            operands = [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [expr.left, *expr.comparators]
+            return any(self._host_with_dimensions(operand, line, depth + 1) for operand in operands)
+        if not isinstance(expr, ast.Call) or self.classify_placement(expr, line, depth + 1) is not Placement.HOST:
+            return False
+        qualified = self.qualify(dotted_name(expr.func)) or ""
+        name = qualified[len("torch."):] if qualified.startswith("torch.") else None
+        sizes = [arg for arg in expr.args if not isinstance(arg, ast.Starred)]
+        if name in ("arange", "linspace", "logspace", "randperm", "eye") or qualified in JOINING_FUNCTIONS:
+            return True
+        if name == "tensor":
+            return bool(sizes) and isinstance(sizes[0], (ast.List, ast.Tuple)) and bool(sizes[0].elts)
+        if name in ("zeros", "ones", "empty", "rand", "randn") and len(sizes) == len(expr.args):
+            return len(sizes) > 1 or len(sizes) == 1 and (
+                isinstance(sizes[0], (ast.List, ast.Tuple)) and bool(sizes[0].elts)
+                or isinstance(sizes[0], ast.Constant) and type(sizes[0].value) is int)
+        return False
 
     def _placement_of_operands(self, operands: list[ast.expr], line: int, depth: int) -> Placement:
         """GPU when some operand (or an element of a list/tuple operand) is a CUDA tensor, else unknown.

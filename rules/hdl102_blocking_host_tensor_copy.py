@@ -18,10 +18,11 @@ class BlockingHostTensorCopy(Rule):
     Finds `.cuda()` and `.to(<device>)` without `non_blocking=True` on a tensor known
     to be on the host: a fresh torch factory without `device=` (`torch.tensor(x)`,
     `torch.zeros(n)`), `torch.from_numpy(a)`, `.cpu()`, `.pin_memory()`, `torch.cat` /
-    `torch.stack` of such tensors only, or a local name bound only to those (or named
-    `*_cpu`), or `self.x` assigned only those in its class (or a property returning
-    them; not a registered buffer, which moves with its module), where the target is,
-    or may be, a CUDA device.
+    `torch.stack` of such tensors only, a mask comparing one (`torch.arange(n) < lens`,
+    which would raise if `lens` were on the GPU), a local name bound only to those (or
+    named `*_cpu`), or `self.x` assigned only those in its class (or a property
+    returning them; not a registered buffer, which moves with its module), where the
+    target is, or may be, a CUDA device.
 
     ## Why is this bad?
     A copy to the GPU with `non_blocking=False` is a `cudaMemcpyAsync` followed by a
@@ -118,6 +119,9 @@ class BlockingHostTensorCopy(Rule):
         Invalid("import torch\nfrom functools import cached_property\nclass Mapping:\n    @cached_property\n"
                 "    def table(self):\n        return torch.zeros(10, dtype=torch.int)\n"
                 "    def convert(self, ids):\n        tokens = self.table[ids.to('cpu')]\n        return tokens.to(ids.device)\n",
+                None),
+        Invalid("import torch\ndef forward(lens, pos, device):\n    masks = []\n    for n in lens:\n"
+                "        masks.append((torch.arange(n) >= pos).int())\n    return torch.concat(masks).to(device=device)\n",
                 None),
     )
 

@@ -278,3 +278,20 @@ def test_placement_of_properties_and_module_tensors(value, expected):
             f"    def forward(self, ids):\n        TARGET = {value}\n")
     node, line = expression(code)
     assert facts_for(code).classify_placement(node, line) is expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("torch.arange(n) >= pos", Placement.HOST), ("(torch.arange(n) < lens[:, None]).int()", Placement.HOST),
+    ("torch.ones((n, 1), dtype=torch.int) == eol", Placement.HOST), ("row != 1", Placement.HOST),
+    ("pos < torch.tensor([1, 2])", Placement.HOST), ("(torch.arange(n) % pos) == 0", Placement.HOST),
+    ("torch.cat([torch.arange(n)]) > pos", Placement.HOST),
+    ("torch.tensor(3) < pos", Placement.UNKNOWN),  # a 0-d host tensor may join a CUDA one
+    ("torch.zeros(n) < pos", Placement.UNKNOWN),  # `n` may be a shape, even `()`
+    ("torch.arange(n) < pos.cuda()", Placement.GPU), ("torch.arange(n, device=d) < pos", Placement.UNKNOWN),
+    ("torch.arange(n) * pos", Placement.UNKNOWN),  # arithmetic is left unknown (see classify_placement)
+])
+def test_a_comparison_with_a_host_tensor_with_dimensions_gives_a_host_tensor(value, expected):
+    code = ("import torch\ndef f(n, pos, lens, eol, d):\n    row = torch.zeros(2, 3)\n"
+            f"    TARGET = {value}\n")
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected
