@@ -179,10 +179,11 @@ OTHER_ACCELERATOR_MARKS = ("torch_npu", "torch.npu", "torch.xpu", "torch.hpu", "
 
 
 @functools.lru_cache(maxsize=2)  # asked by several rules in turn about the same text
-def has_gpu_evidence(text: str) -> bool:
+def has_gpu_evidence(text: str, gpu_device_names: frozenset[str] = frozenset()) -> bool:
+    """`gpu_device_names`: the configured `gpu-device-names`; the text names one (a superset test)."""
     if (("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text)) or mirrored_names(text):
         return True
-    if may_use_device_collectives(text):
+    if may_use_device_collectives(text) or any(name in text for name in gpu_device_names):
         return True
     if "cuda" in text and ("current_device" in text or _CUDA_STRING.search(text) or any(
             text[match.start() - 1:match.start()] in (".", " ", "\t", "\n") for match in _CUDA_CALL.finditer(text))):
@@ -267,6 +268,7 @@ class FileFacts:
         self._class_nodes: list[ast.ClassDef] = []
         self._class_attributes: dict[int, dict[str, list[Binding]]] = {}  # by id of the class, on first use
         self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
+        self.gpu_device_names: frozenset[str] = frozenset()  # the run's configured CUDA device expressions
         self._contexts: dict[tuple[int, frozenset[str]], CodeContext] = {}
         self._line_map: _LineMap | None = None  # built on first use
         self.sites: dict[tuple[int, int, int, int], Site] = {}  # by (line, column, end line, end column)
@@ -570,10 +572,14 @@ class FileFacts:
         if isinstance(expr, ast.IfExp):
             both = {self.classify_device(expr.body, line, depth + 1), self.classify_device(expr.orelse, line, depth + 1)}
             return both.pop() if len(both) == 1 else Device.UNKNOWN
+        device = Device.UNKNOWN
         if isinstance(expr, ast.Name) and depth < 4:
-            return self._classify_name(expr.id, line, lambda value: self._classify_bound_device(value, line, depth),
-                                       Device.UNKNOWN)
-        return Device.UNKNOWN
+            device = self._classify_name(expr.id, line, lambda value: self._classify_bound_device(value, line, depth),
+                                         Device.UNKNOWN)
+        if device is Device.UNKNOWN and isinstance(expr, (ast.Name, ast.Attribute)) \
+                and dotted_name(expr) in self.gpu_device_names:
+            return Device.CUDA
+        return device
 
     def _classify_bound_device(self, value: ast.expr, line: int, depth: int) -> Device:
         """A name bound to an int is a count or an index as often as a device ordinal: unknown."""

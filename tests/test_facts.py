@@ -295,3 +295,13 @@ def test_a_comparison_with_a_host_tensor_with_dimensions_gives_a_host_tensor(val
             f"    TARGET = {value}\n")
     node, line = expression(code)
     assert facts_for(code).classify_placement(node, line) is expected
+
+
+def test_configured_gpu_device_names_are_cuda_devices():
+    code = "import torch\ndef f(self, device, other):\n    local = 'cpu'\n    TARGET = (device, self.device, other, local)\n"
+    node, line = expression(code)
+    facts = facts_for(code)
+    facts.gpu_device_names = frozenset({"device", "self.device", "local"})
+    assert [facts.classify_device(element, line) for element in node.elts] == [
+        Device.CUDA, Device.CUDA, Device.UNKNOWN, Device.NOT_CUDA]
+    assert has_gpu_evidence(code, facts.gpu_device_names) and not has_gpu_evidence(code)
