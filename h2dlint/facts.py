@@ -38,7 +38,7 @@ DEVICE_COLLECTIVES = {
     "reduce_scatter_tensor": ((0, "output"), (1, "input")), "_reduce_scatter_base": ((0, "output"), (1, "input")),
     "all_to_all_single": ((0, "output"), (1, "input")),
 }
-_COLLECTIVE_CALL = re.compile(r"\b(?:" + "|".join(sorted(DEVICE_COLLECTIVES)) + r")\s*\(")
+_DISTRIBUTED_ALIAS = re.compile(r"import torch\.distributed[\w.]* as (\w+)")
 _HOST_GROUP = re.compile(r"cpu|gloo", re.IGNORECASE)  # `cpu_group`, `backend="gloo"`: a collective on the host
 _HOST_CHOICE = re.compile(r"""["']cpu\b|cpu_group|gloo""", re.IGNORECASE)  # a function that may pick the host
 _MULTI_STREAM = re.compile(r"\b(?:Stream|ExternalStream|wait_stream|record_stream|set_stream)\(|cuda\.stream\(")
@@ -179,8 +179,9 @@ OTHER_ACCELERATOR_MARKS = ("torch_npu", "torch.npu", "torch.xpu", "torch.hpu", "
 
 
 @functools.lru_cache(maxsize=2)  # asked by several rules in turn about the same text
-def has_gpu_evidence(text: str, gpu_device_names: frozenset[str] = frozenset()) -> bool:
-    """`gpu_device_names`: the configured `gpu-device-names`; the text names one (a superset test)."""
+def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
+    """Whether the text may hold what classify_placement proves to be on the GPU (a superset test), given
+    the run's configured `gpu-device-names`."""
     if (("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text)) or mirrored_names(text):
         return True
     if may_use_device_collectives(text) or any(name in text for name in gpu_device_names):
@@ -193,10 +194,16 @@ def has_gpu_evidence(text: str, gpu_device_names: frozenset[str] = frozenset()) 
 
 @functools.lru_cache(maxsize=2)
 def may_use_device_collectives(text: str) -> bool:
-    """Whether the text may call a torch.distributed collective on device tensors: it calls one, and never
-    names the gloo backend (a file that does, such as torch's backend-generic tests, may run its collectives
-    on host tensors)."""
-    return "distributed" in text and "gloo" not in text and bool(_COLLECTIVE_CALL.search(text))
+    """Whether the text may call a torch.distributed collective on device tensors: it calls one through
+    `distributed.`, through a name from `import torch.distributed... as`, or after a `from torch.distributed...`
+    import; and it never names the gloo backend (a file that does, such as torch's backend-generic tests, may
+    run its collectives on host tensors)."""
+    if "distributed" not in text or "gloo" in text:
+        return False
+    prefixes = ["distributed.", *(alias + "." for alias in _DISTRIBUTED_ALIAS.findall(text))]
+    if "from torch.distributed" in text:
+        prefixes.append("")
+    return any(f"{prefix}{name}(" in text for prefix in prefixes for name in DEVICE_COLLECTIVES)
 
 
 @functools.lru_cache(maxsize=2)
@@ -277,6 +284,10 @@ class FileFacts:
     @functools.cached_property
     def uses_several_streams(self) -> bool:
         return bool(_MULTI_STREAM.search(self.text))
+
+    @functools.cached_property
+    def may_use_device_collectives(self) -> bool:
+        return may_use_device_collectives(self.text)
 
     def _index(self, tree: ast.Module, anchor_lines: list[int] | None) -> None:
         """One walk over the tree: parents, imports, calls by name, and the blocks that shape control flow."""
@@ -420,7 +431,8 @@ class FileFacts:
                 if kind in _SCOPE_TYPES:
                     continue
             if kind in (ast.Expr, ast.Assign) and node.value.__class__ is ast.Call:
-                self._note_collective(node.value, node, scope)
+                if self.may_use_device_collectives:
+                    self._note_collective(node.value, node, scope)
                 if kind is ast.Expr:
                     _note_list_addition(node.value, scope)
             if kind in _SIMPLE_STATEMENT_TYPES and not self._may_bind_in_expressions(node):
@@ -443,7 +455,9 @@ class FileFacts:
         they walked. Most statements have neither, and their expressions are most of a file's nodes."""
         if getattr(statement, "lineno", None) is None:  # the `Expr` standing for a lambda's body
             return True
-        segment = self._lines_of(statement)
+        starts = self.line_index.starts
+        end = starts[statement.end_lineno] if statement.end_lineno < len(starts) else len(self.text)
+        segment = self.text[starts[statement.lineno - 1]:end]
         return ":=" in segment or "for" in segment
 
     def _lines_of(self, node: ast.AST) -> str:
@@ -466,13 +480,15 @@ class FileFacts:
             receiver = method.args.args[0].arg
             if any((dotted_name(decorator) or "").rsplit(".", 1)[-1] in ("property", "cached_property")
                    for decorator in method.decorator_list):
-                attributes.setdefault(method.name, []).extend(
-                    Binding(statement.lineno, statement.value) for statement in _nested_statements(method.body, enter_definitions=False)
-                    if isinstance(statement, ast.Return))
+                returns = [statement for statement in _nested_statements(method.body, enter_definitions=False)
+                           if isinstance(statement, ast.Return)]
+                attributes.setdefault(method.name, []).extend(Binding(ret.lineno, ret.value) for ret in returns)
             for statement in _nested_statements(method.body):
-                registered = _registered_module_tensor(statement, receiver)
-                if registered is not None:
-                    attributes.setdefault(registered, []).append(Binding(statement.lineno, None))
+                if isinstance(statement, ast.Expr):
+                    registered = _registered_module_tensor(statement.value, receiver)
+                    if registered is not None:
+                        attributes.setdefault(registered, []).append(Binding(statement.lineno, None))
+                    continue
                 if isinstance(statement, ast.Assign):
                     targets, value = statement.targets, statement.value
                 elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
@@ -503,8 +519,8 @@ class FileFacts:
         (else the module's) that can reach `line`: those made on earlier lines,
         and, inside a loop, those made anywhere in that loop.
         """
-        reaching = self._reaching_bindings(name, line)
-        return None if reaching is None else [binding.value for binding in reaching]
+        scope = self._binding_scope(name, line)
+        return None if scope is None else [binding.value for binding in self._reaching(scope.bindings[name], line)]
 
     def _reaching_bindings(self, name: str, line: int) -> list[Binding] | None:
         scope = self._binding_scope(name, line)
@@ -634,9 +650,9 @@ class FileFacts:
         or with a host device, a `*_cpu` name, `torch.cat` / `torch.stack` of host tensors
         only, a comparison with a host tensor of one or more dimensions. Names follow their
         local bindings, and `self.x` the assignments to it in the enclosing class (or, for a
-        property, what it returns). A name of unknown placement
-        that its function passes to a torch.distributed collective (not on a CPU or gloo
-        group) is a CUDA tensor, as NCCL needs one. Tensor computations
+        property, what it returns). A name of unknown placement that its function makes and
+        passes to a torch.distributed collective (not on a CPU or gloo group) is a CUDA
+        tensor, as NCCL needs one. Tensor computations
         (torch functions, tensor methods, operators, indexing, `.to(dtype)`) keep the
         placement of their known tensor operands.
         """
@@ -821,9 +837,9 @@ class FileFacts:
         return bool(mirrors) and all(binding.line == 0 or _host_transfer(binding.value) for binding in mirrors)
 
     def _passed_to_device_collective(self, name: str, line: int) -> bool:
-        """True when `name` holds, at `line`, a tensor its function passes to a torch.distributed collective
-        (`dist.all_reduce(t, group=group)`) that is not on a host group: with NCCL that is a CUDA tensor."""
-        if not may_use_device_collectives(self.text):
+        """True when `name` holds, at `line`, a tensor its function makes and passes to a torch.distributed
+        collective (`dist.all_reduce(t, group=group)`) that is not on a host group: NCCL needs a CUDA tensor."""
+        if not self.may_use_device_collectives:
             return False
         scope = self._binding_scope(name, line)
         if scope is None or name not in scope.collective_arguments:
@@ -961,10 +977,9 @@ def _annotated_value(annotation: ast.expr | None) -> ast.expr | None:
     return None
 
 
-def _registered_module_tensor(statement: ast.stmt, receiver: str) -> str | None:
-    """The name in `self.register_buffer("name", ...)` / `self.register_parameter("name", ...)`, if the
-    statement is one."""
-    call = statement.value if isinstance(statement, ast.Expr) else None
+def _registered_module_tensor(call: ast.expr, receiver: str) -> str | None:
+    """The name in `self.register_buffer("name", ...)` / `self.register_parameter("name", ...)`, if `call` is
+    one."""
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
             and call.func.attr in ("register_buffer", "register_parameter")
             and isinstance(call.func.value, ast.Name) and call.func.value.id == receiver):

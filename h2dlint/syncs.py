@@ -374,7 +374,7 @@ class SyncReporter:
     def may_apply(cls, text: str, settings) -> bool:
         if not cls.prefilter_matches(text):
             return False
-        if not cls.evidence or has_gpu_evidence(text, frozenset(settings.gpu_device_names)):
+        if not cls.evidence or has_gpu_evidence(text, settings.gpu_device_names):
             return True
         if cls.evidence == "gpu-or-hot":
             configured = frozenset(settings.hot_functions)

@@ -137,7 +137,7 @@ class ScalarWriteIntoCudaTensor(Rule):
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        return cls.prefilter_matches(text) and has_gpu_evidence(text, frozenset(settings.gpu_device_names))
+        return cls.prefilter_matches(text) and has_gpu_evidence(text, settings.gpu_device_names)
 
     @classmethod
     def anchor(cls):

@@ -304,4 +304,4 @@ def test_configured_gpu_device_names_are_cuda_devices():
     facts.gpu_device_names = frozenset({"device", "self.device", "local"})
     assert [facts.classify_device(element, line) for element in node.elts] == [
         Device.CUDA, Device.CUDA, Device.UNKNOWN, Device.NOT_CUDA]
-    assert has_gpu_evidence(code, facts.gpu_device_names) and not has_gpu_evidence(code)
+    assert has_gpu_evidence(code, ("device",)) and not has_gpu_evidence(code)
