@@ -172,7 +172,7 @@ class _Finder:
             self.kinds = frozenset(kind for kind, codes in KIND_CODES.items() if codes & active)
         # Without GPU evidence in its text, nothing in a file classifies as a CUDA tensor: the checks that
         # only ever add sites on CUDA tensors are skipped.
-        self.gpu_possible = has_gpu_evidence(facts.text)
+        self.gpu_possible = has_gpu_evidence(facts.text, facts.gpu_device_names)
 
     def find(self) -> dict[tuple[int, int, int, int], SyncSite]:
         # `owner()` reports nothing in run-once code, and reads and conditions only in hot code: looking
@@ -399,10 +399,10 @@ class SyncReporter:
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
         if cls.evidence == "gpu":  # the evidence first: it is cached for the file, asked by several rules
-            return has_gpu_evidence(text) and cls.prefilter_matches(text)
+            return has_gpu_evidence(text, settings.gpu_device_names) and cls.prefilter_matches(text)
         if not cls.prefilter_matches(text):
             return False
-        if not cls.evidence or has_gpu_evidence(text):
+        if not cls.evidence or has_gpu_evidence(text, settings.gpu_device_names):
             return True
         if cls.evidence == "gpu-or-hot":
             configured = frozenset(settings.hot_functions)

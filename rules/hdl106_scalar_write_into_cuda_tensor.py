@@ -24,8 +24,9 @@ class ScalarWriteIntoCudaTensor(Rule):
     ## What it does
     Finds an assignment of a Python number (`0`, `-1.5`, `True`, a name bound only to
     numbers, `len(...)`, `x.item()`) to one element of a tensor known to be on a CUDA
-    device, `cuda_t[i] = v` or `cuda_t[i, j] = v`, where it runs often: in a loop, a
-    `forward`, a step function.
+    device (made there, or passed to a `torch.distributed` collective such as
+    `dist.all_reduce`, which NCCL runs on CUDA tensors), `cuda_t[i] = v` or
+    `cuda_t[i, j] = v`, where it runs often: in a loop, a `forward`, a step function.
 
     ## Why is this bad?
     For a CUDA tensor, PyTorch turns the Python number into a 0-d **CPU** tensor and
@@ -106,6 +107,9 @@ class ScalarWriteIntoCudaTensor(Rule):
               "        self.t[0] = 1\n"),
         Valid("import torch\nt = torch.zeros(4, device='cuda')\nt[0] = 1\n"),
         Valid("import torch\ndef forward(n):\n    t = torch.zeros(n, device='cuda')\n    t[0, 1] = 0\n    return t\n"),
+        Valid("import torch\nimport torch.distributed as dist\ndef count(n: int, slots, device):\n"
+              "    counts = torch.zeros(slots, device=device)\n    for i in range(slots):\n        counts[i] = n\n"
+              "    dist.all_reduce(counts, group=get_world_group().cpu_group)\n"),
     )
     invalid_examples = (
         Invalid("import torch\ndef forward(n):\n    t = torch.zeros(n, device='cuda')\n    t[0] = 0\n    return t\n",
@@ -124,13 +128,16 @@ class ScalarWriteIntoCudaTensor(Rule):
         Invalid("import torch\ndef forward(x, scale: float):\n    t = torch.tensor([1.0, 2.0], device='cuda')\n"
                 "    n = len(x)\n    t[1] = n * scale\n", "import torch\ndef forward(x, scale: float):\n"
                 "    t = torch.tensor([1.0, 2.0], device='cuda')\n    n = len(x)\n    t[1].fill_(n * scale)\n"),
+        Invalid("import torch\nimport torch.distributed as dist\ndef count(n: int, slots, device, group):\n"
+                "    counts = torch.zeros(slots, device=device)\n    for i in range(slots):\n        counts[i] = n\n"
+                "    dist.all_reduce(counts, group=group)\n", None),
     )
 
     anchored = True
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        return cls.prefilter_matches(text) and has_gpu_evidence(text)
+        return cls.prefilter_matches(text) and has_gpu_evidence(text, settings.gpu_device_names)
 
     @classmethod
     def anchor(cls):
