@@ -106,6 +106,7 @@ KEYS = {
     "output-format": ("output_format", _output_format),
     "pin-memory-helpers": ("pin_memory_helpers", _strings),
     "hot-functions": ("hot_functions", _strings),
+    "gpu-device-names": ("gpu_device_names", _strings),
 }
 
 

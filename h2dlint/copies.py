@@ -7,6 +7,7 @@ ast of the enclosing function), not on whole-file facts.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 
@@ -54,6 +55,7 @@ def _closing_parenthesis(text: str, start: int) -> int:
     return len(text)
 
 
+@functools.lru_cache(maxsize=2)  # asked by HDL101 and HDL103 in turn about the same text
 def may_call_tensor_with_device(text: str) -> bool:
     """False only when no `torch.tensor(...)`/`torch.as_tensor(...)` call in `text` can have a `device=`."""
     if _IMPORTED_UNDER_ANOTHER_NAME.search(text):

@@ -71,6 +71,8 @@ class Linter:
         line_index = LineIndex(text)
         facts = self._facts(tree, text, line_index, active)
         facts.hot_functions = frozenset(self.settings.hot_functions)
+        facts.active_codes = frozenset(rule.code for rule in active)
+        facts.gpu_device_names = self.settings.gpu_device_names
         for rule in active:
             for node in rule.candidates(facts):
                 facts.add_site(node, rule.code)

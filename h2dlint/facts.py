@@ -28,6 +28,19 @@ _NOT_TENSOR_FIRST_WORDS = frozenset({"is", "has", "use", "uses", "with", "no", "
 _NOT_TENSOR_LAST_WORDS = frozenset({"on", "to", "per", "multi", "any", "all", "for", "from", "of"})
 MIRROR_SUFFIXES = ("_cpu", "_host")  # a host mirror's name: `seq_lens_cpu` mirrors `seq_lens`, the device copy
 GRAPH_CAPTURE_CALLS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
+# torch.distributed collectives and their tensor arguments (position, keyword): on a device group (NCCL)
+# these are CUDA tensors. List arguments (`all_gather`'s `tensor_list`) are left out.
+DEVICE_COLLECTIVES = {
+    "all_reduce": ((0, "tensor"),), "broadcast": ((0, "tensor"),), "reduce": ((0, "tensor"),),
+    "all_gather": ((1, "tensor"),), "reduce_scatter": ((0, "output"),),
+    "all_gather_into_tensor": ((0, "output_tensor"), (1, "input_tensor")),
+    "_all_gather_base": ((0, "output_tensor"), (1, "input_tensor")),
+    "reduce_scatter_tensor": ((0, "output"), (1, "input")), "_reduce_scatter_base": ((0, "output"), (1, "input")),
+    "all_to_all_single": ((0, "output"), (1, "input")),
+}
+_DISTRIBUTED_ALIAS = re.compile(r"import torch\.distributed[\w.]* as (\w+)")
+_HOST_GROUP = re.compile(r"cpu|gloo", re.IGNORECASE)  # `cpu_group`, `backend="gloo"`: a collective on the host
+_HOST_CHOICE = re.compile(r"""["']cpu\b|cpu_group|gloo""", re.IGNORECASE)  # a function that may pick the host
 _MULTI_STREAM = re.compile(r"\b(?:Stream|ExternalStream|wait_stream|record_stream|set_stream)\(|cuda\.stream\(")
 
 
@@ -64,6 +77,11 @@ TORCH_DTYPES = frozenset({
     "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
 })
 
+# torch functions that join a sequence of tensors (which must all be on one device) into one.
+JOINING_FUNCTIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack",
+                               "torch.vstack", "torch.dstack", "torch.column_stack", "torch.row_stack"})
+_SEQUENCE_DISPLAYS = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)
+
 TORCH_FACTORIES = frozenset({
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint", "randperm",
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "linspace", "eye",
@@ -94,6 +112,10 @@ class Scope:
     first_line: int
     last_line: int
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    # Names passed as a tensor to a torch.distributed collective, with the statement of each such call.
+    collective_arguments: dict[str, list[tuple[ast.Call, ast.stmt]]] = field(default_factory=dict)
+    # `xs.append(v)` as a binding of v; `xs.extend(...)` / `xs.insert(...)` as one of None (not followed).
+    list_additions: dict[str, list[Binding]] = field(default_factory=dict)
 
 
 @dataclass
@@ -146,7 +168,7 @@ class CodeContext:
 # Several small searches, because one regex alternation is many times slower on large files.
 _CUDA_CALL = re.compile(r"cuda\s*\(")
 _CUDA_STRING = re.compile(r"""["']\s*cuda""")
-_ORDINAL_DEVICES = (re.compile(r"device\s*=[\s(]*\d"), re.compile(r"\.to\([\s(]*\d"), re.compile(r"device\([\s(]*\d"))
+_ORDINAL_DEVICES = (re.compile(r"device(?:\s*=|\()[\s(]*\d"), re.compile(r"\.to\([\s(]*\d"))
 _GPU_NAME = re.compile(r"\.(?!_*is_)\w+_(?:gpu|cuda)\b")  # a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
 _DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start makes the search fast
 _MIRROR_END = re.compile(r"_(?:cpu|host)\b")  # see MIRROR_SUFFIXES
@@ -157,13 +179,33 @@ OTHER_ACCELERATOR_MARKS = ("torch_npu", "torch.npu", "torch.xpu", "torch.hpu", "
 
 
 @functools.lru_cache(maxsize=2)  # asked by several rules in turn about the same text
-def has_gpu_evidence(text: str) -> bool:
-    if (("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text)) or mirrored_names(text):
-        return True
+def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
+    """Whether the text may hold what classify_placement proves to be on the GPU (a superset test), given
+    the run's configured `gpu-device-names`."""
+    # The cheapest tests first; mirrored_names, the dearest, last.
     if "cuda" in text and ("current_device" in text or _CUDA_STRING.search(text) or any(
             text[match.start() - 1:match.start()] in (".", " ", "\t", "\n") for match in _CUDA_CALL.finditer(text))):
         return True
-    return any(pattern.search(text) for pattern in _ORDINAL_DEVICES)
+    if (("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text)) \
+            or any(pattern.search(text) for pattern in _ORDINAL_DEVICES):
+        return True
+    if any(name in text for name in gpu_device_names) or may_use_device_collectives(text):
+        return True
+    return bool(mirrored_names(text))
+
+
+@functools.lru_cache(maxsize=2)
+def may_use_device_collectives(text: str) -> bool:
+    """Whether the text may call a torch.distributed collective on device tensors: it calls one through
+    `distributed.`, through a name from `import torch.distributed... as`, or after a `from torch.distributed...`
+    import; and it never names the gloo backend (a file that does, such as torch's backend-generic tests, may
+    run its collectives on host tensors)."""
+    if "distributed" not in text or "gloo" in text:
+        return False
+    prefixes = ["distributed.", *(alias + "." for alias in _DISTRIBUTED_ALIAS.findall(text))]
+    if "from torch.distributed" in text:
+        prefixes.append("")
+    return any(f"{prefix}{name}(" in text for prefix in prefixes for name in DEVICE_COLLECTIVES)
 
 
 @functools.lru_cache(maxsize=2)
@@ -171,6 +213,8 @@ def mirrored_names(text: str) -> frozenset[str]:
     """The names `x` used in the text that have a host mirror `x_cpu` / `x_host` there too (`seq_lens` next
     to `seq_lens_cpu`), less those that read as a flag, a count or an action (`is_cpu`, `move_to_cpu`) and
     those on import lines (modules such as `cpp_wrapper_cpu`); none in a file for another accelerator."""
+    if "_cpu" not in text and "_host" not in text:
+        return frozenset()
     mirrored = set()
     for match in _MIRROR_END.finditer(text):  # the word before each suffix: on its line, in its last 100 characters
         line_start = text.rfind("\n", 0, match.start()) + 1
@@ -231,10 +275,13 @@ class FileFacts:
         self._function_nodes: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
         self._skipped: list[ast.stmt] = []  # the statements an anchored walk skipped: disjoint
         self._calls_by_terminal: dict[str, list[ast.Call]] = {}
+        self.assignments: list[ast.Assign] = []  # `=` statements in the walked code
         self._scopes: dict[int, Scope] = {}  # built on first use, by id of the function node (0: the module)
         self._class_nodes: list[ast.ClassDef] = []
         self._class_attributes: dict[int, dict[str, list[Binding]]] = {}  # by id of the class, on first use
         self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
+        self.active_codes: frozenset[str] | None = None  # the rules that may report in this file; None: any
+        self.gpu_device_names: tuple[str, ...] = ()  # the run's configured CUDA device expressions
         self._contexts: dict[tuple[int, frozenset[str]], CodeContext] = {}
         self._line_map: _LineMap | None = None  # built on first use
         self.sites: dict[tuple[int, int, int, int], Site] = {}  # by (line, column, end line, end column)
@@ -243,6 +290,10 @@ class FileFacts:
     @functools.cached_property
     def uses_several_streams(self) -> bool:
         return bool(_MULTI_STREAM.search(self.text))
+
+    @functools.cached_property
+    def may_use_device_collectives(self) -> bool:
+        return may_use_device_collectives(self.text)
 
     def _index(self, tree: ast.Module, anchor_lines: list[int] | None) -> None:
         """One walk over the tree: parents, imports, calls by name, and the blocks that shape control flow."""
@@ -265,16 +316,20 @@ class FileFacts:
                     for child in value:
                         if child is not None:
                             parents[child] = node
-                            stack.append(child)
+                            if child.__class__ not in _LEAF_TYPES:
+                                stack.append(child)
                 elif value is not None:
                     parents[value] = node
-                    stack.append(value)
+                    if value.__class__ not in _LEAF_TYPES:
+                        stack.append(value)
             if kind is ast.Call:
                 name = terminal_name(node.func)
                 if name is not None:
                     self._calls_by_terminal.setdefault(name, []).append(node)
-            elif kind not in _BLOCK_TYPES:
+            elif kind not in _INDEXED_STATEMENT_TYPES:
                 continue
+            elif kind is ast.Assign:
+                self.assignments.append(node)
             elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
                 self._function_nodes.append(node)
                 if kind is not ast.Lambda:
@@ -385,9 +440,25 @@ class FileFacts:
                 _bind(node, scope)
                 if kind in _SCOPE_TYPES:
                     continue
+            if kind in (ast.Expr, ast.Assign) and node.value.__class__ is ast.Call:
+                if self.may_use_device_collectives:
+                    self._note_collective(node.value, node, scope)
+                if kind is ast.Expr:
+                    _note_list_addition(node.value, scope)
             if kind in _SIMPLE_STATEMENT_TYPES and not self._may_bind_in_expressions(node):
                 continue
             stack.extend(_children(node))
+
+    def _note_collective(self, call: ast.Call, statement: ast.stmt, scope: Scope) -> None:
+        """Record the names `call` passes as tensors, when it is a torch.distributed collective."""
+        arguments = DEVICE_COLLECTIVES.get(terminal_name(call.func))
+        if arguments is None or not (self.qualify(dotted_name(call.func)) or "").startswith("torch.distributed."):
+            return
+        for position, keyword in arguments:
+            tensor = next((kw.value for kw in call.keywords if kw.arg == keyword),
+                          call.args[position] if position < len(call.args) else None)
+            if isinstance(tensor, ast.Name):
+                scope.collective_arguments.setdefault(tensor.id, []).append((call, statement))
 
     def _may_bind_in_expressions(self, statement: ast.stmt) -> bool:
         """Whether a statement's expressions may bind names (`:=`, a comprehension's `for`): only then are
@@ -399,8 +470,16 @@ class FileFacts:
         segment = self.text[starts[statement.lineno - 1]:end]
         return ":=" in segment or "for" in segment
 
+    def _lines_of(self, node: ast.AST) -> str:
+        """The text of the lines `node` spans."""
+        starts = self.line_index.starts
+        end = starts[node.end_lineno] if node.end_lineno < len(starts) else len(self.text)
+        return self.text[starts[node.lineno - 1]:end]
+
     def _attributes_of(self, node: ast.ClassDef) -> dict[str, list[Binding]]:
-        """`self.x = value` in a class's methods: what `self.x` may hold anywhere in that class."""
+        """`self.x = value` in a class's methods: what `self.x` may hold anywhere in that class. A property
+        (`@property`, `@cached_property`) `x` holds what its method returns. A name registered as a buffer or
+        parameter (`self.register_buffer("x", ...)`) is bound to None: it moves with the module."""
         attributes = self._class_attributes.get(id(node))
         if attributes is not None:
             return attributes
@@ -409,7 +488,17 @@ class FileFacts:
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
                 continue
             receiver = method.args.args[0].arg
+            if any((dotted_name(decorator) or "").rsplit(".", 1)[-1] in ("property", "cached_property")
+                   for decorator in method.decorator_list):
+                returns = [statement for statement in _nested_statements(method.body, enter_definitions=False)
+                           if isinstance(statement, ast.Return)]
+                attributes.setdefault(method.name, []).extend(Binding(ret.lineno, ret.value) for ret in returns)
             for statement in _nested_statements(method.body):
+                if isinstance(statement, ast.Expr):
+                    registered = _registered_module_tensor(statement.value, receiver)
+                    if registered is not None:
+                        attributes.setdefault(registered, []).append(Binding(statement.lineno, None))
+                    continue
                 if isinstance(statement, ast.Assign):
                     targets, value = statement.targets, statement.value
                 elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
@@ -441,10 +530,17 @@ class FileFacts:
         and, inside a loop, those made anywhere in that loop.
         """
         scope = self._binding_scope(name, line)
-        if scope is None:
-            return None
+        return None if scope is None else [binding.value for binding in self._reaching(scope.bindings[name], line)]
+
+    def _reaching_bindings(self, name: str, line: int) -> list[Binding] | None:
+        scope = self._binding_scope(name, line)
+        return None if scope is None else self._reaching(scope.bindings[name], line)
+
+    def _reaching(self, bindings: list[Binding], line: int) -> list[Binding]:
+        """The bindings that can reach `line`: those made on earlier lines, and, inside a loop, those made
+        anywhere in that loop; not those in the other arm of an `if`."""
         loops = [loop for loop in self.loops if loop[0] <= line <= loop[1]]
-        return [binding.value for binding in scope.bindings[name]
+        return [binding for binding in bindings
                 if (binding.line < line or any(first <= binding.line <= last for first, last in loops))
                 and not self._in_other_branch(binding.line, line)]
 
@@ -520,10 +616,14 @@ class FileFacts:
         if isinstance(expr, ast.IfExp):
             both = {self.classify_device(expr.body, line, depth + 1), self.classify_device(expr.orelse, line, depth + 1)}
             return both.pop() if len(both) == 1 else Device.UNKNOWN
+        device = Device.UNKNOWN
         if isinstance(expr, ast.Name) and depth < 4:
-            return self._classify_name(expr.id, line, lambda value: self._classify_bound_device(value, line, depth),
-                                       Device.UNKNOWN)
-        return Device.UNKNOWN
+            device = self._classify_name(expr.id, line, lambda value: self._classify_bound_device(value, line, depth),
+                                         Device.UNKNOWN)
+        if device is Device.UNKNOWN and isinstance(expr, (ast.Name, ast.Attribute)) \
+                and dotted_name(expr) in self.gpu_device_names:
+            return Device.CUDA
+        return device
 
     def _classify_bound_device(self, value: ast.expr, line: int, depth: int) -> Device:
         """A name bound to an int is a count or an index as often as a device ordinal: unknown."""
@@ -575,8 +675,12 @@ class FileFacts:
 
         GPU: `.cuda()`, `.to(<cuda device>)`, a torch factory with a CUDA `device=`.
         HOST: `.cpu()`, `.pin_memory()`, `torch.from_numpy`, a factory without a device
-        or with a host device, a `*_cpu` name. Names follow their local bindings, and
-        `self.x` the assignments to it in the enclosing class. Tensor computations
+        or with a host device, a `*_cpu` name, `torch.cat` / `torch.stack` of host tensors
+        only, a comparison with a host tensor of one or more dimensions. Names follow their
+        local bindings, and `self.x` the assignments to it in the enclosing class (or, for a
+        property, what it returns). A name of unknown placement that its function makes and
+        passes to a torch.distributed collective (not on a CPU or gloo group) is a CUDA
+        tensor, as NCCL needs one. Tensor computations
         (torch functions, tensor methods, operators, indexing, `.to(dtype)`) keep the
         placement of their known tensor operands.
         """
@@ -601,6 +705,11 @@ class FileFacts:
             qualified = self.qualify(dotted_name(func)) or ""
             if qualified == "torch.from_numpy":
                 return Placement.HOST
+            if qualified in JOINING_FUNCTIONS:
+                tensors = expr.args[0] if expr.args else next(
+                    (kw.value for kw in expr.keywords if kw.arg == "tensors"), None)
+                if tensors is not None and self._host_tensors(tensors, line, depth + 1):
+                    return Placement.HOST
             if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in TORCH_FACTORIES:
                 device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
                 if device is None:
@@ -620,7 +729,8 @@ class FileFacts:
                 bound = self._classify_name(expr.id, line,
                                             lambda value: self.classify_placement(value, line, depth + 1),
                                             Placement.UNKNOWN)
-                if bound is Placement.UNKNOWN and self._updated_cuda_tensor(expr.id, line, depth):
+                if bound is Placement.UNKNOWN and (self._updated_cuda_tensor(expr.id, line, depth)
+                                                   or self._passed_to_device_collective(expr.id, line)):
                     return Placement.GPU
                 if bound is not Placement.UNKNOWN:
                     return bound
@@ -643,10 +753,78 @@ class FileFacts:
         if isinstance(expr, ast.BinOp):
             return self._placement_of_operands([expr.left, expr.right], line, depth)
         if isinstance(expr, ast.Compare):
-            return self._placement_of_operands([expr.left, *expr.comparators], line, depth)
+            operands = [expr.left, *expr.comparators]
+            placement = self._placement_of_operands(operands, line, depth)
+            # Comparing a host tensor of one or more dimensions with a CUDA tensor raises (only 0-d host
+            # tensors may join CUDA ones), so a mask built from one (`torch.arange(n) < lens`) is on the host.
+            # Arithmetic raises alike, but calling it host found mostly init-time set-up (RoPE inverse
+            # frequencies moved with `.to(device)` where `device` is None): it stays unknown.
+            if placement is Placement.UNKNOWN and any(self._host_with_dimensions(operand, line, depth + 1)
+                                                      for operand in operands):
+                return Placement.HOST
+            return placement
         if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
             return self.classify_placement(expr.operand, line, depth + 1)
         return Placement.UNKNOWN
+
+    def _host_tensors(self, tensors: ast.expr, line: int, depth: int) -> bool:
+        """Whether `tensors`, a sequence given to `torch.cat` or `torch.stack`, holds host tensors only, and
+        at least one: a list or tuple of them, a comprehension making them (`[torch.arange(n) for n in lens]`),
+        or a name bound only to such sequences and grown only by `.append(<host tensor>)`."""
+        if depth > 6:
+            return False
+        if isinstance(tensors, (ast.ListComp, ast.GeneratorExp)):
+            return self.classify_placement(tensors.elt, line, depth + 1) is Placement.HOST
+        if isinstance(tensors, (ast.List, ast.Tuple)):
+            return bool(tensors.elts) and self._all_host([(element, line) for element in tensors.elts], depth)
+        if not isinstance(tensors, ast.Name):
+            return False
+        scope = self._binding_scope(tensors.id, line)
+        if scope is None:
+            return False
+        bound = self._reaching(scope.bindings[tensors.id], line)
+        added = self._reaching(scope.list_additions.get(tensors.id, []), line)
+        if not bound or not all(isinstance(binding.value, _SEQUENCE_DISPLAYS) for binding in bound):
+            return False
+        elements = [(element, binding.line) for binding in bound if isinstance(binding.value, (ast.List, ast.Tuple))
+                    for element in binding.value.elts] + [(binding.value, binding.line) for binding in added]
+        comprehensions = [binding for binding in bound if isinstance(binding.value, (ast.ListComp, ast.GeneratorExp))]
+        return bool(elements or comprehensions) and self._all_host(elements, depth) and all(
+            self._host_tensors(binding.value, binding.line, depth + 1) for binding in comprehensions)
+
+    def _all_host(self, elements: list[tuple[ast.expr | None, int]], depth: int) -> bool:
+        """Whether every (element, line where it is classified) is a host tensor."""
+        return all(element is not None and not isinstance(element, ast.Starred)
+                   and self.classify_placement(element, line, depth + 1) is Placement.HOST
+                   for element, line in elements)
+
+    def _host_with_dimensions(self, expr: ast.expr, line: int, depth: int) -> bool:
+        """Whether `expr` is a host tensor that certainly has one or more dimensions: a host factory whose
+        size says so (`torch.arange(n)`, `torch.ones((n, 1))`, `torch.tensor([...])`), a join of host tensors,
+        an operator on such a tensor, or a name bound only to those."""
+        if depth > 6:
+            return False
+        if isinstance(expr, ast.Name):
+            values = self.bindings_at(expr.id, line)
+            return bool(values) and all(value is not None and self._host_with_dimensions(value, line, depth + 1)
+                                        for value in values)
+        if isinstance(expr, (ast.BinOp, ast.Compare)):
+            operands = [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [expr.left, *expr.comparators]
+            return any(self._host_with_dimensions(operand, line, depth + 1) for operand in operands)
+        if not isinstance(expr, ast.Call) or self.classify_placement(expr, line, depth + 1) is not Placement.HOST:
+            return False
+        qualified = self.qualify(dotted_name(expr.func)) or ""
+        name = qualified[len("torch."):] if qualified.startswith("torch.") else None
+        sizes = [arg for arg in expr.args if not isinstance(arg, ast.Starred)]
+        if name in ("arange", "linspace", "logspace", "randperm", "eye") or qualified in JOINING_FUNCTIONS:
+            return True
+        if name == "tensor":
+            return bool(sizes) and isinstance(sizes[0], (ast.List, ast.Tuple)) and bool(sizes[0].elts)
+        if name in ("zeros", "ones", "empty", "rand", "randn") and len(sizes) == len(expr.args):
+            return len(sizes) > 1 or len(sizes) == 1 and (
+                isinstance(sizes[0], (ast.List, ast.Tuple)) and bool(sizes[0].elts)
+                or isinstance(sizes[0], ast.Constant) and type(sizes[0].value) is int)
+        return False
 
     def _placement_of_operands(self, operands: list[ast.expr], line: int, depth: int) -> Placement:
         """GPU when some operand (or an element of a list/tuple operand) is a CUDA tensor, else unknown.
@@ -685,6 +863,43 @@ class FileFacts:
         # A mirror made from the name by a computation that is no host copy (`x_host = x.view(-1)`) says
         # nothing of where `x` lives.
         return bool(mirrors) and all(binding.line == 0 or _host_transfer(binding.value) for binding in mirrors)
+
+    def _passed_to_device_collective(self, name: str, line: int) -> bool:
+        """True when `name` holds, at `line`, a tensor its function makes and passes to a torch.distributed
+        collective (`dist.all_reduce(t, group=group)`) that is not on a host group: NCCL needs a CUDA tensor."""
+        if not self.may_use_device_collectives:
+            return False
+        scope = self._binding_scope(name, line)
+        if scope is None or name not in scope.collective_arguments:
+            return False
+        reaching = self._reaching_bindings(name, line)
+        # Only a tensor the function makes itself: a parameter may be the caller's host tensor, sent over a
+        # CPU group chosen elsewhere.
+        if not reaching or any(binding.value is None for binding in reaching) or self._may_choose_host(scope):
+            return False
+        return any(self._reaching_bindings(name, call.lineno) == reaching and not self._on_host_group(call, statement)
+                   for call, statement in scope.collective_arguments[name])
+
+    def _may_choose_host(self, scope: Scope) -> bool:
+        """Whether the function names the CPU device, a CPU group or gloo (`torch.device("cuda" if ... else
+        "cpu")`): then its collectives may run on host tensors."""
+        starts = self.line_index.starts
+        end = starts[scope.last_line] if scope.last_line < len(starts) else len(self.text)
+        return bool(_HOST_CHOICE.search(self.text, starts[scope.first_line - 1], end))
+
+    def _on_host_group(self, call: ast.Call, statement: ast.stmt) -> bool:
+        """Whether the collective's statement, or what its `group=` name or `self.` attribute is bound to,
+        names a CPU group or the gloo backend (`group=get_world_group().cpu_group`, `backend="gloo"`)."""
+        if _HOST_GROUP.search(self._lines_of(statement)):
+            return True
+        group = next((kw.value for kw in call.keywords if kw.arg == "group"), None)
+        if isinstance(group, ast.Name):
+            values = self.bindings_at(group.id, call.lineno) or []
+        elif isinstance(group, ast.Attribute) and isinstance(group.value, ast.Name) and group.value.id == "self":
+            values = [binding.value for binding in self.self_attribute_bindings(group.attr, call.lineno) or []]
+        else:
+            return False
+        return any(value is not None and _HOST_GROUP.search(self._lines_of(value)) for value in values)
 
     def _classify_self_attribute(self, attribute: str, line: int, depth: int) -> Placement:
         bindings = self.self_attribute_bindings(attribute, line)
@@ -790,12 +1005,26 @@ def _annotated_value(annotation: ast.expr | None) -> ast.expr | None:
     return None
 
 
-def _nested_statements(body: list[ast.stmt]):
-    """Every statement in `body` and in the blocks nested in it (nested functions and classes included)."""
+def _registered_module_tensor(call: ast.expr, receiver: str) -> str | None:
+    """The name in `self.register_buffer("name", ...)` / `self.register_parameter("name", ...)`, if `call` is
+    one."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("register_buffer", "register_parameter")
+            and isinstance(call.func.value, ast.Name) and call.func.value.id == receiver):
+        return None
+    name = call.args[0] if call.args else next((kw.value for kw in call.keywords if kw.arg == "name"), None)
+    return name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
+
+
+def _nested_statements(body: list[ast.stmt], enter_definitions: bool = True):
+    """Every statement in `body` and in the blocks nested in it, nested functions and classes included
+    unless `enter_definitions` is False."""
     stack: list[ast.AST] = list(body)
     while stack:
         node = stack.pop()
         yield node
+        if not enter_definitions and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
         for name in ("body", "orelse", "finalbody", "handlers", "cases"):
             block = getattr(node, name, None)
             if isinstance(block, list):
@@ -839,8 +1068,12 @@ _SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, a
 _SIMPLE_STATEMENT_TYPES = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise,
                                      ast.Assert, ast.Delete, ast.Pass, ast.Break, ast.Continue, ast.Global,
                                      ast.Nonlocal, ast.Import, ast.ImportFrom})
-_BLOCK_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.For, ast.AsyncFor, ast.While, ast.If,
-                          ast.Import, ast.ImportFrom, ast.With, ast.AsyncWith, ast.ClassDef})
+# Expressions without child nodes: the index walk records their parents without visiting them.
+_LEAF_TYPES = frozenset({ast.Name, ast.Constant})
+# The statements the index walk records besides calls.
+_INDEXED_STATEMENT_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.For, ast.AsyncFor,
+                                      ast.While, ast.If, ast.Import, ast.ImportFrom, ast.With, ast.AsyncWith,
+                                      ast.ClassDef, ast.Assign})
 
 
 def _child_fields(kind: type) -> tuple[str, ...]:
@@ -902,6 +1135,15 @@ def _host_transfer(value: ast.expr | None) -> bool:
 
 def _placement_of(device: Device) -> Placement:
     return {Device.CUDA: Placement.GPU, Device.NOT_CUDA: Placement.HOST}.get(device, Placement.UNKNOWN)
+
+
+def _note_list_addition(call: ast.Call, scope: Scope) -> None:
+    """Record `xs.append(v)` as a binding of v, and `xs.extend(...)` / `xs.insert(...)` as one of None."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in ("append", "extend", "insert") \
+            and isinstance(func.value, ast.Name):
+        value = call.args[0] if func.attr == "append" and len(call.args) == 1 else None
+        scope.list_additions.setdefault(func.value.id, []).append(Binding(call.lineno, value))
 
 
 def _bind(node: ast.AST, scope: Scope) -> None:

@@ -21,6 +21,7 @@ class Settings:
     unsafe_fixes: bool = False
     pin_memory_helpers: tuple[str, ...] = DEFAULT_PIN_MEMORY_HELPERS
     hot_functions: tuple[str, ...] = ()  # functions rules treat as hot paths, besides the ones they know
+    gpu_device_names: tuple[str, ...] = ()  # device expressions (`device`, `self.device`) that are CUDA devices
     exclude: tuple[str, ...] = ()
     force_exclude: bool = False  # apply `exclude` to files named explicitly too
     respect_gitignore: bool = True

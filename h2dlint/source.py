@@ -16,6 +16,7 @@ import stat
 import tempfile
 import tokenize
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -119,7 +120,11 @@ class LineIndex:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.starts = [0] + [match.end() for match in _NEWLINE.finditer(text)]
+        if "\r" in text:
+            self.starts = [0] + [match.end() for match in _NEWLINE.finditer(text)]
+        else:  # the common case, twice as fast: each line starts after the previous line and its "\n"
+            self.starts = [0, *accumulate(map((1).__add__, map(len, text.split("\n"))))]
+            self.starts.pop()  # the "start" after the last line
 
     @property
     def line_count(self) -> int:

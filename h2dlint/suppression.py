@@ -112,7 +112,7 @@ def suppress(findings: list[Finding], text: str, path: str, settings: Settings,
     """
     if is_file_exempt(text):
         return []
-    directives = noqa_directives(text) if findings or UNUSED_NOQA in enabled else {}
+    directives = noqa_directives(text) if UNUSED_NOQA in enabled or _noqa_on_lines(text, findings) else {}
     used: set[tuple[Noqa, str]] = set()
     kept = []
     for finding in findings:
@@ -129,6 +129,16 @@ def suppress(findings: list[Finding], text: str, path: str, settings: Settings,
     ignored = per_file_ignored(path, settings)
     return sorted((finding for finding in kept if not finding.code.startswith(ignored)),
                   key=lambda finding: finding.sort_key)
+
+
+def _noqa_on_lines(text: str, findings: list[Finding]) -> bool:
+    """Whether a line of some finding mentions noqa: only then can a directive cover it (tokenizing the
+    file to find its comments costs more than all of this)."""
+    if not findings or "noqa" not in _lowered(text):
+        return False
+    line_index = LineIndex(text)
+    return any("noqa" in line_index.line_text(line).lower()
+               for finding in findings for line in {finding.start.line, finding.end.line})
 
 
 def _unused_codes(noqa: Noqa, used, enabled, known) -> dict[str, str]:

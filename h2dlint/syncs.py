@@ -70,6 +70,15 @@ _LIST_REPETITION_LINE = r"\]\s*\*|\*\s*\["
 READ, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT = (
     "read", "condition", "nonzero", "mask", "unique", "repeat", "explicit")
 GRAPH_CAPTURE_CODE = "HDL501"
+# The rules that report each kind of site outside graph capture (HDL501 reports every kind inside it).
+KIND_CODES = {READ: frozenset({"HDL201", "HDL202"}), CONDITION: frozenset({"HDL203"}), NONZERO: frozenset({"HDL301"}),
+              MASK: frozenset({"HDL302"}), UNIQUE: frozenset({"HDL303"}), REPEAT: frozenset({"HDL304"}),
+              EXPLICIT: frozenset({"HDL305"})}
+# The last name part of the calls that can be a site of each kind (method, function or builtin).
+KIND_CALL_NAMES = {READ: SYNC_METHODS | {"to"} | READING_BUILTINS | INT_ARGUMENT_CALL_NAMES, CONDITION: frozenset(),
+                   NONZERO: frozenset({"nonzero", "argwhere", "where"}), MASK: frozenset({"masked_select"}),
+                   UNIQUE: frozenset({"unique", "unique_consecutive"}), REPEAT: frozenset({"repeat_interleave"}),
+                   EXPLICIT: frozenset({"synchronize"})}
 
 
 @dataclass(frozen=True)
@@ -187,8 +196,7 @@ def _words(name: str) -> list[str]:
     return [word for word in re.split(r"[._]", name.lower()) if word]
 
 
-_SITE_NODE_TYPES = frozenset({ast.Call, ast.Subscript, ast.If, ast.While, ast.IfExp, ast.Assert, ast.comprehension,
-                              ast.BinOp})
+_CONDITION_NODE_TYPES = frozenset({ast.If, ast.While, ast.IfExp, ast.Assert, ast.comprehension})
 
 
 class _Finder:
@@ -196,13 +204,29 @@ class _Finder:
         self.facts = facts
         self.sites: dict[tuple[int, int, int, int], SyncSite] = {}
         self._contexts: dict[int, CodeContext] = {}
+        # Only the kinds some active rule reports are looked for: a site no active rule owns is never reported.
+        active = facts.active_codes
+        if active is None or (GRAPH_CAPTURE_CODE in active and facts.graph_captures):
+            self.kinds = frozenset(KIND_CODES)
+        else:
+            self.kinds = frozenset(kind for kind, codes in KIND_CODES.items() if codes & active)
+        # Without GPU evidence in its text, nothing in a file classifies as a CUDA tensor: the checks that
+        # only ever add sites on CUDA tensors are skipped.
+        self.gpu_possible = has_gpu_evidence(facts.text, facts.gpu_device_names)
 
     def find(self) -> dict[tuple[int, int, int, int], SyncSite]:
         # `owner()` reports nothing in run-once code, and reads and conditions only in hot code: looking
         # there first spares classifying tensors no rule could report (the decision stays with owner()).
-        for node in list(self.facts.parents):
-            if type(node) not in _SITE_NODE_TYPES:
-                continue
+        facts, kinds = self.facts, self.kinds
+        nodes: list[ast.AST] = facts.calls_named(frozenset().union(*(KIND_CALL_NAMES[kind] for kind in kinds)))
+        node_types = set()
+        if MASK in kinds or (CONDITION in kinds and self.gpu_possible):
+            node_types |= {ast.Subscript, *(_CONDITION_NODE_TYPES if CONDITION in kinds and self.gpu_possible else ())}
+        if READ in kinds:
+            node_types.add(ast.BinOp)  # list repetitions, `[x] * t`
+        if node_types:
+            nodes += [node for node in facts.parents if type(node) in node_types]
+        for node in nodes:
             context = self._context(getattr(node, "lineno", None) or node.target.lineno)
             if not context.in_graph_capture and _runs_once(context):
                 continue
@@ -210,8 +234,8 @@ class _Finder:
             if isinstance(node, ast.Call):
                 self._call(node, needs_hot)
             elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-                self._subscript(node, needs_hot)
-            elif needs_hot:
+                self._subscript(node, needs_hot, context)
+            elif needs_hot or isinstance(node, ast.Subscript):
                 continue
             elif isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
                 self._condition(node.test)
@@ -377,16 +401,21 @@ class _Finder:
             return self._is_tensor(expr.left, depth + 1) or self._is_tensor(expr.right, depth + 1)
         return False
 
-    def _subscript(self, node: ast.Subscript, needs_hot: bool) -> None:
+    def _subscript(self, node: ast.Subscript, needs_hot: bool, context: CodeContext) -> None:
         facts = self.facts
         index = node.slice
+        # owner() reports masks of unknown placement only in hot functions (or under graph capture)
+        masks = MASK in self.kinds and (self.gpu_possible or context.hot_function or context.in_graph_capture)
+        gpu_indices = CONDITION in self.kinds and self.gpu_possible and not needs_hot
+        if not (masks or gpu_indices):
+            return
         if self._is_boolean(index):
-            if facts.classify_data(node.value, node.lineno) in (Data.HOST, Data.LIKELY_HOST):
+            if not masks or facts.classify_data(node.value, node.lineno) in (Data.HOST, Data.LIKELY_HOST):
                 return
             placement = facts.classify_placement(node.value, node.lineno)
             receiver = node.value if placement is not Placement.UNKNOWN else index
             self.add(node, MASK, "boolean-mask indexing", receiver)
-        elif not needs_hot and facts.classify_data(node.value, node.lineno) is Data.HOST \
+        elif gpu_indices and facts.classify_data(node.value, node.lineno) is Data.HOST \
                 and facts.classify_placement(index, node.lineno) is Placement.GPU:
             self.add(index, CONDITION, "a CUDA tensor used as a Python index", index)
 
@@ -451,9 +480,11 @@ class SyncReporter:
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
+        if cls.evidence == "gpu":  # the evidence first: it is cached for the file, asked by several rules
+            return has_gpu_evidence(text, settings.gpu_device_names) and cls.prefilter_matches(text)
         if not cls.prefilter_matches(text):
             return False
-        if not cls.evidence or has_gpu_evidence(text):
+        if not cls.evidence or has_gpu_evidence(text, settings.gpu_device_names):
             return True
         if cls.evidence == "gpu-or-hot":
             configured = frozenset(settings.hot_functions)

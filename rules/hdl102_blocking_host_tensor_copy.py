@@ -17,9 +17,12 @@ class BlockingHostTensorCopy(Rule):
     ## What it does
     Finds `.cuda()` and `.to(<device>)` without `non_blocking=True` on a tensor known
     to be on the host: a fresh torch factory without `device=` (`torch.tensor(x)`,
-    `torch.zeros(n)`), `torch.from_numpy(a)`, `.cpu()`, `.pin_memory()`, or a local
-    name bound only to those (or named `*_cpu`), where the target is, or may be, a
-    CUDA device.
+    `torch.zeros(n)`), `torch.from_numpy(a)`, `.cpu()`, `.pin_memory()`, `torch.cat` /
+    `torch.stack` of such tensors only, a mask comparing one (`torch.arange(n) < lens`,
+    which would raise if `lens` were on the GPU), a local name bound only to those (or
+    named `*_cpu`), or `self.x` assigned only those in its class (or a property
+    returning them; not a registered buffer, which moves with its module), where the
+    target is, or may be, a CUDA device.
 
     ## Why is this bad?
     A copy to the GPU with `non_blocking=False` is a `cudaMemcpyAsync` followed by a
@@ -86,6 +89,11 @@ class BlockingHostTensorCopy(Rule):
         Valid("import torch\ndef f(ids):\n    return torch.tensor(ids, device='cuda').cuda()\n"),
         Valid("import torch\ndef f(m):\n    return torch.nn.Linear(3, 4).cuda()\n"),
         Valid("import torch\ndef f(v, d):\n    return torch.tensor(v, requires_grad=True).to(d)\n"),
+        Valid("import torch\ndef forward(n, x, device):\n    return torch.cat([torch.arange(n), x]).to(device)\n"),
+        Valid("import torch\nclass Rope(torch.nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+              "        self.register_buffer('inv_freq', torch.arange(n), persistent=False)\n"
+              "        self.inv_freq = torch.arange(n)\n"
+              "    def forward(self, x):\n        return self.inv_freq.to(x.device)\n"),
     )
     invalid_examples = (
         Invalid("import torch\ndef f(ids):\n    return torch.tensor([1, 2]).cuda()\n",
@@ -105,6 +113,16 @@ class BlockingHostTensorCopy(Rule):
                 "import torch\ndef f(x):\n    return x.pin_memory().cuda(non_blocking=True)\n"),
         Invalid("import torch\ndef f(n):\n    return torch.zeros(n).cuda().sum().item()\n", None,
                 message_contains="read back"),
+        Invalid("import torch\nclass Runner:\n    def forward(self, lens):\n"
+                "        return torch.concat([torch.arange(n) for n in lens]).to(device=self.device)\n", None,
+                message_contains="staging buffer"),
+        Invalid("import torch\nfrom functools import cached_property\nclass Mapping:\n    @cached_property\n"
+                "    def table(self):\n        return torch.zeros(10, dtype=torch.int)\n"
+                "    def convert(self, ids):\n        tokens = self.table[ids.to('cpu')]\n        return tokens.to(ids.device)\n",
+                None),
+        Invalid("import torch\ndef forward(lens, pos, device):\n    masks = []\n    for n in lens:\n"
+                "        masks.append((torch.arange(n) >= pos).int())\n    return torch.concat(masks).to(device=device)\n",
+                None),
     )
 
     @classmethod

@@ -18,8 +18,9 @@ class ScalarWriteIntoCudaTensor(Rule):
     ## What it does
     Finds an assignment of a Python number (`0`, `-1.5`, `True`, a name bound only to
     numbers, `len(...)`, `x.item()`) to one element of a tensor known to be on a CUDA
-    device, `cuda_t[i] = v` or `cuda_t[i, j] = v`, where it runs often: in a loop, a
-    `forward`, a step function.
+    device (made there, or passed to a `torch.distributed` collective such as
+    `dist.all_reduce`, which NCCL runs on CUDA tensors), `cuda_t[i] = v` or
+    `cuda_t[i, j] = v`, where it runs often: in a loop, a `forward`, a step function.
 
     ## Why is this bad?
     For a CUDA tensor, PyTorch turns the Python number into a 0-d **CPU** tensor and
@@ -101,6 +102,9 @@ class ScalarWriteIntoCudaTensor(Rule):
               "        self.t[0] = 1\n"),
         Valid("import torch\nt = torch.zeros(4, device='cuda')\nt[0] = 1\n"),
         Valid("import torch\ndef forward(n):\n    t = torch.zeros(n, device='cuda')\n    t[0, 1] = 0\n    return t\n"),
+        Valid("import torch\nimport torch.distributed as dist\ndef count(n: int, slots, device):\n"
+              "    counts = torch.zeros(slots, device=device)\n    for i in range(slots):\n        counts[i] = n\n"
+              "    dist.all_reduce(counts, group=get_world_group().cpu_group)\n"),
     )
     invalid_examples = (
         Invalid("import torch\ndef forward(n):\n    t = torch.zeros(n, device='cuda')\n    t[0] = 0\n    return t\n",
@@ -122,13 +126,16 @@ class ScalarWriteIntoCudaTensor(Rule):
         Invalid("import torch\nclass Slots:\n    def __init__(self, n, slot: int):\n        self.slot = slot\n"
                 "        self.used = torch.zeros(n, device='cuda')\n    def step(self):\n"
                 "        self.used[self.slot] = 1\n", None),
+        Invalid("import torch\nimport torch.distributed as dist\ndef count(n: int, slots, device, group):\n"
+                "    counts = torch.zeros(slots, device=device)\n    for i in range(slots):\n        counts[i] = n\n"
+                "    dist.all_reduce(counts, group=group)\n", None),
     )
 
     anchored = True
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        return cls.prefilter_matches(text) and has_gpu_evidence(text)
+        return cls.prefilter_matches(text) and has_gpu_evidence(text, settings.gpu_device_names)
 
     @classmethod
     def anchor(cls):
@@ -137,8 +144,8 @@ class ScalarWriteIntoCudaTensor(Rule):
     @classmethod
     def candidates(cls, facts):
         found = []
-        for node in facts.parents:
-            if isinstance(node, ast.Assign) and any(isinstance(target, ast.Subscript) for target in node.targets) \
+        for node in facts.assignments:
+            if any(isinstance(target, ast.Subscript) for target in node.targets) \
                     and facts.context_at(node.lineno).hot \
                     and is_python_number(facts, node.value, node.lineno) and not facts.in_torchscript(node.lineno):
                 found.extend(target for target in node.targets

@@ -107,7 +107,7 @@ class ListIndexIntoCudaTensor(Rule):
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        return cls.prefilter_matches(text) and has_gpu_evidence(text)
+        return cls.prefilter_matches(text) and has_gpu_evidence(text, settings.gpu_device_names)
 
     @classmethod
     def anchor(cls):

@@ -126,7 +126,7 @@ class PossibleScalarWrite(Rule):
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
         # What is certainly a tensor takes torch to make, or shows a CUDA placement.
-        return cls.prefilter_matches(text) and ("torch" in text or has_gpu_evidence(text))
+        return cls.prefilter_matches(text) and ("torch" in text or has_gpu_evidence(text, settings.gpu_device_names))
 
     @classmethod
     def anchor(cls):

@@ -1,22 +1,25 @@
-"""Acceptance trial 2: does h2dlint point at the syncs maintainers removed in unseen projects?
+"""Acceptance trials 2 and 3: does h2dlint point at the syncs maintainers removed in unseen projects?
 
 Run on purpose, not in the test suite:
 
-    python scripts/trials.py            # needs `pip` and `h2dlint` in the same environment
+    python scripts/trials.py            # trial 2 (vLLM, transformers); needs `pip` and `h2dlint` in the same environment
+    python scripts/trials.py --trial 3  # trial 3, blind: cases chosen without looking at h2dlint's output
 
-For each case below the script downloads the last release before the fix and the first one
-after it with `pip download` (cached in `.trials/`, git-ignored), extracts the one file named,
-runs h2dlint on both (default rules, then `--select ALL`, JSON output, no cache, an empty
+For each case of the chosen trial the script downloads the last release before the fix and the
+first one after it with `pip download` (cached in `.trials/`, git-ignored), extracts the one file
+named, runs h2dlint on both (default rules, then `--select ALL`, JSON output, no cache, an empty
 config so the repository's own settings do not leak in) and prints, per place the maintainers
 changed, which findings touch it. Third-party code stays in `.trials/` and is never committed.
 
 A finding "hits" a place when its line range (start to end line) overlaps the lines of the
 changed statement. The "after" columns look at the replacement code in the after file, which
-should be quiet. docs/trials.md (section "Trial 2") discusses the results.
+should be quiet. docs/trials.md (sections "Trial 2" and "Trial 3") lists the cases; trial 2's
+results are discussed there, trial 3 is kept blind for the rule authors.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -106,6 +109,85 @@ CASES = [
 ]
 
 
+# Trial 3 (blind). Only hunks whose purpose the pull request states (a sync or a blocking copy
+# removed) are places; hunks that only wrap a kept sync in vLLM's `gpu_sync_allowed()` are not.
+
+VLLM_51738 = "https://github.com/vllm-project/vllm/pull/51738 [Perf] Avoid more GPU<->CPU syncs on the model execution path"
+
+TRANSFORMERS_20061 = "https://github.com/huggingface/transformers/pull/20061 Change constant torch.tensor to torch.full"
+
+DEEPSPEED_5135 = "https://github.com/deepspeedai/DeepSpeed/pull/5135 tensorboard logging: avoid item() outside gas to improve performance"
+
+DEEPSPEED_2500 = "https://github.com/deepspeedai/DeepSpeed/pull/2500 Remove unnecessary device synchronization for stage 2"
+
+OLMO_CORE_68 = "https://github.com/allenai/OLMo-core/pull/68 Avoid an unnecessary host-device sync when created initial loss tensors"
+
+TRL_6842 = "https://github.com/huggingface/trl/pull/6842 Remove one host sync from SFT chunked_nll loss"
+
+SGLANG_14956 = "https://github.com/sgl-project/sglang/pull/14956 [Fix] avoid stream sync in _compute_mrope_positions"
+
+DIFFUSERS_13564 = "https://github.com/huggingface/diffusers/pull/13564 Eliminate GPU sync overhead and CPU->GPU transfers across LTX2 pipeline"
+
+CASES_3 = [
+    Case("vllm mamba2 metadata", VLLM_51738, "vllm", "0.27.1", "0.28.0", "vllm/v1/attention/backends/mamba2_attn.py", [
+        Place((153, 157), (158, 161), "prep_initial_states = torch.any(has_initial_states_p).item() -> derived from CPU prefill metadata"),
+    ]),
+    Case("vllm kv-sharing fast prefill", VLLM_51738, "vllm", "0.27.1", "0.28.0", "vllm/v1/attention/backends/utils.py", [
+        Place((471, 471), (548, 548), "int(num_decode_tokens.max().item()) per step -> max_logits_per_req plumbed from the runner"),
+        Place((472, 472), (545, 545), "int(num_decode_tokens.sum().item()) per step -> num_logits_indices (a host int)"),
+    ]),
+    Case("vllm gemma4 suppressed tokens", VLLM_51738, "vllm", "0.27.1", "0.28.0", "vllm/model_executor/models/gemma4_mm.py", [
+        Place((2039, 2039), (2118, 2118), "logits[:, python_list] = -inf per call -> cached device index tensor + index_fill_"),
+    ]),
+    Case("vllm phi4mm image mask", VLLM_51738, "vllm", "0.27.1", "0.28.0", "vllm/model_executor/models/phi4mm.py", [
+        Place((274, 274), (274, 274), "mask.type(torch.BoolTensor) (a CPU type: D2H) ... .to(target_device) (H2D) -> .bool()"),
+    ]),
+    Case("vllm diffusion_gemma request states", VLLM_51738, "vllm", "0.27.1", "0.28.0", "vllm/model_executor/models/diffusion_gemma.py", [
+        Place((734, 740), (741, 747), "canvas[numpy slot indices] = ... (prefill path passes numpy: H2D of the index) -> device index"),
+        Place((743, 743), (750, 750), "is_encoder_phase[slot_idx] = True (1-D element store) -> .fill_()"),
+        Place((744, 744), (751, 751), "torch.tensor([slot_idx], device=self.device) -> async_tensor_h2d"),
+        Place((745, 745), (752, 752), "step[slot_idx] = 0 -> .fill_()"),
+        Place((746, 746), (753, 753), "accepted_canvas_history_len[slot_idx] = 0 -> .fill_()"),
+        Place((750, 750), (757, 757), "is_encoder_phase[slot_idx] = False -> .fill_()"),
+        Place((751, 751), (758, 758), "accepted_canvas_history_len[slot_idx] = 0 -> .fill_()"),
+        Place((1152, 1152), (1164, 1166), "draft_tokens[ps, :] = canvas[ps] with a numpy index (two H2D copies) -> ps_gpu moved once"),
+    ]),
+    Case("transformers gpt2 attention", TRANSFORMERS_20061, "transformers", "4.24.0", "4.25.1", "transformers/models/gpt2/modeling_gpt2.py", [
+        Place((185, 187), (185, 187), "attn_weights / torch.tensor(scale, device=...) per layer -> torch.full([], scale, device=...)"),
+        Place((200, 200), (200, 200), "torch.tensor(mask_value, dtype=...).to(device) per layer -> torch.full([], ...).to(device)"),
+    ]),
+    Case("transformers decision_transformer attn", TRANSFORMERS_20061, "transformers", "4.24.0", "4.25.1",
+         "transformers/models/decision_transformer/modeling_decision_transformer.py", [
+        Place((173, 175), (173, 175), "same as gpt2 185 ('Copied from' GPT2Attention)"),
+        Place((188, 188), (188, 188), "same as gpt2 200"),
+    ]),
+    Case("deepspeed engine loss logging", DEEPSPEED_5135, "deepspeed", "0.13.2", "0.13.3", "deepspeed/runtime/engine.py", [
+        Place((1954, 1954), (1955, 1956), "self.losses += loss.mean().item() every micro-step -> accumulate on device, .item() at the boundary"),
+    ]),
+    Case("deepspeed zero2 average_tensor", DEEPSPEED_2500, "deepspeed", "0.7.7", "0.8.0", "deepspeed/runtime/zero/stage_1_and_2.py", [
+        Place((942, 942), (940, 940), "torch.cuda.synchronize() before each bucket reduction -> reduction_stream.wait_stream(current)"),
+    ]),
+    Case("olmo-core trainer initial losses", OLMO_CORE_68, "ai2-olmo-core", "1.4.0", "1.5.0", "olmo_core/train/trainer.py", [
+        Place((1057, 1057), (1093, 1093), "ce_batch_loss = torch.tensor(0.0, device=self.device) per step -> move_to_device (non_blocking)"),
+        Place((1059, 1059), (1097, 1097), "z_batch_loss: same"),
+    ]),
+    Case("trl sft chunked_nll", TRL_6842, "trl", "1.10.0", "1.11.0", "trl/trainer/sft_trainer.py", [
+        Place((190, 190), (202, 202), "if n_valid_tensor == 0: (GPU 0-d tensor in an if) -> folded into the general path, clamp(min=1)"),
+    ]),
+    Case("trl distillation chunked loss", TRL_6842, "trl", "1.10.0", "1.11.0", "trl/trainer/distillation_trainer.py", [
+        Place((238, 238), (260, 260), "same as sft_trainer 190 (the distillation copy)"),
+    ]),
+    Case("sglang mrope decode positions", SGLANG_14956, "sglang", "0.5.6.post2", "0.5.7", "sglang/srt/model_executor/forward_batch_info.py", [
+        Place((678, 683), (689, 694), "torch.full((3, 1), self.seq_lens[i] - 1, device=...): GPU 0-d fill value per request -> seq_lens_cpu"),
+    ]),
+    Case("diffusers ltx2 connector registers", DIFFUSERS_13564, "diffusers", "0.38.0", "0.39.0", "diffusers/pipelines/ltx2/connectors.py", [
+        Place((304, 304), (309, 310), "hidden_states[i, mask[i].bool(), :] per batch row (nonzero sync each) -> argsort + gather"),
+    ]),
+]
+
+TRIALS = {2: CASES, 3: CASES_3}
+
+
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
 
@@ -148,11 +230,14 @@ def codes_at(findings: list[dict], lines: tuple[int, int]) -> str:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trial", type=int, choices=sorted(TRIALS), default=2, help="which trial's cases to run (default: 2)")
+    cases = TRIALS[parser.parse_args().trial]
     start = time.time()
     rows, found = [], {"default": 0, "ALL": 0}
     quiet_after = {"default": 0, "ALL": 0}
     other = []
-    for case in CASES:
+    for case in cases:
         before = fetch(case.package, case.before, case.path)
         after = fetch(case.package, case.after, case.path)
         res = {(side, mode): lint(f, mode == "ALL")
@@ -183,8 +268,9 @@ def main() -> None:
     print()
     print(f"fixed places found: default: {found['default']}/{n}, ALL: {found['ALL']}/{n}")
     print(f"after file quiet at the replacement: default: {quiet_after['default']}/{n}, ALL: {quiet_after['ALL']}/{n}")
-    size = sum(p.stat().st_size for p in (CACHE / "dist").rglob("*") if p.is_file())
-    print(f"downloads cached in {CACHE.relative_to(ROOT)}/dist: {size / 2**20:.0f} MiB; took {time.time() - start:.0f} s")
+    dists = {CACHE / "dist" / f"{c.package}-{v}" for c in cases for v in (c.before, c.after)}
+    size = sum(p.stat().st_size for d in dists for p in d.iterdir() if p.is_file())
+    print(f"downloads for this trial, cached in {CACHE.relative_to(ROOT)}/dist: {size / 2**20:.0f} MiB; took {time.time() - start:.0f} s")
 
 
 if __name__ == "__main__":

@@ -58,3 +58,21 @@ class M:
 def test_self_attributes_set_in_a_skipped_method_keep_their_placement(full_parse):
     findings = lint(SELF_SET_IN_A_SKIPPED_METHOD, "HDL201", "HDL202", full_parse=full_parse)
     assert [(finding.code, finding.start.column) for finding in findings] == [("HDL201", 15), ("HDL201", 32)]
+
+
+# `device` is a CUDA device only because the project says so (`gpu-device-names`); HDL106 needs GPU evidence in the
+# text (its prefilter) and in the placement of `counts`.
+CONFIGURED_DEVICE = """\
+import torch
+def forward(n: int, slots, device):
+    counts = torch.zeros(slots, device=device)
+    counts[0] = n
+    return counts
+"""
+
+
+@pytest.mark.parametrize("full_parse", [False, True], ids=["candidates", "full"])
+def test_configured_gpu_device_names_make_a_device_cuda(full_parse):
+    found = lint(CONFIGURED_DEVICE, "HDL106", gpu_device_names=("device",), full_parse=full_parse)
+    assert [(finding.code, finding.start.line) for finding in found] == [("HDL106", 4)]
+    assert lint(CONFIGURED_DEVICE, "HDL106", gpu_device_names=("self.device",), full_parse=full_parse) == []

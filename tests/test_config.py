@@ -107,11 +107,13 @@ def test_bad_configuration_is_a_clear_error(project, content, message):
 
 
 def test_rule_options_reach_the_rules(project):
-    write_pyproject(project, 'pin-memory-helpers = ["pin_ok"]\nhot-functions = ["forward_step"]')
+    write_pyproject(project, 'pin-memory-helpers = ["pin_ok"]\nhot-functions = ["forward_step"]\n'
+                             'gpu-device-names = ["self.device"]')
     (project / "src" / "model.py").write_text(
         "import torch\nfrom util import pin_ok\ndef f(n, device):\n    return torch.tensor([n, n + 1], device=device)\n")
     settings = resolve_settings([project], all_rules())
     assert settings.hot_functions == ("forward_step",)
+    assert settings.gpu_device_names == ("self.device",)
     assert run(project / "src", "--fix").exit_code == 0
     assert "pin_memory=pin_ok()" in (project / "src" / "model.py").read_text()
 

@@ -185,3 +185,164 @@ def test_placement_follows_tensor_computations_and_self_attributes(value, expect
             f"        TARGET = {value}\n")
     node, line = expression(code)
     assert facts_for(code).classify_placement(node, line) is expected
+
+
+# Each way an expression can classify as a CUDA tensor, with the text that makes it so (TARGET's value).
+GPU_SOURCES = [
+    "import torch\nTARGET = x.cuda()\n",
+    "import torch\nTARGET = torch.zeros(3, device='cuda')\n",
+    "import torch\nTARGET = torch.zeros(3, device=f'cuda:{rank}')\n",
+    "import torch\nTARGET = x.to(0)\n",
+    "import torch\nTARGET = torch.ones(2, device=torch.device(1))\n",
+    "import torch\nTARGET = torch.ones(2, device=torch.cuda.current_device())\n",
+    "import torch\nTARGET = batch.seq_lens_gpu\n",
+    "import torch\ndef f(seq_lens, seq_lens_cpu):\n    TARGET = seq_lens\n",
+    "import torch\nTARGET = forward_batch.seq_lens + 1\nn = forward_batch.seq_lens_cpu\n",
+    "import torch\nimport torch.distributed as dist\ndef f(n, device):\n    t = torch.zeros(n, device=device)\n    TARGET = t\n"
+    "    dist.all_reduce(t)\n",
+]
+
+
+@pytest.mark.parametrize("code", GPU_SOURCES)
+def test_gpu_placement_always_comes_with_gpu_evidence(code):
+    # The sync finder skips its CUDA-only checks in files without GPU evidence: every source of a
+    # CUDA placement must be something has_gpu_evidence sees.
+    value, line = expression(code)
+    assert facts_for(code).classify_placement(value, line) is Placement.GPU
+    assert has_gpu_evidence(code)
+
+
+def test_nothing_classifies_as_gpu_in_rule_examples_without_gpu_evidence():
+    from h2dlint.rule import all_rules
+
+    samples = [example.code for rule in all_rules().values()
+               for example in (*rule.valid_examples, *rule.invalid_examples)]
+    checked = 0
+    for code in samples:
+        if has_gpu_evidence(code):
+            continue
+        checked += 1
+        facts = facts_for(code)
+        for node in ast.walk(facts.tree):
+            if isinstance(node, ast.expr):
+                assert facts.classify_placement(node, node.lineno) is not Placement.GPU, (code, ast.unparse(node))
+    assert checked > 20
+
+@pytest.mark.parametrize(("collective", "expected"), [
+    ("dist.all_reduce(t, group=group)", Placement.GPU), ("torch.distributed.broadcast(t, src=0)", Placement.GPU),
+    ("dist.all_gather_into_tensor(out, t)", Placement.GPU), ("dist.all_gather(outs, tensor=t)", Placement.GPU),
+    ("all_reduce(t)", Placement.GPU),  # `from torch.distributed import all_reduce`
+    ("dist.all_gather(t, out)", Placement.UNKNOWN),  # `all_gather`'s first argument is the output list
+    ("dist.all_reduce(t, group=get_world_group().cpu_group)", Placement.UNKNOWN),
+    ("dist.all_reduce(t, group=grp)", Placement.UNKNOWN), ("dist.all_reduce(t, group=self.group)", Placement.UNKNOWN),
+    ("other.all_reduce(t)", Placement.UNKNOWN), ("dist.all_reduce(t.clone())", Placement.UNKNOWN),
+])
+def test_a_tensor_passed_to_a_collective_is_on_the_device(collective, expected):
+    code = ("import torch\nimport torch.distributed as dist\nfrom torch.distributed import all_reduce\n"
+            "class C:\n    def __init__(self):\n        self.group = get_world_group().cpu_group\n"
+            "    def run(self, n, device, group, out, outs, other):\n"
+            "        grp = new_group(ranks, backend=HOST_BACKEND_CPU)\n        t = torch.zeros(4, n, device=device)\n"
+            f"        TARGET = t\n        {collective}\n        return t\n")
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected
+    if expected is Placement.GPU:
+        assert has_gpu_evidence(code), "the file-level evidence test must admit what classify_placement finds"
+
+
+def test_collective_placement_needs_the_tensor_that_reaches_the_collective():
+    code = ("import torch\nimport torch.distributed as dist\n"
+            "def f(p, n, d):\n    h = torch.zeros(n)\n    t = torch.zeros(n, device=d)\n    dist.all_reduce(h)\n"
+            "    dist.all_reduce(t)\n    dist.all_reduce(p)\n    t = t.tolist()\n    return t, h\n")
+    facts = facts_for(code)
+    assert facts.classify_placement(ast.Name("t"), 6) is Placement.GPU
+    assert facts.classify_placement(ast.Name("t"), 10) is Placement.UNKNOWN, "rebound after the collective"
+    assert facts.classify_placement(ast.Name("h"), 6) is Placement.HOST, "a host tensor stays one (gloo)"
+    assert facts.classify_placement(ast.Name("p"), 8) is Placement.UNKNOWN, "a parameter: the caller's tensor"
+
+
+def test_no_collective_placement_in_a_function_that_may_pick_the_host():
+    code = ("import torch\nimport torch.distributed as dist\n"
+            "def f(n, force_cpu):\n    d = torch.device('cpu' if force_cpu else 'cuda')\n"
+            "    t = torch.zeros(n, device=d)\n    dist.broadcast(t, src=0)\n")
+    assert facts_for(code).classify_placement(ast.Name("t"), 6) is Placement.UNKNOWN
+
+
+def test_no_collective_placement_in_a_file_that_names_the_gloo_backend():
+    code = ("import torch\nimport torch.distributed as dist\nBACKENDS = ['nccl', 'gloo']\n"
+            "def f(t):\n    dist.all_reduce(t)\n")
+    assert facts_for(code).classify_placement(ast.Name("t"), 5) is Placement.UNKNOWN
+    assert not has_gpu_evidence(code)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("torch.cat([torch.arange(3), t.cpu()])", Placement.HOST), ("torch.stack((a.cpu(), b.cpu()))", Placement.HOST),
+    ("torch.concat([torch.arange(n) for n in lens])", Placement.HOST),
+    ("torch.vstack(tensors=[torch.zeros(2) for _ in lens])", Placement.HOST),
+    ("torch.cat(host_parts)", Placement.HOST), ("torch.cat(appended)", Placement.HOST),
+    ("torch.cat([torch.arange(3), t])", Placement.UNKNOWN), ("torch.cat([])", Placement.UNKNOWN),
+    ("torch.cat([*parts])", Placement.UNKNOWN), ("torch.cat(empty)", Placement.UNKNOWN),
+    ("torch.cat(extended)", Placement.UNKNOWN), ("torch.cat(mixed)", Placement.UNKNOWN),
+    ("torch.cat([torch.arange(3), t.cuda()])", Placement.GPU),
+])
+def test_joining_host_tensors_gives_a_host_tensor(value, expected):
+    code = ("import torch\ndef f(t, a, b, lens, parts, others):\n"
+            "    host_parts = [torch.arange(3), torch.ones(2)]\n    appended = []\n    empty = []\n    extended = []\n    mixed = []\n"
+            "    for n in lens:\n        appended.append(torch.arange(n))\n        extended.extend(others)\n"
+            "        mixed.append(torch.arange(n))\n        mixed.append(t)\n"
+            f"    TARGET = {value}\n")
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("self.table", Placement.HOST), ("self.cached", Placement.HOST), ("self.table[ids.cpu()]", Placement.HOST),
+    ("self.maybe", Placement.UNKNOWN),  # None on one path
+    ("self.moved", Placement.UNKNOWN), ("self.on_gpu", Placement.GPU),
+    ("self.inv_freq", Placement.UNKNOWN),  # a buffer: it moves with the module
+    ("self.scale", Placement.UNKNOWN),  # a parameter, likewise
+    ("self.plain", Placement.HOST),  # a plain tensor attribute does not move with the module
+])
+def test_placement_of_properties_and_module_tensors(value, expected):
+    code = ("import torch\nfrom functools import cached_property\nclass M(torch.nn.Module):\n"
+            "    def __init__(self, n):\n        super().__init__()\n"
+            "        self.register_buffer('inv_freq', None, persistent=False)\n        self.inv_freq = torch.arange(n)\n"
+            "        self.register_parameter(name='scale', param=None)\n        self.scale = torch.ones(n)\n"
+            "        self.plain = torch.zeros(n)\n"
+            "    @property\n    def table(self):\n        mapping = torch.zeros(10, dtype=torch.int)\n"
+            "        for k in range(10):\n            mapping[k] = k\n        return mapping\n"
+            "    @cached_property\n    def cached(self):\n        def helper():\n"
+            "            return torch.ones(3, device='cuda')\n        return torch.arange(4)\n"
+            "    @property\n    def maybe(self):\n        if self.flag:\n            return None\n"
+            "        return torch.zeros(3)\n"
+            "    @property\n    def moved(self):\n        return torch.zeros(3).to(self.device)\n"
+            "    @property\n    def on_gpu(self):\n        return self.plain.cuda()\n"
+            f"    def forward(self, ids):\n        TARGET = {value}\n")
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("torch.arange(n) >= pos", Placement.HOST), ("(torch.arange(n) < lens[:, None]).int()", Placement.HOST),
+    ("torch.ones((n, 1), dtype=torch.int) == eol", Placement.HOST), ("row != 1", Placement.HOST),
+    ("pos < torch.tensor([1, 2])", Placement.HOST), ("(torch.arange(n) % pos) == 0", Placement.HOST),
+    ("torch.cat([torch.arange(n)]) > pos", Placement.HOST),
+    ("torch.tensor(3) < pos", Placement.UNKNOWN),  # a 0-d host tensor may join a CUDA one
+    ("torch.zeros(n) < pos", Placement.UNKNOWN),  # `n` may be a shape, even `()`
+    ("torch.arange(n) < pos.cuda()", Placement.GPU), ("torch.arange(n, device=d) < pos", Placement.UNKNOWN),
+    ("torch.arange(n) * pos", Placement.UNKNOWN),  # arithmetic is left unknown (see classify_placement)
+])
+def test_a_comparison_with_a_host_tensor_with_dimensions_gives_a_host_tensor(value, expected):
+    code = ("import torch\ndef f(n, pos, lens, eol, d):\n    row = torch.zeros(2, 3)\n"
+            f"    TARGET = {value}\n")
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is expected
+
+
+def test_configured_gpu_device_names_are_cuda_devices():
+    code = "import torch\ndef f(self, device, other):\n    local = 'cpu'\n    TARGET = (device, self.device, other, local)\n"
+    node, line = expression(code)
+    facts = facts_for(code)
+    facts.gpu_device_names = frozenset({"device", "self.device", "local"})
+    assert [facts.classify_device(element, line) for element in node.elts] == [
+        Device.CUDA, Device.CUDA, Device.UNKNOWN, Device.NOT_CUDA]
+    assert has_gpu_evidence(code, ("device",)) and not has_gpu_evidence(code)
