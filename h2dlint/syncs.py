@@ -409,11 +409,14 @@ class _Finder:
         gpu_indices = CONDITION in self.kinds and self.gpu_possible and not needs_hot
         if not (masks or gpu_indices):
             return
-        if self._is_boolean(index):
+        # A mask may be the whole index or one of its dimensions (`t[i, mask, :]`): either way it syncs.
+        mask = next((element for element in (index.elts if isinstance(index, ast.Tuple) else [index])
+                     if self._is_boolean(element)), None)
+        if mask is not None:
             if not masks or facts.classify_data(node.value, node.lineno) in (Data.HOST, Data.LIKELY_HOST):
                 return
             placement = facts.classify_placement(node.value, node.lineno)
-            receiver = node.value if placement is not Placement.UNKNOWN else index
+            receiver = node.value if placement is not Placement.UNKNOWN else mask
             self.add(node, MASK, "boolean-mask indexing", receiver)
         elif gpu_indices and facts.classify_data(node.value, node.lineno) is Data.HOST \
                 and facts.classify_placement(index, node.lineno) is Placement.GPU:

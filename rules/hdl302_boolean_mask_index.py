@@ -54,6 +54,9 @@ class BooleanMaskIndex(SyncReporter, Rule):
     invalid_examples = (
         Invalid("import torch\ndef forward(x):\n    y = x.cuda()\n    return y[y > 0].sum()\n",
                 None, message_contains="boolean-mask indexing on a CUDA tensor (in `forward`)"),
+        Invalid("import torch\ndef forward(h, mask):\n    for i in range(h.shape[0]):\n"
+                "        row = h[i, mask[i].bool(), :]\n",
+                None, message_contains="boolean-mask indexing"),
         Invalid("import torch\ndef forward(x, y):\n    keep = torch.isfinite(y) & (y > 0)\n    return x[keep]\n",
                 None, message_contains="may be on the GPU"),
         Invalid("import torch\ndef step(x, m):\n    return torch.masked_select(x, m.bool())\n",
