@@ -40,13 +40,14 @@ DEVICE_SYNC_CALLS = frozenset({"torch.cuda.synchronize", "torch.accelerator.sync
 # (`max`, `min`): one host read per element. `sum`, `list` and `for` only unbind it into device views: no read.
 ELEMENT_READING_BUILTINS = frozenset({"any", "all", "max", "min"})
 READING_BUILTINS = SYNC_BUILTINS | ELEMENT_READING_BUILTINS
-# Where torch or Python needs an int (a size, a count, a bound), a tensor is converted with `__index__`: an
-# implicit `.item()`. By function: the positions of such arguments (None: every positional one) and their
-# keywords; a tuple or list argument counts by its elements.
+# Where torch or Python needs an int (a size, a count, a bound) or, for a fill value, a Python number, a tensor
+# is converted with `__index__` or `.item()`: an implicit `.item()`. By function: the positions of such arguments
+# (None: every positional one) and their keywords; a tuple or list argument counts by its elements.
 INT_ARGUMENTS = {
     "torch.arange": (None, frozenset({"start", "end", "step"})),
     **{f"torch.{factory}": (None, frozenset({"size"})) for factory in ("zeros", "ones", "empty", "rand", "randn")},
-    "torch.full": ((0,), frozenset({"size"})),
+    "torch.full": ((0, 1), frozenset({"size", "fill_value"})),  # a fill value is a Python number too
+    "torch.full_like": ((1,), frozenset({"fill_value"})),
     "torch.randperm": ((0,), frozenset({"n"})),
     "torch.eye": ((0, 1), frozenset({"n", "m"})),
     "torch.split": ((1,), frozenset({"split_size_or_sections"})),
@@ -55,14 +56,14 @@ INT_ARGUMENTS = {
 INT_ARGUMENT_METHODS = {  # tensor methods
     **{method: (None, frozenset()) for method in ("view", "reshape", "expand", "repeat")},
     **{method: (None, frozenset({"size"})) for method in ("new_zeros", "new_ones", "new_empty")},
-    "new_full": ((0,), frozenset({"size"})),
+    "new_full": ((0, 1), frozenset({"size", "fill_value"})),
     "split": ((0,), frozenset({"split_size"})),
 }
 INT_ARGUMENT_BUILTINS = frozenset({"range"})
 INT_ARGUMENT_CALL_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in INT_ARGUMENTS) | frozenset(INT_ARGUMENT_METHODS)
 # What a file's text shows where a tensor may be passed as an int (`rand` stands for `randn(`, `randperm(`),
 # and the lines list repetitions (`[x] * t`) can be on.
-INT_ARGUMENT_TEXT = ("range(", "zeros(", "ones(", "empty(", "full(", "rand", "eye(", "split(", ".view(", ".reshape(",
+INT_ARGUMENT_TEXT = ("range(", "zeros(", "ones(", "empty(", "full(", "full_like(", "rand", "eye(", "split(", ".view(", ".reshape(",
                      ".expand(", ".repeat(", "new_zeros(", "new_ones(", "new_empty(", "] *", "]*", "* [", "*[")
 _LIST_REPETITION_LINE = r"\]\s*\*|\*\s*\["
 

@@ -122,6 +122,9 @@ class GpuValueRead(SyncReporter, Rule):
               "    return forward_batch.seq_lens.cpu() if in_capture else forward_batch.seq_lens_cpu\n"),
     )
     invalid_examples = (
+        Invalid("import torch\ndef positions(seq_lens, seq_lens_cpu, n):\n    for i in range(n):\n"
+                "        p = torch.full((3, 1), seq_lens[i] - 1, device='cuda')\n",
+                None, message_contains="implicit `.item()`"),
         Invalid("import torch\ndef train(xs):\n    total = 0\n    for x in xs:\n"
                 "        loss = (x.cuda() ** 2).mean()\n        total += loss.item()\n",
                 None, message_contains="`.item()` reads a CUDA tensor back to the host (in a loop)"),
