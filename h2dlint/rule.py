@@ -18,7 +18,7 @@ from typing import ClassVar
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from .facts import FileFacts
+from .facts import FileFacts, Site
 from .model import Edit, Finding, Fix, Position
 from .source import LineIndex, SourceFile
 
@@ -169,6 +169,12 @@ class Rule(cst.CSTVisitor):
         to_file = self.context.file_position
         return (to_file(code_range.start.line, code_range.start.column),
                 to_file(code_range.end.line, code_range.end.column))
+
+    def own_site(self, node: cst.CSTNode) -> tuple[Site, Position] | None:
+        """The candidate this rule named at exactly `node`, and where it starts; None for other nodes."""
+        start, end = self.position(node)
+        site = self.context.facts.site_at(start, end)
+        return (site, start) if site is not None and self.code in site.rules else None
 
     def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None) -> None:
         start, end = self.position(node)

@@ -154,10 +154,10 @@ class ScalarWriteIntoCudaTensor(Rule):
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         facts = self.context.facts
-        start, end = self.position(node)
-        site = facts.site_at(start, end)
-        if site is None or self.code not in site.rules:
+        found = self.own_site(node)
+        if found is None:
             return
+        site, start = found
         statement = facts.parents[site.node]
         where = facts.context_at(start.line).describe()
         self.report(node, f"writes a Python number into one element of a CUDA tensor {where}: PyTorch copies it "

@@ -121,10 +121,10 @@ class ListIndexIntoCudaTensor(Rule):
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         facts = self.context.facts
-        start, end = self.position(node)
-        site = facts.site_at(start, end)
-        if site is None or self.code not in site.rules:
+        found = self.own_site(node)
+        if found is None:
             return
+        site, start = found
         where = facts.context_at(start.line).describe()
         copy = ("PyTorch builds an index tensor from the list in pageable host memory and copies it to the device "
                 "with a blocking copy, so the host waits until the GPU stream drains")

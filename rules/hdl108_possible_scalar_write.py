@@ -145,10 +145,10 @@ class PossibleScalarWrite(Rule):
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         facts = self.context.facts
-        start, end = self.position(node)
-        site = facts.site_at(start, end)
-        if site is None or self.code not in site.rules:
+        found = self.own_site(node)
+        if found is None:
             return
+        site, start = found
         where = facts.context_at(start.line).describe()
         kind = _possible_write(facts, site.node)
         if kind == ELEMENT:

@@ -138,10 +138,10 @@ class PinnedBufferReuse(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts
-        start, end = self.position(node)
-        site = facts.site_at(start, end)
-        if site is None or self.code not in site.rules:
+        found = self.own_site(node)
+        if found is None:
             return
+        site, start = found
         buffer, write, line = _racing_write(facts, site.node)
         when = "in the next iteration of the loop" if line <= start.line else "later"
         self.report(node, f"non_blocking copy from the pinned buffer `{buffer}`, which is written on the host {when} "
