@@ -5,8 +5,8 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import (code_of, copy_of, fresh_host_factory, is_literal, keywords_of, pin_guard, pinned,
-                            placement_is_host, to_ast, torch_name, with_non_blocking, with_pin_memory)
+from h2dlint.copies import (copy_of, fresh_host_factory, is_literal, keywords_of, pin_guard, pinned, placement_is_host,
+                            shown, to_ast, torch_name, with_non_blocking, with_pin_memory)
 from h2dlint.facts import Data, Device, Placement
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -151,7 +151,7 @@ class BlockingHostTensorCopy(Rule):
         elif not placement_is_host(facts, copy.source, start.line):
             return
         where = facts.context_at(start.line).describe()
-        target = "a CUDA device" if device is Device.CUDA else f"`{code_of(copy.device)}` (if it is a CUDA device)"
+        target = "a CUDA device" if device is Device.CUDA else f"`{shown(copy.device)}` (if it is a CUDA device)"
         message = (f"copies a host tensor to {target} with a blocking copy{' ' + where if where else ''}: "
                    "the host waits until the GPU stream drains")
         site = facts.site_at(start, end)

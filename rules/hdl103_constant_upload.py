@@ -5,7 +5,7 @@ import ast
 import libcst as cst
 
 from h2dlint.copies import (CONSTANT_UPLOAD_KEYWORDS, code_of, constant_upload, dotted, join_args, keyword, keywords_of,
-                            may_call_tensor_with_device, to_ast, torch_name)
+                            may_call_tensor_with_device, shown, to_ast, torch_name)
 from h2dlint.facts import Device
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -122,8 +122,8 @@ class ConstantUpload(Rule):
         if device is Device.NOT_CUDA:
             return
         where = facts.context_at(start.line).describe()
-        target = "a CUDA device" if device is Device.CUDA else f"`{code_of(keywords['device'].value)}`"
-        message = (f"`torch.tensor({code_of(fill.value) if not fill.shape else '...'})` uploads a constant to "
+        target = "a CUDA device" if device is Device.CUDA else f"`{shown(keywords['device'].value)}`"
+        message = (f"`torch.tensor({shown(fill.value) if not fill.shape else '...'})` uploads a constant to "
                    f"{target} with a blocking copy{' ' + where if where else ''}: a factory fills it on the "
                    "device with no copy and no wait")
         self.report(node, message, self._fix(node, fill, keywords))

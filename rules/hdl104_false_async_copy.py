@@ -5,8 +5,8 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import (PINNABLE_FACTORIES, code_of, copy_of, fresh_host_factory, is_literal, makes_no_elements,
-                            pin_guard, pinned, to_ast, torch_name, with_pin_memory)
+from h2dlint.copies import (PINNABLE_FACTORIES, copy_of, fresh_host_factory, is_literal, makes_no_elements, pin_guard,
+                            pinned, shown, to_ast, torch_name, with_pin_memory)
 from h2dlint.facts import Data, Device, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -147,7 +147,7 @@ class FalseAsyncCopy(Rule):
         if name == "tensor":
             data = next((arg.value for arg in factory.args if arg.keyword is None), None)
             if data is None or self.context.facts.classify_data(to_ast(data), line) is not Data.HOST:
-                unsafe.append(f"`{code_of(data) if data else 'the data'}` may be a tensor, and pinning one raises")
+                unsafe.append(f"`{shown(data) if data else 'the data'}` may be a tensor, and pinning one raises")
         source = with_pin_memory(factory, pin_guard(self, device, torch_local))
         edit = self.context.replace_node(node, node.with_changes(func=node.func.with_changes(value=source)), self)
         if edit is None:

@@ -5,7 +5,7 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import code_of, dotted, join_args, keyword, to_ast, torch_name
+from h2dlint.copies import dotted, join_args, keyword, shown, to_ast, torch_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -97,7 +97,7 @@ class LegacyCudaConstructor(Rule):
         if not _is_host_sequence(facts, to_ast(data), start.line):
             return
         where = facts.context_at(start.line).describe()
-        self.report(node, f"`torch.cuda.{constructor}({code_of(data)[:40]})` copies host data to the GPU with a "
+        self.report(node, f"`torch.cuda.{constructor}({shown(data, 40)})` copies host data to the GPU with a "
                           f"blocking copy{' ' + where if where else ''}: the host waits until the GPU stream drains",
                     self._fix(node, data, LEGACY_DTYPES[constructor]))
 

@@ -5,7 +5,7 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import code_of, copy_of, fresh_host_factory, is_literal, join_args, keywords_of
+from h2dlint.copies import copy_of, fresh_host_factory, is_literal, join_args, keywords_of, shown
 from h2dlint.facts import Device, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -108,7 +108,7 @@ class CopyMakesNonLeaf(Rule):
         site = facts.site_at(start, end)
         if site is not None and self._made_leaf_again(site.node):
             return
-        message = (f"`torch.{fresh[1]}(..., requires_grad={code_of(requires_grad.value)})` is the leaf; the copy "
+        message = (f"`torch.{fresh[1]}(..., requires_grad={shown(requires_grad.value)})` is the leaf; the copy "
                    "to the device is not a leaf, so its `.grad` stays None after backward(): call "
                    "`.requires_grad_()` after the copy")
         self.report(node, message, self._fix(node, factory, requires_grad))
