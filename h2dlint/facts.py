@@ -465,16 +465,18 @@ class FileFacts:
         they walked. Most statements have neither, and their expressions are most of a file's nodes."""
         if getattr(statement, "lineno", None) is None:  # the `Expr` standing for a lambda's body
             return True
-        starts = self.line_index.starts
-        end = starts[statement.end_lineno] if statement.end_lineno < len(starts) else len(self.text)
-        segment = self.text[starts[statement.lineno - 1]:end]
+        segment = self._lines_of(statement)
         return ":=" in segment or "for" in segment
 
     def _lines_of(self, node: ast.AST) -> str:
         """The text of the lines `node` spans."""
+        start, end = self._offsets_of_lines(node.lineno, node.end_lineno)
+        return self.text[start:end]
+
+    def _offsets_of_lines(self, first: int, last: int) -> tuple[int, int]:
+        """Where lines `first` to `last` start and end in the text (a `last` past the end: the text's end)."""
         starts = self.line_index.starts
-        end = starts[node.end_lineno] if node.end_lineno < len(starts) else len(self.text)
-        return self.text[starts[node.lineno - 1]:end]
+        return starts[first - 1], starts[last] if last < len(starts) else len(self.text)
 
     def _attributes_of(self, node: ast.ClassDef) -> dict[str, list[Binding]]:
         """`self.x = value` in a class's methods: what `self.x` may hold anywhere in that class. A property
@@ -883,9 +885,7 @@ class FileFacts:
     def _may_choose_host(self, scope: Scope) -> bool:
         """Whether the function names the CPU device, a CPU group or gloo (`torch.device("cuda" if ... else
         "cpu")`): then its collectives may run on host tensors."""
-        starts = self.line_index.starts
-        end = starts[scope.last_line] if scope.last_line < len(starts) else len(self.text)
-        return bool(_HOST_CHOICE.search(self.text, starts[scope.first_line - 1], end))
+        return bool(_HOST_CHOICE.search(self.text, *self._offsets_of_lines(scope.first_line, scope.last_line)))
 
     def _on_host_group(self, call: ast.Call, statement: ast.stmt) -> bool:
         """Whether the collective's statement, or what its `group=` name or `self.` attribute is bound to,
@@ -926,17 +926,18 @@ class FileFacts:
 
     # ----- call sites --------------------------------------------------------
 
+    def decorators_around(self, line: int) -> list[str]:
+        """The qualified names of the decorators (`@torch.jit.script`, `@triton.jit(...)`) of the functions
+        around `line`; "" for a decorator this file does not import."""
+        return [self.qualify(dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator)) or ""
+                for node in self._function_nodes
+                if not isinstance(node, ast.Lambda) and node.lineno <= line <= (node.end_lineno or node.lineno)
+                for decorator in node.decorator_list]
+
     def in_torchscript(self, line: int) -> bool:
         """True inside a function compiled by TorchScript (`@torch.jit.script`, `@torch.jit.export`, ...)."""
-        for node in self._function_nodes:
-            if isinstance(node, ast.Lambda) or not node.lineno <= line <= (node.end_lineno or node.lineno):
-                continue
-            for decorator in node.decorator_list:
-                target = decorator.func if isinstance(decorator, ast.Call) else decorator
-                qualified = self.qualify(dotted_name(target)) or ""
-                if qualified.startswith("torch.jit.") and qualified not in ("torch.jit.ignore", "torch.jit.unused"):
-                    return True
-        return False
+        return any(qualified.startswith("torch.jit.") and qualified not in ("torch.jit.ignore", "torch.jit.unused")
+                   for qualified in self.decorators_around(line))
 
     def calls_named(self, names: frozenset[str]) -> list[ast.Call]:
         """Calls whose function's last name part (after resolving `from x import y as z`) is in `names`."""

@@ -147,12 +147,7 @@ def _within_function(node: ast.AST, facts: FileFacts):
 def _in_device_kernel(node: ast.AST, facts: FileFacts) -> bool:
     """True inside a function compiled into a GPU kernel (`@triton.jit`, `@helion.kernel`): nothing in it runs on
     the host, so `range(t)` there is a device loop, not a read."""
-    function = facts.parents.get(node)
-    while function is not None and not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        function = facts.parents.get(function)
-    decorators = [decorator.func if isinstance(decorator, ast.Call) else decorator
-                  for decorator in (function.decorator_list if function is not None else ())]
-    return any(facts.qualify(dotted_name(decorator)) in KERNEL_DECORATORS for decorator in decorators)
+    return any(qualified in KERNEL_DECORATORS for qualified in facts.decorators_around(node.lineno))
 
 
 def _only_for_logging(node: ast.AST, facts: FileFacts) -> bool:
@@ -221,8 +216,11 @@ class _Finder:
         facts, kinds = self.facts, self.kinds
         nodes: list[ast.AST] = facts.calls_named(frozenset().union(*(KIND_CALL_NAMES[kind] for kind in kinds)))
         node_types = set()
-        if MASK in kinds or (CONDITION in kinds and self.gpu_possible):
-            node_types |= {ast.Subscript, *(_CONDITION_NODE_TYPES if CONDITION in kinds and self.gpu_possible else ())}
+        conditions = CONDITION in kinds and self.gpu_possible
+        if MASK in kinds or conditions:
+            node_types.add(ast.Subscript)
+        if conditions:
+            node_types |= _CONDITION_NODE_TYPES
         if READ in kinds:
             node_types.add(ast.BinOp)  # list repetitions, `[x] * t`
         if node_types:
