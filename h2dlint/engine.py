@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from .facts import IMPORT_LINE, FileFacts, Site
+from .facts import IMPORT_LINE, FileFacts, Site, is_test_path
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
 from .rule import Rule, RuleContext
 from .settings import Settings
@@ -73,6 +73,7 @@ class Linter:
         facts.hot_functions = frozenset(self.settings.hot_functions)
         facts.active_codes = frozenset(rule.code for rule in active)
         facts.gpu_device_names = self.settings.gpu_device_names
+        facts.test_file = is_test_path(path)
         for rule in active:
             for node in rule.candidates(facts):
                 facts.add_site(node, rule.code)

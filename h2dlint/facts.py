@@ -15,6 +15,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from pathlib import PurePath
 
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_BUILTINS = frozenset({"int", "float", "bool"})
@@ -240,14 +241,25 @@ def defined_function_names(text: str) -> frozenset[str]:
     return frozenset(_DEFINED_NAME.findall(text))
 
 
-HOT_FUNCTION_NAMES = frozenset({"forward", "__call__", "step", "training_step", "train_step", "validation_step",
-                                "forward_batch", "decode", "sample", "generate",
+HOT_FUNCTION_NAMES = frozenset({"forward", "backward", "__call__", "step", "training_step", "train_step",
+                                "validation_step", "forward_batch", "decode", "sample", "generate",
                                 # the per-step entry points of inference engines (sglang's scheduler and workers)
                                 "forward_batch_generation", "run_batch", "prepare_for_decode", "prepare_for_extend",
                                 "prepare_for_idle", "prepare_for_verify", "prepare_for_draft_extend"})
 # Glob patterns (fnmatch) of hot function names: attention backends' per-step metadata set-up. A name with
 # "capture" in it matches none of them: that set-up runs once per CUDA graph captured, not per step.
 HOT_FUNCTION_PATTERNS = ("init_forward_metadata*", "*_replay_cuda_graph")
+
+
+TEST_FOLDERS = frozenset({"test", "tests", "testing"})
+
+
+def is_test_path(path: str) -> bool:
+    """A test module, by its path as given: in a `test`, `tests` or `testing` folder, or named `test_*.py`,
+    `*_test.py` or `conftest.py`."""
+    *folders, name = PurePath(path).parts or ("",)
+    return any(folder in TEST_FOLDERS for folder in folders) or name.startswith("test_") \
+        or name.endswith("_test.py") or name == "conftest.py"
 
 
 @functools.lru_cache(maxsize=8192)
@@ -282,6 +294,7 @@ class FileFacts:
         self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
         self.active_codes: frozenset[str] | None = None  # the rules that may report in this file; None: any
         self.gpu_device_names: tuple[str, ...] = ()  # the run's configured CUDA device expressions
+        self.test_file = False  # a test module (see is_test_path), set by the engine
         self._contexts: dict[tuple[int, frozenset[str]], CodeContext] = {}
         self._line_map: _LineMap | None = None  # built on first use
         self.sites: dict[tuple[int, int, int, int], Site] = {}  # by (line, column, end line, end column)
@@ -534,7 +547,7 @@ class FileFacts:
         scope = self._binding_scope(name, line)
         return None if scope is None else [binding.value for binding in self._reaching(scope.bindings[name], line)]
 
-    def _reaching_bindings(self, name: str, line: int) -> list[Binding] | None:
+    def reaching_bindings(self, name: str, line: int) -> list[Binding] | None:
         scope = self._binding_scope(name, line)
         return None if scope is None else self._reaching(scope.bindings[name], line)
 
@@ -874,12 +887,12 @@ class FileFacts:
         scope = self._binding_scope(name, line)
         if scope is None or name not in scope.collective_arguments:
             return False
-        reaching = self._reaching_bindings(name, line)
+        reaching = self.reaching_bindings(name, line)
         # Only a tensor the function makes itself: a parameter may be the caller's host tensor, sent over a
         # CPU group chosen elsewhere.
         if not reaching or any(binding.value is None for binding in reaching) or self._may_choose_host(scope):
             return False
-        return any(self._reaching_bindings(name, call.lineno) == reaching and not self._on_host_group(call, statement)
+        return any(self.reaching_bindings(name, call.lineno) == reaching and not self._on_host_group(call, statement)
                    for call, statement in scope.collective_arguments[name])
 
     def _may_choose_host(self, scope: Scope) -> bool:

@@ -28,6 +28,13 @@ BOOLEAN_METHODS = frozenset({
 RUN_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "__new__", "post_init",
                                 "_init_weights", "load_weights", "load_state_dict", "_load_from_state_dict",
                                 "process_weights_after_loading", "from_pretrained"})
+# Words of a function's name that say it does not run every step (set-up, I/O, printing, tests, benchmarks), and
+# functions whose purpose is to hand a value to the host: where the audits of code of unknown hotness (HDL204,
+# HDL108) do not look.
+NOT_PER_STEP_WORDS = frozenset({"init", "initialize", "setup", "loader", "loading", "save", "export", "dump",
+                                "repr", "str", "print", "test", "tests", "bench", "benchmark", "profile", "plot"})
+HOST_CONVERSION_FUNCTIONS = frozenset({"tolist", "numpy", "to_numpy", "__array__", "item", "cpu", "to_list",
+                                       "state_dict", "to_dict", "asdict"})
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 LOG_WORDS = frozenset({"log", "logs", "logger", "logging", "verbose", "debug", "print"})
 # Decorators that compile a function into a GPU kernel.
@@ -36,6 +43,9 @@ CAPTURE_WORDS = frozenset({"capture", "capturing"})  # the last word of a graph-
 STREAM_FACTORIES = frozenset({"torch.cuda.Stream", "torch.cuda.Event", "torch.cuda.current_stream",
                               "torch.cuda.default_stream", "torch.Stream", "torch.Event"})
 DEVICE_SYNC_CALLS = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize"})
+# The legacy CPU tensor types: `t.type(torch.BoolTensor)` copies a CUDA tensor to the host.
+HOST_TENSOR_TYPES = frozenset(f"torch.{kind}Tensor" for kind in (
+    "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool"))
 # Builtins that iterate a tensor and test each element with `bool()` (`any`, `all`) or compare elements
 # (`max`, `min`): one host read per element. `sum`, `list` and `for` only unbind it into device views: no read.
 ELEMENT_READING_BUILTINS = frozenset({"any", "all", "max", "min"})
@@ -71,12 +81,15 @@ _LIST_REPETITION_LINE = r"\]\s*\*|\*\s*\["
 READ, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT = (
     "read", "condition", "nonzero", "mask", "unique", "repeat", "explicit")
 GRAPH_CAPTURE_CODE = "HDL501"
+# Reads, conditions and explicit syncs in functions known neither to be hot nor to run once.
+OUTSIDE_HOT_CODE = "HDL204"
 # The rules that report each kind of site outside graph capture (HDL501 reports every kind inside it).
-KIND_CODES = {READ: frozenset({"HDL201", "HDL202"}), CONDITION: frozenset({"HDL203"}), NONZERO: frozenset({"HDL301"}),
-              MASK: frozenset({"HDL302"}), UNIQUE: frozenset({"HDL303"}), REPEAT: frozenset({"HDL304"}),
-              EXPLICIT: frozenset({"HDL305"})}
+KIND_CODES = {READ: frozenset({"HDL201", "HDL202", OUTSIDE_HOT_CODE}),
+              CONDITION: frozenset({"HDL202", "HDL203", OUTSIDE_HOT_CODE}),
+              NONZERO: frozenset({"HDL301"}), MASK: frozenset({"HDL302"}), UNIQUE: frozenset({"HDL303"}),
+              REPEAT: frozenset({"HDL304"}), EXPLICIT: frozenset({"HDL305", OUTSIDE_HOT_CODE})}
 # The last name part of the calls that can be a site of each kind (method, function or builtin).
-KIND_CALL_NAMES = {READ: SYNC_METHODS | {"to"} | READING_BUILTINS | INT_ARGUMENT_CALL_NAMES, CONDITION: frozenset(),
+KIND_CALL_NAMES = {READ: SYNC_METHODS | {"to", "type"} | READING_BUILTINS | INT_ARGUMENT_CALL_NAMES, CONDITION: frozenset(),
                    NONZERO: frozenset({"nonzero", "argwhere", "where"}), MASK: frozenset({"masked_select"}),
                    UNIQUE: frozenset({"unique", "unique_consecutive"}), REPEAT: frozenset({"repeat_interleave"}),
                    EXPLICIT: frozenset({"synchronize"})}
@@ -112,15 +125,14 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
     if _runs_once(context) or _only_for_logging(site.node, facts) or _only_while_capturing(site.node, facts) \
             or _in_device_kernel(site.node, facts):
         return None
-    hot = context.hot
-    if site.kind == READ:
-        if not hot:
-            return None
-        return "HDL201" if site.placement is Placement.GPU else "HDL202"
-    if site.kind == CONDITION:
-        return "HDL203" if hot else None
-    if site.kind == EXPLICIT:
-        return "HDL305" if hot else None
+    if site.kind in (READ, CONDITION, EXPLICIT):
+        if not context.hot:
+            return None if outside_per_step_code(context, facts) else OUTSIDE_HOT_CODE
+        if site.kind == EXPLICIT:
+            return "HDL305"
+        if site.placement is not Placement.GPU:
+            return "HDL202"
+        return "HDL201" if site.kind == READ else "HDL203"
     if site.kind in (NONZERO, MASK, UNIQUE):
         # On a tensor of unknown placement, only a hot function (`forward`, a step) is evidence enough of
         # device code: loops in other functions are where host-side preprocessing lives.
@@ -134,6 +146,16 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
 
 def _runs_once(context: CodeContext) -> bool:
     return context.function is None and not context.in_loop or context.function in RUN_ONCE_FUNCTIONS
+
+
+def outside_per_step_code(context: CodeContext, facts: FileFacts) -> bool:
+    """Whether code that is not hot is still no candidate for per-step work: it runs once (see `_runs_once`), or
+    sits in a test module or in a function whose name says set-up, I/O, printing, a test or a benchmark
+    (NOT_PER_STEP_WORDS), or that hands a value to the host (`def tolist(self)`)."""
+    if _runs_once(context) or facts.test_file:
+        return True
+    return context.function in HOST_CONVERSION_FUNCTIONS or any(
+        word in NOT_PER_STEP_WORDS for word in _words(context.function))
 
 
 def _within_function(node: ast.AST, facts: FileFacts):
@@ -209,14 +231,19 @@ class _Finder:
         # Without GPU evidence in its text, nothing in a file classifies as a CUDA tensor: the checks that
         # only ever add sites on CUDA tensors are skipped.
         self.gpu_possible = has_gpu_evidence(facts.text, facts.gpu_device_names)
+        # Only HDL204 reports reads, conditions and explicit syncs outside hot code, and only HDL202 and HDL204
+        # conditions on tensors of unknown placement.
+        self.outside_hot = active is None or OUTSIDE_HOT_CODE in active
+        self.possible_conditions = active is None or bool(active & {"HDL202", OUTSIDE_HOT_CODE})
 
     def find(self) -> dict[tuple[int, int, int, int], SyncSite]:
-        # `owner()` reports nothing in run-once code, and reads and conditions only in hot code: looking
-        # there first spares classifying tensors no rule could report (the decision stays with owner()).
+        # `owner()` reports nothing in run-once code, and reads and conditions outside hot code only under
+        # HDL204: looking there first spares classifying tensors no rule could report (the decision stays with
+        # owner()).
         facts, kinds = self.facts, self.kinds
         nodes: list[ast.AST] = facts.calls_named(frozenset().union(*(KIND_CALL_NAMES[kind] for kind in kinds)))
         node_types = set()
-        conditions = CONDITION in kinds and self.gpu_possible
+        conditions = CONDITION in kinds and (self.gpu_possible or self.possible_conditions)
         if MASK in kinds or conditions:
             node_types.add(ast.Subscript)
         if conditions:
@@ -229,7 +256,7 @@ class _Finder:
             context = self._context(getattr(node, "lineno", None) or node.target.lineno)
             if not context.in_graph_capture and _runs_once(context):
                 continue
-            needs_hot = not (context.hot or context.in_graph_capture)
+            needs_hot = not (context.hot or context.in_graph_capture or self.outside_hot)
             if isinstance(node, ast.Call):
                 self._call(node, needs_hot)
             elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
@@ -264,7 +291,8 @@ class _Finder:
         func = call.func
         qualified = facts.qualify(dotted_name(func)) or ""
         method = func.attr if isinstance(func, ast.Attribute) and not qualified else None
-        if needs_hot and (method in SYNC_METHODS or method in ("to", "synchronize") or qualified in DEVICE_SYNC_CALLS
+        if needs_hot and (method in SYNC_METHODS or method in ("to", "type", "synchronize")
+                          or qualified in DEVICE_SYNC_CALLS
                           or isinstance(func, ast.Name) and func.id in READING_BUILTINS):
             return  # reads and explicit syncs are reported in hot code only
         positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
@@ -273,6 +301,8 @@ class _Finder:
             self.add(call, READ, f"`.{method}()`", func.value)
         elif method == "to" and not discarded and self._copies_to_host(call):
             self.add(call, READ, "a blocking `.to(\"cpu\")`", func.value)
+        elif method == "type" and (host_type := self._host_tensor_type(call)) is not None:
+            self.add(call, READ, f"`.type({host_type})` (a CPU tensor type: a blocking copy to the host)", func.value)
         elif self._calls_builtin(call, SYNC_BUILTINS) and self._is_tensor(call.args[0]):
             self.add(call, READ, f"`{func.id}(<tensor>)`", call.args[0])
         elif self._calls_builtin(call, ELEMENT_READING_BUILTINS) \
@@ -343,6 +373,15 @@ class _Finder:
         blocking = not any(kw.arg == "non_blocking" and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
                            for kw in call.keywords)
         return target is not None and blocking and isinstance(target, ast.Constant) and target.value == "cpu"
+
+    def _host_tensor_type(self, call: ast.Call) -> str | None:
+        """`torch.BoolTensor` in `t.type(torch.BoolTensor)` (or `t.type("torch.BoolTensor")`), a legacy CPU type."""
+        if len(call.args) != 1 or any(kw.arg != "non_blocking" for kw in call.keywords):
+            return None
+        argument = call.args[0]
+        name = argument.value if isinstance(argument, ast.Constant) and isinstance(argument.value, str) \
+            else self.facts.qualify(dotted_name(argument))
+        return name if name in HOST_TENSOR_TYPES else None
 
     def _is_stream_or_event(self, receiver: ast.expr) -> bool:
         facts = self.facts
@@ -465,8 +504,12 @@ class _Finder:
         if isinstance(test, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn))
                                                  for op in test.ops):
             return
-        if self.facts.classify_placement(test, test.lineno) is Placement.GPU:
+        placement = self.facts.classify_placement(test, test.lineno)
+        if placement is Placement.GPU:
             self.add(test, CONDITION, "a CUDA tensor used as a condition", test)
+        elif placement is Placement.UNKNOWN and self.possible_conditions \
+                and is_certainly_tensor(self.facts, test, test.lineno):
+            self.add(test, CONDITION, "a tensor used as a condition", test)
 
 
 class SyncReporter:

@@ -190,29 +190,31 @@ PROPERTY_DECORATORS = frozenset({"property", "cached_property", "functools.cache
 
 
 def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> bool:
-    """An expression that certainly evaluates to a tensor: a torch op's result, a tensor method's, an index or
-    arithmetic on a tensor, `self.x` or a name bound only to such values, a parameter annotated `torch.Tensor`, or
-    what is known to be on a CUDA device without a binding to follow; not `obj.x` (or an index of it) where the
-    file declares `x` with another type. Bindings decide before placement: `n = case.seq_lens[i]` is an int when
+    """An expression that certainly evaluates to a tensor: a torch op's result, a tensor method's, an index,
+    arithmetic or a comparison on a tensor, `self.x` or a name bound only to such values, a parameter annotated
+    `torch.Tensor`, or what is known to be on a CUDA device without a binding to follow; not `obj.x` (or an index
+    of it) where the file declares `x` with another type. Bindings decide before placement: `n = case.seq_lens[i]` is an int when
     `seq_lens` is declared `tuple[int, ...]`, even if a `seq_lens_cpu` makes `seq_lens` look like a device copy."""
-    if depth > 4:
+    if depth > 4:  # counts the bindings followed; the parts of one expression are finitely many
         return False
     if isinstance(expr, ast.Subscript):
-        return is_certainly_tensor(facts, expr.value, line, depth + 1)
+        return is_certainly_tensor(facts, expr.value, line, depth)
     if isinstance(expr, ast.Name):
-        values = facts.bindings_at(expr.id, line) or []
-        if any(value is not None for value in values):
+        bindings = facts.reaching_bindings(expr.id, line) or []
+        if any(binding.value is not None for binding in bindings):
             # The one binding h2dlint does not follow may be the parameter itself, if it is annotated as a tensor.
             unfollowed = 1 if is_tensor_annotation(facts, facts.parameter_annotation(expr.id, line)) else 0
-            return values.count(None) == unfollowed and all(
-                value is None or is_certainly_tensor(facts, value, line, depth + 1) for value in values)
+            # Each value is read where it is bound: in `labels = labels[1:]` the right side is the earlier `labels`.
+            return [binding.value for binding in bindings].count(None) == unfollowed and all(
+                binding.value is None or is_certainly_tensor(facts, binding.value, binding.line, depth + 1)
+                for binding in bindings)
         return is_tensor_annotation(facts, facts.parameter_annotation(expr.id, line)) or \
             facts.classify_placement(expr, line) is Placement.GPU
     if isinstance(expr, ast.Attribute):
         if _declared_no_tensor(facts, expr):
             return False
         if expr.attr in SAME_DEVICE_ATTRIBUTES:
-            return is_certainly_tensor(facts, expr.value, line, depth + 1)
+            return is_certainly_tensor(facts, expr.value, line, depth)
         bindings = facts.self_attribute_bindings(expr.attr, line) \
             if isinstance(expr.value, ast.Name) and expr.value.id == "self" else None
         if bindings:
@@ -225,18 +227,23 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
         if qualified:
             return _torch_op_returns_tensor(qualified)
         return isinstance(func, ast.Attribute) and _tensor_method_returns_tensor(func.attr) and (
-            is_certainly_tensor(facts, func.value, line, depth + 1)
+            is_certainly_tensor(facts, func.value, line, depth)
             or facts.classify_placement(expr, line) is Placement.GPU)  # `x.cuda()`, `x.to("cuda")`
     if isinstance(expr, ast.BinOp):
         if any(isinstance(side, (ast.List, ast.Tuple, ast.ListComp)) for side in (expr.left, expr.right)):
             return False  # `[x] * t` repeats the list
-        return is_certainly_tensor(facts, expr.left, line, depth + 1) or \
-            is_certainly_tensor(facts, expr.right, line, depth + 1)
+        return is_certainly_tensor(facts, expr.left, line, depth) or \
+            is_certainly_tensor(facts, expr.right, line, depth)
     if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
-        return is_certainly_tensor(facts, expr.operand, line, depth + 1)
+        return is_certainly_tensor(facts, expr.operand, line, depth)
+    if isinstance(expr, ast.Compare):  # `t == 0` is a tensor; `t is None`, `x in t` and `t == None` are bools
+        operands = [expr.left, *expr.comparators]
+        return not any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in expr.ops) \
+            and not any(_is_none(operand) for operand in operands) \
+            and any(is_certainly_tensor(facts, operand, line, depth) for operand in operands)
     if isinstance(expr, ast.IfExp):
-        return is_certainly_tensor(facts, expr.body, line, depth + 1) and \
-            is_certainly_tensor(facts, expr.orelse, line, depth + 1)
+        return is_certainly_tensor(facts, expr.body, line, depth) and \
+            is_certainly_tensor(facts, expr.orelse, line, depth)
     return False
 
 

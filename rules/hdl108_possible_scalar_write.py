@@ -7,7 +7,7 @@ import libcst as cst
 
 from h2dlint.facts import Placement, dotted_name, has_gpu_evidence
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import RUN_ONCE_FUNCTIONS
+from h2dlint.syncs import RUN_ONCE_FUNCTIONS, outside_per_step_code
 from h2dlint.values import (has_index_list, is_certainly_tensor, is_index_list, is_python_int, is_python_number,
                             is_tensor_annotation, tensor_dimensions)
 
@@ -23,12 +23,15 @@ ELEMENT, INDEX_TENSOR, LIST_INDEX = "element", "index tensor", "list index"
 class PossibleScalarWrite(Rule):
     """
     ## What it does
-    The opt-in companion of HDL106, as HDL202 is of HDL201: a Python number written into
-    a tensor where it runs often (a loop, a `forward`, a step function; not in
-    constructors or weight loading), where h2dlint cannot prove the write stalls, but
-    it may. The tensor is certainly one (a parameter annotated `torch.Tensor`, a torch
-    op's result, a name or `self.x` bound only to such values) of unknown placement, or
-    a CUDA tensor whose write HDL106 cannot prove to be one element:
+    The opt-in companion of HDL106 and HDL107, as HDL202 and HDL204 are of HDL201: a
+    Python number written into a tensor where h2dlint cannot prove the write stalls
+    often, but it may. The write is in hot code (a loop, a `forward`, a step function)
+    or in any other function that is not a constructor or weight loading (such as a
+    request-state update or `compute_logits`, which may run every step; HDL106 and
+    HDL107 report only hot code). The tensor is certainly one (a parameter annotated
+    `torch.Tensor`, a torch op's result, a name or `self.x` bound only to such values)
+    of unknown placement, or a CUDA tensor whose write HDL106 cannot prove to be one
+    element, or one outside hot code:
     - `t[i] = 0`, `t[i, j] = -inf`: indices that are Python ints or read as ints
       (`last_token_id`, `req_idx`: a last word `id`, `idx`, `index`), as many as the
       tensor has dimensions where h2dlint can see them (with more dimensions the write
@@ -81,14 +84,15 @@ class PossibleScalarWrite(Rule):
 
     code = "HDL108"
     name = "possible-scalar-write"
-    summary = "`t[i] = 0` / `t[idx] = 0` in hot code on a tensor that may be on the GPU may be a blocking copy"
+    summary = "`t[i] = 0` / `t[idx] = 0` on a tensor that may be on the GPU, where it may run often, may block"
     prefilter = _ELEMENT_WRITE
     default_enabled = False
     anchored = True
 
     valid_examples = (
         Valid("import torch\ndef forward(t: torch.Tensor):\n    t[:1] = 0\n"),
-        Valid("import torch\ndef helper(t: torch.Tensor):\n    t[0] = 0\n"),
+        Valid("import torch\nclass M:\n    def __init__(self, t: torch.Tensor):\n        t[0] = 0\n"),
+        Valid("import torch\nfor _ in range(3):\n    x = torch.zeros(4)\n    x[1] = 0\n"),
         Valid("import torch\ndef forward(t, i):\n    t[i] = 0\n"),
         Valid("import torch\ndef forward(t: torch.Tensor, v):\n    t[0] = v\n"),
         Valid("import torch\ndef forward(t: torch.Tensor, mask_idx):\n    t[mask_idx] = 0\n"),
@@ -109,6 +113,10 @@ class PossibleScalarWrite(Rule):
               "    def __call__(self, scores: torch.Tensor):\n        scores[:, self.bos_token_id] = 0\n"),
     )
     invalid_examples = (
+        Invalid("import torch\nclass States:\n    def __init__(self, n, device):\n"
+                "        self.step = torch.zeros(n, dtype=torch.int32, device=device)\n"
+                "    def add_request(self, slot_idx: int):\n        self.step[slot_idx] = 0\n", None,
+                message_contains="in `add_request`, which h2dlint cannot tell to run often or not"),
         Invalid("import torch\ndef apply(logits: torch.Tensor, bad_words):\n    for bad_word_ids in bad_words:\n"
                 "        last_token_id = bad_word_ids[-1]\n        logits[last_token_id] = float('-inf')\n",
                 None, message_contains="into one element of a tensor that may be on the GPU in a loop"),
@@ -137,7 +145,7 @@ class PossibleScalarWrite(Rule):
         found = []
         for node in facts.parents:
             if isinstance(node, ast.Assign) and any(isinstance(target, ast.Subscript) for target in node.targets) \
-                    and _hot_and_repeated(facts, node.lineno) and not facts.in_torchscript(node.lineno) \
+                    and _may_run_often(facts, node.lineno) and not facts.in_torchscript(node.lineno) \
                     and is_python_number(facts, node.value, node.lineno):
                 found.extend(target for target in node.targets
                              if isinstance(target, ast.Subscript) and _possible_write(facts, target))
@@ -149,7 +157,9 @@ class PossibleScalarWrite(Rule):
         if found is None:
             return
         site, start = found
-        where = facts.context_at(start.line).describe()
+        context = facts.context_at(start.line)
+        where = context.describe() if context.hot else \
+            f"in `{context.function}`, which h2dlint cannot tell to run often or not"
         kind = _possible_write(facts, site.node)
         if kind == ELEMENT:
             self.report(node, f"may write a Python number into one element of a tensor that may be on the GPU "
@@ -168,9 +178,12 @@ class PossibleScalarWrite(Rule):
                               "index tensor once on the device and use `t.index_fill_(dim, index, value)`")
 
 
-def _hot_and_repeated(facts, line: int) -> bool:
+def _may_run_often(facts, line: int) -> bool:
+    """Hot code outside constructors and weight loading, or code of unknown hotness that may run every step."""
     context = facts.context_at(line)
-    return context.hot and context.function not in RUN_ONCE_FUNCTIONS
+    if context.hot:
+        return context.function not in RUN_ONCE_FUNCTIONS
+    return not outside_per_step_code(context, facts)
 
 
 def _possible_write(facts, target: ast.Subscript) -> str | None:
@@ -179,17 +192,18 @@ def _possible_write(facts, target: ast.Subscript) -> str | None:
     line = target.lineno
     tensor, indices = _indexed_view(facts, target)
     placement = facts.classify_placement(tensor, line)
+    hot = facts.context_at(line).hot  # where HDL106 and HDL107 report what they prove
     if all(_int_like(facts, index, line) for index in indices):
         dimensions = tensor_dimensions(facts, tensor, line)
         proven = all(is_python_int(facts, index, line) for index in indices)
-        if dimensions is not None and (dimensions != len(indices) or proven and placement is Placement.GPU):
+        if dimensions is not None and (dimensions != len(indices) or hot and proven and placement is Placement.GPU):
             return None  # a row filled without a copy, or HDL106's finding
         kind = ELEMENT
     elif any(_index_tensor_like(facts, index, line) for index in indices) and all(
             isinstance(index, ast.Slice) or _int_like(facts, index, line) or _index_tensor_like(facts, index, line)
             for index in indices):
         kind = INDEX_TENSOR
-    elif placement is not Placement.GPU and has_index_list(facts, target):  # on a CUDA tensor: HDL107's
+    elif not (hot and placement is Placement.GPU) and has_index_list(facts, target):  # else HDL107's
         kind = LIST_INDEX
     else:
         return None

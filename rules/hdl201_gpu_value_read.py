@@ -11,14 +11,16 @@ class GpuValueRead(SyncReporter, Rule):
     Finds reads of a CUDA tensor's value on the host in code that runs often (a loop,
     `forward`, a training or decoding step, an inference engine's per-step function such
     as `forward_batch_generation` or `init_forward_metadata*`): `.item()`, `.tolist()`,
-    `.cpu()`, `.numpy()`, `.to("cpu")`, `int(t)` / `float(t)` / `bool(t)`, and the
+    `.cpu()`, `.numpy()`, `.to("cpu")`, `.type(torch.BoolTensor)` (a legacy CPU type, so a
+    copy to the host), `int(t)` / `float(t)` / `bool(t)`, and the
     builtins that read every element: `any(t)` and `all(t)` test each one with `bool()`,
     `max(t)` and `min(t)` compare them, one wait per element. It reports only tensors
     h2dlint knows are on a CUDA device (built with `.cuda()`, a CUDA `device=`, computed
     from such tensors, a `self.x` set from one, an attribute named `*_gpu` / `*_cuda`
     such as `batch.seq_lens_gpu`, unless the name reads as a flag or a count: `is_cuda`,
-    `use_gpu`, `num_gpu`); the same reads on tensors of unknown placement are HDL202
-    (off by default).
+    `use_gpu`, `num_gpu`); the same reads on tensors of unknown placement are HDL202,
+    and those in functions h2dlint cannot tell to be hot or cold HDL204 (both off by
+    default).
 
     A name with a host mirror is the device copy: inference engines keep
     `forward_batch.seq_lens` on the GPU next to `forward_batch.seq_lens_cpu`. So an
@@ -82,11 +84,11 @@ class GpuValueRead(SyncReporter, Rule):
     name = "gpu-value-read"
     summary = "`.item()` / `.tolist()` / `.cpu()` / `int(t)` on a CUDA tensor in hot code waits for the GPU"
     kinds = frozenset({READ})
-    prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", "int(", "float(", "bool(", "any(", "all(", "max(",
-                 "min(", *INT_ARGUMENT_TEXT)
+    prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", ".type(", "int(", "float(", "bool(", "any(", "all(",
+                 "max(", "min(", *INT_ARGUMENT_TEXT)
     evidence = "gpu"
-    call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "int", "float", "bool", "any", "all", "max",
-                            "min"}) | INT_ARGUMENT_CALL_NAMES  # anchors only: lines where these sites can be
+    call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "type", "int", "float", "bool", "any", "all",
+                            "max", "min"}) | INT_ARGUMENT_CALL_NAMES  # anchors only: lines where these sites can be
     anchored = True
 
     valid_examples = (

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import INT_ARGUMENT_CALL_NAMES, INT_ARGUMENT_TEXT, READ, SyncReporter, where
+from h2dlint.syncs import CONDITION, INT_ARGUMENT_CALL_NAMES, INT_ARGUMENT_TEXT, READ, SyncReporter, where
 
 
 class PossibleGpuValueRead(SyncReporter, Rule):
@@ -15,7 +15,11 @@ class PossibleGpuValueRead(SyncReporter, Rule):
     into other modules; and HDL201's implicit conversions (`torch.arange(t)`,
     `torch.zeros(t, n)`, `range(t)`, `[x] * t`, `.view(t)`, ...) where the argument is
     certainly a tensor (`lengths.max()` of a parameter annotated `torch.Tensor`,
-    `grid[i][0]` of one, a torch op's result), never a plain name that may hold an int.
+    `grid[i][0]` of one, a torch op's result), never a plain name that may hold an int;
+    and, as HDL203 does for CUDA tensors, a value that is certainly a tensor used as an
+    `if`/`while`/`assert` condition (`if torch.all(top_ps == 1.0):`,
+    `if n_valid == 0:` where `n_valid = mask.sum()` of a tensor `mask`), which Python
+    reads with `bool(t)`.
     Off by default; select it with `--select HDL202` or
     `--extend-select HDL202`. HDL201's `any(t)` / `all(t)` / `max(t)` / `min(t)` have
     no counterpart here: on values of unknown placement these are mostly Python
@@ -50,13 +54,11 @@ class PossibleGpuValueRead(SyncReporter, Rule):
 
     code = "HDL202"
     name = "possible-gpu-value-read"
-    summary = "`.item()` / `.tolist()` / `.cpu()` in hot code on a tensor that may be on the GPU"
-    kinds = frozenset({READ})
+    summary = "`.item()` / `.tolist()` / `.cpu()` / `if t:` in hot code on a tensor that may be on the GPU"
+    kinds = frozenset({READ, CONDITION})
     default_enabled = False
-    prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", "int(", "float(", "bool(")
-    # anchors only: lines where these sites can be
-    call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "int", "float", "bool"}) | INT_ARGUMENT_CALL_NAMES
-    anchored = True
+    prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", ".type(", "int(", "float(", "bool(", "if", "while",
+                 "assert")
 
     valid_examples = (
         Valid("def forward(x):\n    return x.cuda().item()\n"),
@@ -67,6 +69,10 @@ class PossibleGpuValueRead(SyncReporter, Rule):
         Valid("import torch\ndef forward(x, n):\n    return torch.arange(n), torch.zeros(x.size(0), 4), range(len(x))\n"),
         Valid("import torch\ndef forward(lengths):\n    return [0] * lengths.max()\n"),
         Valid("import torch\ndef forward(x: torch.Tensor):\n    return x.new_zeros(x.sparse_dim())\n"),
+        Valid("import torch\ndef forward(x: torch.Tensor, n):\n    if x.shape[0] == 0 or x.numel() > n or n == 0:\n"
+              "        return x\n"),
+        Valid("import torch\ndef forward(x: torch.Tensor, y):\n    if x is None or y.any():\n        return x\n"),
+        Valid("import numpy as np\ndef forward(xs):\n    if np.all(xs == 1.0):\n        return xs\n"),
     )
     invalid_examples = (
         Invalid("def forward(self, lengths):\n    return lengths.max().item()\n",
@@ -77,6 +83,12 @@ class PossibleGpuValueRead(SyncReporter, Rule):
                 "        t = torch.arange(grid[i][0])\n", None, message_contains="`torch.arange(<tensor>)`"),
         Invalid("import torch\ndef forward(self, x, lengths: torch.Tensor):\n"
                 "    return x.split(lengths.max())\n", None, message_contains="`.split(<tensor>)`"),
+        Invalid("import torch\ndef forward(self, top_ps):\n    if not torch.all(top_ps == 1.0):\n        return 1\n",
+                None, message_contains="a tensor used as a condition"),
+        Invalid("import torch\ndef step(mask: torch.Tensor):\n    n_valid = mask.sum()\n    if n_valid == 0:\n"
+                "        return 0\n", None, message_contains="used as a condition (in `step`)"),
+        Invalid("import torch\ndef forward(image_mask):\n    return image_mask.type(torch.BoolTensor)\n",
+                None, message_contains="`.type(torch.BoolTensor)`"),
     )
 
     @classmethod
@@ -85,5 +97,9 @@ class PossibleGpuValueRead(SyncReporter, Rule):
         return cls.prefilter_matches(text) or "torch" in text and any(part in text for part in INT_ARGUMENT_TEXT)
 
     def report_site(self, node, site, context) -> None:
+        if site.kind == CONDITION:
+            self.report(node, f"{site.what}{where(context)}: Python reads its value on the host with `bool()`; if "
+                              "it is a CUDA tensor, the host waits until the GPU stream drains")
+            return
         self.report(node, f"{site.what} reads a tensor that may be on the GPU back to the host{where(context)}: "
                           "if it is a CUDA tensor, the host waits until the GPU stream drains")

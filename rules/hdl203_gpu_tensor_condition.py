@@ -12,7 +12,9 @@ class GpuTensorCondition(SyncReporter, Rule):
     (a loop, `forward`, a step function): as the condition of `if`, `while`, `assert`,
     a conditional expression or a comprehension filter (`if (x > 0).any():`,
     `while err > tol:`), or as an index into a Python list or tuple. The tensor must be
-    known to be on a CUDA device (see HDL201 for what h2dlint knows).
+    known to be on a CUDA device (see HDL201 for what h2dlint knows); a value that is
+    certainly a tensor of unknown placement is HDL202's, and a condition in a function
+    h2dlint cannot tell to be hot or cold HDL204's (both off by default).
 
     ## Why is this bad?
     Python calls `bool(t)` (or `t.__index__()`) on the tensor, which copies its value to

@@ -102,7 +102,7 @@ def test_code_context():
 
 
 @pytest.mark.parametrize(("name", "configured", "expected"), [
-    ("forward", (), True), ("forward_batch_generation", (), True), ("run_batch", (), True),
+    ("forward", (), True), ("backward", (), True), ("forward_batch_generation", (), True), ("run_batch", (), True),
     ("init_forward_metadata", (), True), ("init_forward_metadata_target_verify", (), True),
     ("init_forward_metadata_replay_cuda_graph", (), True), ("_init_frozen_kv_metadata_replay_cuda_graph", (), True),
     ("init_forward_metadata_capture_cuda_graph", (), False), ("prepare_for_decode", (), True),

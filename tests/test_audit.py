@@ -1,0 +1,75 @@
+"""The audit of code h2dlint cannot tell to be hot or cold (HDL204, and HDL108 outside hot code), and the value
+reasoning it rests on."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from h2dlint.facts import FileFacts, is_test_path
+from h2dlint.source import LineIndex, decode_source
+from h2dlint.values import is_certainly_tensor
+
+from .helpers import linter_for, lint
+
+
+def certainly_tensor(code: str) -> bool:
+    """Whether the value assigned to TARGET in `code` is certainly a tensor."""
+    tree = ast.parse(code)
+    facts = FileFacts(tree, code, LineIndex(code))
+    target = next(node for node in ast.walk(tree)
+                  if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "TARGET")
+    return is_certainly_tensor(facts, target.value, target.lineno)
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    # A rebinding reads the earlier value: `labels = labels[...]` is a tensor when the parameter is one.
+    ("import torch\ndef f(labels: torch.Tensor, shift: bool):\n    if shift:\n        labels = labels[..., 1:]\n"
+     "    labels = labels.reshape(-1)\n    valid = labels != -100\n    n_valid = valid.sum()\n    TARGET = n_valid\n",
+     True),
+    ("def f(labels):\n    labels = labels[1:]\n    TARGET = labels != -100\n", False),
+    ("import torch\ndef f(x: torch.Tensor):\n    TARGET = x is None\n", False),
+    ("import torch\ndef f(x: torch.Tensor):\n    TARGET = x == None\n", False),
+    ("import torch\ndef f(x: torch.Tensor, xs):\n    TARGET = x in xs\n", False),
+    ("import torch\ndef f(x: torch.Tensor):\n    TARGET = (x > 0).any()\n", True),
+    ("import torch\ndef f(x: torch.Tensor):\n    TARGET = x.shape[0] == 0\n", False),
+])
+def test_comparisons_and_rebindings_of_tensors_are_tensors(code, expected):
+    assert certainly_tensor(code) is expected
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("tests/test_model.py", True), ("pkg/testing/_internal/common.py", True), ("src/test/kernels/check.py", True),
+    ("model_test.py", True), ("conftest.py", True), ("src/model.py", False), ("src/attest.py", False),
+    ("src/latest/model.py", False),
+])
+def test_test_modules_are_told_by_their_path(path, expected):
+    assert is_test_path(path) is expected
+
+
+SYNC_IN_A_HELPER = "import torch\ndef build(self, lens):\n    return torch.any(lens > 0).item()\n"
+
+
+def test_the_audit_skips_test_modules():
+    linter = linter_for("HDL204")
+    assert [f.code for f in linter.lint(decode_source(SYNC_IN_A_HELPER.encode(), Path("src/builder.py")))] == ["HDL204"]
+    assert linter.lint(decode_source(SYNC_IN_A_HELPER.encode(), Path("tests/builder_helpers.py"))) == []
+
+
+@pytest.mark.parametrize("function", ["build_meta", "_init_cache", "save_checkpoint", "extra_repr", "print_stats",
+                                      "bench_decode", "tolist", "__array__", "test_build"])
+def test_the_audit_skips_functions_named_for_set_up_io_printing_tests_and_conversions(function):
+    code = SYNC_IN_A_HELPER.replace("build", function)
+    assert [f.code for f in lint(code, "HDL204")] == (["HDL204"] if function == "build_meta" else [])
+
+
+def test_each_sync_outside_hot_code_has_one_owner():
+    """Outside hot code the audit takes what HDL201/HDL202/HDL203/HDL305 would report in hot code; in hot code it
+    reports nothing."""
+    cold_or_warm = ("import torch\ndef helper(x, mask: torch.Tensor):\n    y = x.cuda()\n    a = y.sum().item()\n"
+                    "    if mask.sum() == 0:\n        pass\n    torch.cuda.synchronize()\n")
+    assert sorted(f.code for f in lint(cold_or_warm, "ALL") if f.code.startswith("HDL2") or f.code == "HDL305") \
+        == ["HDL204"] * 3
+    hot = cold_or_warm.replace("def helper", "def forward")
+    assert sorted(f.code for f in lint(hot, "ALL") if f.code.startswith("HDL2") or f.code == "HDL305") \
+        == ["HDL201", "HDL202", "HDL305"]
