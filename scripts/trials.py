@@ -4,6 +4,7 @@ Run on purpose, not in the test suite:
 
     python scripts/trials.py            # trial 2 (vLLM, transformers); needs `pip` and `h2dlint` in the same environment
     python scripts/trials.py --trial 3  # trial 3, blind: cases chosen without looking at h2dlint's output
+    python scripts/trials.py --trial 4  # trial 4, blind: a second set chosen the same way (PR text and release diffs only)
 
 For each case of the chosen trial the script downloads the last release before the fix and the
 first one after it with `pip download` (cached in `.trials/`, git-ignored), extracts the one file
@@ -185,7 +186,74 @@ CASES_3 = [
     ]),
 ]
 
-TRIALS = {2: CASES, 3: CASES_3}
+
+# Trial 4 (blind). Same counting rule as trial 3: a place is a statement that the pull request
+# changes to remove a sync or a blocking copy; code it only reshapes around that is not counted.
+
+TRANSFORMERS_39870 = "https://github.com/huggingface/transformers/pull/39870 Remove unnecessary CUDA sync in qwen2_5_vl"
+
+DEEPSPEED_5115 = "https://github.com/deepspeedai/DeepSpeed/pull/5115 Check overflow on device without host synchronization for each tensor"
+
+SGLANG_19190 = ("https://github.com/sgl-project/sglang/pull/19190 [SGL] sync patch: Remove sync points, prefill cudagraph for DP, "
+                "disable cache reset in mem check")
+
+ADV_OPTM_5 = "https://github.com/Koratahiu/Advanced_Optimizers/pull/5 avoid CUDA syncs"
+
+LIGHTNING_1254 = "https://github.com/Lightning-AI/pytorch-lightning/pull/1254 remove .item which causes sync issues"
+
+FASTVIDEO_1217 = "https://github.com/hao-ai-lab/FastVideo/pull/1217 [perf]: Eliminate CPU-GPU synchronization bottlenecks in training pipeline"
+
+CASES_4 = [
+    Case("transformers qwen2_5_vl vision attention", TRANSFORMERS_39870, "transformers", "4.54.1", "4.55.0",
+         "transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py", [
+        Place((248, 248), (248, 248), "max_seqlen = (cu_seqlens[1:] - cu_seqlens[:-1]).max().item() per layer -> keep the 0-d tensor"),
+    ]),
+    Case("transformers qwen2_vl vision attention", TRANSFORMERS_39870, "transformers", "4.54.1", "4.55.0",
+         "transformers/models/qwen2_vl/modeling_qwen2_vl.py", [
+        Place((366, 366), (366, 366), "same as qwen2_5_vl 248"),
+    ]),
+    Case("transformers glm4v vision attention", TRANSFORMERS_39870, "transformers", "4.54.1", "4.55.0",
+         "transformers/models/glm4v/modeling_glm4v.py", [
+        Place((328, 328), (328, 328), "same as qwen2_5_vl 248"),
+    ]),
+    Case("transformers qwen2_5_omni attention", TRANSFORMERS_39870, "transformers", "4.54.1", "4.55.0",
+         "transformers/models/qwen2_5_omni/modeling_qwen2_5_omni.py", [
+        Place((595, 595), (595, 595), "same as qwen2_5_vl 248 (audio encoder attention)"),
+        Place((930, 930), (930, 930), "same as qwen2_5_vl 248 (vision attention)"),
+    ]),
+    Case("deepspeed zero1/2 overflow check", DEEPSPEED_5115, "deepspeed", "0.13.2", "0.13.3", "deepspeed/runtime/zero/stage_1_and_2.py", [
+        Place((1990, 1990), (1991, 1992), "ByteTensor([overflow]) from a host bool (H2D) -> the device result .byte().to(device)"),
+        Place((2001, 2002), (2002, 2002), "has_overflow_serial() host bool + ByteTensor([overflow]) -> device result .byte().to(device)"),
+        Place((2018, 2018), (2014, 2018), "_has_inf_or_nan: float(x.float().sum()) per gradient tensor -> isnan/isinf on device"),
+    ]),
+    Case("sglang mamba pool alloc", SGLANG_19190, "sglang", "0.5.9", "0.5.10", "sglang/srt/mem_cache/memory_pool.py", [
+        Place((342, 342), (351, 355), "conv[i][:, select_index] = 0 (a host scalar stored per layer) -> expand a device zero"),
+        Place((343, 343), (356, 360), "temporal[:, select_index] = 0 -> expand a device zero"),
+    ]),
+    Case("sglang mamba track indices", SGLANG_19190, "sglang", "0.5.9", "0.5.10", "sglang/srt/managers/schedule_batch.py", [
+        Place((2015, 2022), (2146, 2166), "torch.tensor([per-request buffer entries], device=...) -> stack + gather on device, pinned index"),
+        Place((2023, 2030), (2169, 2173), "torch.tensor([host bools], device=...) -> pinned CPU mask + non_blocking upload"),
+    ]),
+    Case("adv_optm OrthoGrad", ADV_OPTM_5, "adv_optm", "1.2.5", "1.2.6", "adv_optm/util/OrthoGrad.py", [
+        Place((12, 12), (12, 12), "g.sub(w, alpha=proj) with a 0-d CUDA tensor as alpha (implicit item) -> g.sub(w * proj)"),
+    ]),
+    Case("adv_optm Prodigy d estimates", ADV_OPTM_5, "adv_optm", "1.2.5", "1.2.6", "adv_optm/optim/Prodigy_adv.py", [
+        Place((460, 460), (463, 463), "d_numerator += ... torch.dot(...).item() per parameter -> accumulate on device"),
+        Place((464, 464), (467, 467), "d_denom += s.abs().sum().item() per parameter -> accumulate on device"),
+        Place((518, 518), (519, 519), "torch.tensor([host floats], device=device) -> torch.stack of the device accumulators"),
+    ]),
+    Case("lightning training loop loss", LIGHTNING_1254, "pytorch-lightning", "0.7.1", "0.7.3", "pytorch_lightning/trainer/training_loop.py", [
+        Place((569, 569), (610, 610), "batch_loss_value += loss.item() every batch -> TensorRunningAccum.append(loss)"),
+    ]),
+    Case("fastvideo training pipeline", FASTVIDEO_1217, "fastvideo", "0.1.7", "0.2.0", "fastvideo/training/training_pipeline.py", [
+        Place((262, 263), (249, 253), "latents.to(device, dtype) blocking H2D per batch -> non_blocking=True"),
+        Place((264, 265), (254, 258), "encoder_hidden_states.to(device, dtype) -> non_blocking=True"),
+        Place((266, 267), (259, 263), "encoder_attention_mask.to(device, dtype) -> non_blocking=True"),
+        Place((461, 461), (430, 430), "total_loss += avg_loss.item() per micro-batch -> accumulate on device, read once per step"),
+    ]),
+]
+
+TRIALS = {2: CASES, 3: CASES_3, 4: CASES_4}
 
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
