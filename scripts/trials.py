@@ -1,4 +1,4 @@
-"""Acceptance trials 2 and 3: does h2dlint point at the syncs maintainers removed in unseen projects?
+"""Acceptance trials 2, 3 and 4: does h2dlint point at the syncs maintainers removed in unseen projects?
 
 Run on purpose, not in the test suite:
 
