@@ -71,6 +71,8 @@ NON_TENSOR_TORCH_FUNCTIONS = frozenset({
 })
 # Namespaces whose functions compute tensors from tensors, on the device of their inputs.
 TENSOR_OP_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.linalg.", "torch.special.", "torch.fft.")
+# Tensor methods that make a tensor on the receiver's device unless given a `device=`.
+NEW_TENSOR_METHODS = frozenset({"new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"})
 # `.attr` of a tensor that is a tensor on the same device.
 SAME_DEVICE_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
 TORCH_DTYPES = frozenset({
@@ -710,6 +712,9 @@ class FileFacts:
                     return Placement.GPU
                 if func.attr in ("cpu", "pin_memory", "numpy"):
                     return Placement.HOST
+                device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
+                if func.attr in NEW_TENSOR_METHODS and device is not None:
+                    return _placement_of(self.classify_device(device, line))
                 if func.attr == "to":
                     target = expr.args[0] if expr.args else next(
                         (kw.value for kw in expr.keywords if kw.arg == "device"), None)

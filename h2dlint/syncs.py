@@ -32,13 +32,15 @@ RUN_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_par
 # functions whose purpose is to hand a value to the host: where the audits of code of unknown hotness (HDL204,
 # HDL108) do not look.
 NOT_PER_STEP_WORDS = frozenset({"init", "initialize", "setup", "loader", "loading", "save", "export", "dump",
-                                "repr", "str", "print", "test", "tests", "bench", "benchmark", "profile", "plot"})
+                                "repr", "str", "print", "test", "tests", "bench", "benchmark", "profile", "plot",
+                                "capture", "warmup"})
 HOST_CONVERSION_FUNCTIONS = frozenset({"tolist", "numpy", "to_numpy", "__array__", "item", "cpu", "to_list",
                                        "state_dict", "to_dict", "asdict"})
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 LOG_WORDS = frozenset({"log", "logs", "logger", "logging", "verbose", "debug", "print"})
 # Decorators that compile a function into a GPU kernel.
 KERNEL_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics", "helion.kernel"})
+OTHER_DEVICE_WORDS = frozenset({"npu", "xpu", "hpu", "mps", "mlu", "musa"})  # `if _is_npu:`, `if is_xpu():`
 CAPTURE_WORDS = frozenset({"capture", "capturing"})  # the last word of a graph-capture flag: `in_capture`
 STREAM_FACTORIES = frozenset({"torch.cuda.Stream", "torch.cuda.Event", "torch.cuda.current_stream",
                               "torch.cuda.default_stream", "torch.Stream", "torch.Event"})
@@ -123,7 +125,7 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
     if context.in_graph_capture:
         return GRAPH_CAPTURE_CODE
     if _runs_once(context) or _only_for_logging(site.node, facts) or _only_while_capturing(site.node, facts) \
-            or _in_device_kernel(site.node, facts):
+            or _only_on_other_devices(site.node, facts) or _in_device_kernel(site.node, facts):
         return None
     if site.kind in (READ, CONDITION, EXPLICIT):
         if not context.hot:
@@ -198,6 +200,27 @@ def _only_while_capturing(node: ast.AST, facts: FileFacts) -> bool:
             words = _words(_identifier(parent.test.operand if negated else parent.test))
             in_body = child in parent.body if isinstance(parent, ast.If) else child is parent.body
             if words and words[-1] in CAPTURE_WORDS and in_body != negated:
+                return True
+    return False
+
+
+def _forced(call: ast.Call) -> bool:
+    """`t.numpy(force=True)`, which copies a CUDA tensor to the host; a plain `.numpy()` of one raises instead."""
+    return any(kw.arg == "force" and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
+               for kw in call.keywords)
+
+
+def _only_on_other_devices(node: ast.AST, facts: FileFacts) -> bool:
+    """True in the arm of an `if` or a conditional expression that runs only on another device: `if _is_npu:`,
+    `if is_xpu():`, the body of `if not x.is_cuda:`."""
+    for child, parent in _within_function(node, facts):
+        if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test:
+            test = parent.test
+            negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+            tested = test.operand if negated else test
+            words = set(_words(_identifier(tested.func if isinstance(tested, ast.Call) else tested)))
+            in_body = child in parent.body if isinstance(parent, ast.If) else child is parent.body
+            if in_body and (not negated and words & OTHER_DEVICE_WORDS or negated and "cuda" in words):
                 return True
     return False
 
@@ -281,6 +304,10 @@ class _Finder:
     def add(self, node: ast.expr, kind: str, what: str, receiver: ast.expr | None, **extra) -> None:
         placement = self.facts.classify_placement(receiver, node.lineno) if receiver is not None \
             else Placement.UNKNOWN
+        if kind == READ and placement is Placement.UNKNOWN and (
+                self.facts.classify_data(receiver, node.lineno) in (Data.HOST, Data.LIKELY_HOST)
+                or "proxy" in _words(_identifier(receiver))):
+            return  # numpy arrays and Python data; `torch.fx.Proxy` values, read while tracing a graph
         index = self.facts.line_index
         key = (node.lineno, index.column_from_utf8(node.lineno, node.col_offset),
                node.end_lineno, index.column_from_utf8(node.end_lineno, node.end_col_offset))
@@ -297,7 +324,8 @@ class _Finder:
             return  # reads and explicit syncs are reported in hot code only
         positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
         discarded = isinstance(facts.parents.get(call), ast.Expr)  # `model.cpu()` moves a module
-        if method in SYNC_METHODS and not call.args and (method != "cpu" or not (call.keywords or discarded)):
+        if method in SYNC_METHODS and not call.args and (method != "cpu" or not (call.keywords or discarded)) \
+                and (method != "numpy" or _forced(call)):
             self.add(call, READ, f"`.{method}()`", func.value)
         elif method == "to" and not discarded and self._copies_to_host(call):
             self.add(call, READ, "a blocking `.to(\"cpu\")`", func.value)
@@ -372,6 +400,9 @@ class _Finder:
         target = call.args[0] if call.args else next((kw.value for kw in call.keywords if kw.arg == "device"), None)
         blocking = not any(kw.arg == "non_blocking" and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
                            for kw in call.keywords)
+        if isinstance(target, ast.Call) and self.facts.qualify(dotted_name(target.func)) == "torch.device" \
+                and target.args:
+            target = target.args[0]  # `torch.device("cpu")`
         return target is not None and blocking and isinstance(target, ast.Constant) and target.value == "cpu"
 
     def _host_tensor_type(self, call: ast.Call) -> str | None:
@@ -423,6 +454,8 @@ class _Finder:
         facts = self.facts
         if facts.classify_placement(expr, expr.lineno) is Placement.GPU:
             return True
+        if isinstance(expr, ast.Call) and facts.qualify(dotted_name(expr.func)):
+            return is_certainly_tensor(facts, expr, expr.lineno)  # not `torch.cuda.memory_allocated()`, an int
         if facts.classify_data(expr, expr.lineno) is Data.TENSOR:
             return True
         if depth >= 3:
@@ -507,9 +540,18 @@ class _Finder:
         placement = self.facts.classify_placement(test, test.lineno)
         if placement is Placement.GPU:
             self.add(test, CONDITION, "a CUDA tensor used as a condition", test)
-        elif placement is Placement.UNKNOWN and self.possible_conditions \
-                and is_certainly_tensor(self.facts, test, test.lineno):
+        elif placement is Placement.UNKNOWN and self.possible_conditions and self._may_be_device_value(test):
             self.add(test, CONDITION, "a tensor used as a condition", test)
+
+    def _may_be_device_value(self, test: ast.expr) -> bool:
+        """Certainly a tensor, and not only through a host tensor: `torch.rand([]) < p` compares a 0-d host tensor
+        with what is probably a float."""
+        facts = self.facts
+        if isinstance(test, ast.Compare):
+            return any(is_certainly_tensor(facts, operand, test.lineno)
+                       and facts.classify_placement(operand, test.lineno) is not Placement.HOST
+                       for operand in (test.left, *test.comparators))
+        return is_certainly_tensor(facts, test, test.lineno)
 
 
 class SyncReporter:

@@ -11,9 +11,9 @@ class GpuValueRead(SyncReporter, Rule):
     Finds reads of a CUDA tensor's value on the host in code that runs often (a loop,
     `forward`, a training or decoding step, an inference engine's per-step function such
     as `forward_batch_generation` or `init_forward_metadata*`): `.item()`, `.tolist()`,
-    `.cpu()`, `.numpy()`, `.to("cpu")`, `.type(torch.BoolTensor)` (a legacy CPU type, so a
-    copy to the host), `int(t)` / `float(t)` / `bool(t)`, and the
-    builtins that read every element: `any(t)` and `all(t)` test each one with `bool()`,
+    `.cpu()`, `.numpy(force=True)` (a plain `.numpy()` of a CUDA tensor raises),
+    `.to("cpu")`, `.type(torch.BoolTensor)` (a legacy CPU type, so a copy to the host),
+    `int(t)` / `float(t)` / `bool(t)`, and the builtins that read every element: `any(t)` and `all(t)` test each one with `bool()`,
     `max(t)` and `min(t)` compare them, one wait per element. It reports only tensors
     h2dlint knows are on a CUDA device (built with `.cuda()`, a CUDA `device=`, computed
     from such tensors, a `self.x` set from one, an attribute named `*_gpu` / `*_cuda`

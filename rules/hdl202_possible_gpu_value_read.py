@@ -9,7 +9,7 @@ class PossibleGpuValueRead(SyncReporter, Rule):
     """
     ## What it does
     The opt-in companion of HDL201: the same host reads (`.item()`, `.tolist()`,
-    `.cpu()`, `.numpy()`, `.to("cpu")`, `int(t)` / `float(t)` / `bool(t)` on a tensor)
+    `.cpu()`, `.numpy(force=True)`, `.to("cpu")`, `int(t)` / `float(t)` / `bool(t)` on a tensor)
     in hot code (a loop, `forward`, a training or decoding step), on tensors whose
     placement h2dlint cannot tell: function parameters, attributes, results of calls
     into other modules; and HDL201's implicit conversions (`torch.arange(t)`,

@@ -10,7 +10,7 @@ class SyncOutsideHotCode(SyncReporter, Rule):
     ## What it does
     The audit of the syncs the other rules leave out because h2dlint cannot tell how
     often they run: the reads of HDL201/HDL202 (`.item()`, `.tolist()`, `.cpu()`,
-    `.numpy()`, `.to("cpu")`, `int(t)`, a tensor passed where an int is needed), the
+    `.numpy(force=True)`, `.to("cpu")`, `int(t)`, a tensor passed where an int is needed), the
     conditions of HDL203/HDL202 (`if n_valid == 0:` on a tensor) and the explicit waits
     of HDL305 (`torch.cuda.synchronize()`, `stream.synchronize()`), on tensors that are
     or may be on the GPU, in any function that is neither known to be hot (a loop,

@@ -73,3 +73,37 @@ def test_each_sync_outside_hot_code_has_one_owner():
     hot = cold_or_warm.replace("def helper", "def forward")
     assert sorted(f.code for f in lint(hot, "ALL") if f.code.startswith("HDL2") or f.code == "HDL305") \
         == ["HDL201", "HDL202", "HDL305"]
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("import torch\ndef forward(x):\n    y = x.cuda()\n    if _is_npu:\n        return y.sum().item()\n"
+     "    return y.sum().item()\n", 1),
+    ("import torch\ndef forward(x):\n    y = x.cuda()\n    if not y.is_cuda:\n        return y.tolist()\n", 0),
+    ("import torch\ndef forward(x):\n    y = x.cuda()\n    return y.tolist() if is_xpu() else None\n", 0),
+])
+def test_no_sync_is_reported_in_branches_for_other_devices(code, expected):
+    assert len(lint(code, "HDL201")) == expected
+
+
+def test_a_comparison_with_a_host_scalar_tensor_is_no_possible_condition():
+    layerdrop = "import torch\ndef forward(self, x):\n    p = torch.rand([])\n    if p < self.layerdrop:\n        return x\n"
+    assert lint(layerdrop, "HDL202") == []
+    assert [f.code for f in lint(layerdrop.replace("torch.rand([])", "x.sum()").replace("(self, x)",
+                                                                                     "(self, x: torch.Tensor)"),
+                                 "HDL202")] == ["HDL202"]
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("import torch\ndef forward(x):\n    return x.cuda().numpy()\n", []),
+    ("import torch\ndef forward(x):\n    return x.cuda().numpy(force=True)\n", ["HDL201"]),
+    ("import torch\ndef forward(x):\n    return float(torch.cuda.memory_allocated())\n", []),
+    ("import numpy as np\ndef forward(n):\n    return np.linspace(0, 1, n).tolist()\n", []),
+    ("def forward(node_proxy):\n    return node_proxy.item()\n", []),
+])
+def test_reads_that_do_not_wait_for_the_gpu(code, expected):
+    assert [f.code for f in lint(code, "HDL201", "HDL202")] == expected
+
+
+def test_a_copy_to_a_host_device_object_is_a_read():
+    code = "import torch\ndef forward(x):\n    return x.cuda().to(torch.device('cpu'))\n"
+    assert [f.code for f in lint(code, "HDL201")] == ["HDL201"]
