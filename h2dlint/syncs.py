@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .facts import NON_TENSOR_METHODS, SYNC_BUILTINS, SYNC_METHODS, CodeContext, Data, FileFacts, Placement, defined_function_names, dotted_name, has_gpu_evidence, is_hot_function
-from .values import is_certainly_tensor
+from .values import TENSOR_ONLY_METHODS, is_certainly_tensor
 
 BOOLEAN_METHODS = frozenset({
     "bool", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isin",
@@ -72,12 +72,17 @@ INT_ARGUMENT_METHODS = {  # tensor methods
     "split": ((0,), frozenset({"split_size"})),
 }
 INT_ARGUMENT_BUILTINS = frozenset({"range"})
+# Scalar keyword arguments of tensor methods and torch functions of the same name (`g.sub(w, alpha=proj)`): a tensor
+# there is read with `.item()` too.
+SCALAR_KEYWORD_ARGUMENTS = {**{name: frozenset({"alpha"}) for name in ("add", "add_", "sub", "sub_")},
+                            **{name: frozenset({"value"}) for name in ("addcmul", "addcmul_", "addcdiv", "addcdiv_")}}
 INT_ARGUMENT_CALL_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in INT_ARGUMENTS) | frozenset(INT_ARGUMENT_METHODS)
 # What a file's text shows where a tensor may be passed as an int (`rand` stands for `randn(`, `randperm(`),
 # and the lines list repetitions (`[x] * t`) can be on.
 INT_ARGUMENT_TEXT = ("range(", "zeros(", "ones(", "empty(", "full(", "full_like(", "rand", "eye(", "split(", ".view(", ".reshape(",
                      ".expand(", ".repeat(", "new_zeros(", "new_ones(", "new_empty(", "] *", "]*", "* [", "*[")
 _LIST_REPETITION_LINE = r"\]\s*\*|\*\s*\["
+_SCALAR_KEYWORD_LINE = r"\b(?:alpha|value)\s*="
 
 # Site kinds, and the rule that reports each outside graph capture.
 READ, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT = (
@@ -91,7 +96,8 @@ KIND_CODES = {READ: frozenset({"HDL201", "HDL202", OUTSIDE_HOT_CODE}),
               NONZERO: frozenset({"HDL301"}), MASK: frozenset({"HDL302"}), UNIQUE: frozenset({"HDL303"}),
               REPEAT: frozenset({"HDL304"}), EXPLICIT: frozenset({"HDL305", OUTSIDE_HOT_CODE})}
 # The last name part of the calls that can be a site of each kind (method, function or builtin).
-KIND_CALL_NAMES = {READ: SYNC_METHODS | {"to", "type"} | READING_BUILTINS | INT_ARGUMENT_CALL_NAMES, CONDITION: frozenset(),
+KIND_CALL_NAMES = {READ: SYNC_METHODS | {"to", "type"} | READING_BUILTINS | INT_ARGUMENT_CALL_NAMES
+                   | frozenset(SCALAR_KEYWORD_ARGUMENTS), CONDITION: frozenset(),
                    NONZERO: frozenset({"nonzero", "argwhere", "where"}), MASK: frozenset({"masked_select"}),
                    UNIQUE: frozenset({"unique", "unique_consecutive"}), REPEAT: frozenset({"repeat_interleave"}),
                    EXPLICIT: frozenset({"synchronize"})}
@@ -365,6 +371,9 @@ class _Finder:
             positions, keywords = INT_ARGUMENT_METHODS[method]
         elif self._calls_builtin(call, INT_ARGUMENT_BUILTINS, any_arguments=True):
             positions, keywords = INT_ARGUMENTS[call.func.id]
+        elif (name := method or qualified.removeprefix("torch.")) in SCALAR_KEYWORD_ARGUMENTS \
+                and (method or qualified.startswith("torch.")):
+            positions, keywords = (), SCALAR_KEYWORD_ARGUMENTS[name]
         else:
             return None
         if positions is not None and any(isinstance(arg, ast.Starred) for arg in call.args):
@@ -454,7 +463,8 @@ class _Finder:
         facts = self.facts
         if facts.classify_placement(expr, expr.lineno) is Placement.GPU:
             return True
-        if isinstance(expr, ast.Call) and facts.qualify(dotted_name(expr.func)):
+        if isinstance(expr, ast.Call) and (facts.qualify(dotted_name(expr.func)) or isinstance(expr.func, ast.Attribute)
+                                           and expr.func.attr in TENSOR_ONLY_METHODS):
             return is_certainly_tensor(facts, expr, expr.lineno)  # not `torch.cuda.memory_allocated()`, an int
         if facts.classify_data(expr, expr.lineno) is Data.TENSOR:
             return True
@@ -583,7 +593,8 @@ class SyncReporter:
         anchor = super().anchor()
         if anchor is None or READ not in cls.kinds:
             return anchor
-        return re.compile(f"{anchor.pattern}|{_LIST_REPETITION_LINE}")  # a repetition is no call: add its lines
+        # A repetition is no call, and a scalar keyword may sit on a line of its own: add their lines.
+        return re.compile(f"{anchor.pattern}|{_LIST_REPETITION_LINE}|{_SCALAR_KEYWORD_LINE}")
 
     @classmethod
     def candidates(cls, facts: FileFacts):

@@ -15,6 +15,8 @@ SIZED_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
 SAME_SHAPE_METHODS = frozenset({"cuda", "to", "clone", "contiguous", "detach", "float", "half", "double", "int",
                                 "long", "bool", "bfloat16", "fill_", "zero_"})
 SHAPE_NAME_ENDINGS = ("shape", "shapes", "sizes", "dims", "dimensions")
+# Methods only tensors have (numpy arrays and Python numbers have none of them): `x.float().sum()` is a tensor.
+TENSOR_ONLY_METHODS = frozenset({"float", "half", "bfloat16", "double", "long", "int", "short", "contiguous"})
 NUMBER_BUILTINS = frozenset({"len", "int", "float", "bool", "round", "abs"})
 
 
@@ -227,7 +229,7 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
         if qualified:
             return _torch_op_returns_tensor(qualified)
         return isinstance(func, ast.Attribute) and _tensor_method_returns_tensor(func.attr) and (
-            is_certainly_tensor(facts, func.value, line, depth)
+            func.attr in TENSOR_ONLY_METHODS or is_certainly_tensor(facts, func.value, line, depth)
             or facts.classify_placement(expr, line) is Placement.GPU)  # `x.cuda()`, `x.to("cuda")`
     if isinstance(expr, ast.BinOp):
         if any(isinstance(side, (ast.List, ast.Tuple, ast.ListComp)) for side in (expr.left, expr.right)):

@@ -34,7 +34,9 @@ class GpuValueRead(SyncReporter, Rule):
     `__index__` (an implicit `.item()`): a size or a bound (`torch.arange(t)`,
     `torch.zeros(t, n)`, `torch.empty((t, n))`, `torch.full((t,), v)`, `torch.randperm(t)`,
     `torch.eye(t)`, `range(t)`), a list repetition `[x] * t`, or a size given to
-    `.view(t)`, `.reshape(t)`, `.expand(t)`, `.repeat(t)`, `.split(t)`, `.new_zeros(t)`;
+    `.view(t)`, `.reshape(t)`, `.expand(t)`, `.repeat(t)`, `.split(t)`, `.new_zeros(t)`, or a
+    Python number: a fill value, or the `alpha=` of `add`/`sub` and the `value=` of
+    `addcmul`/`addcdiv` (`g.sub(w, alpha=proj)` with a 0-d tensor `proj`);
     typically `torch.arange(lens[i])` for one entry of a CUDA tensor of lengths. The
     argument must be the CUDA tensor itself: `torch.arange(n)` with an int stays quiet.
 
@@ -84,8 +86,8 @@ class GpuValueRead(SyncReporter, Rule):
     name = "gpu-value-read"
     summary = "`.item()` / `.tolist()` / `.cpu()` / `int(t)` on a CUDA tensor in hot code waits for the GPU"
     kinds = frozenset({READ})
-    prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", ".type(", "int(", "float(", "bool(", "any(", "all(",
-                 "max(", "min(", *INT_ARGUMENT_TEXT)
+    prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", ".type(", "int(", "float(", "bool(", "alpha",
+                 "value=", "any(", "all(", "max(", "min(", *INT_ARGUMENT_TEXT)
     evidence = "gpu"
     call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "type", "int", "float", "bool", "any", "all",
                             "max", "min"}) | INT_ARGUMENT_CALL_NAMES  # anchors only: lines where these sites can be

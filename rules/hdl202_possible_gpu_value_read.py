@@ -57,8 +57,8 @@ class PossibleGpuValueRead(SyncReporter, Rule):
     summary = "`.item()` / `.tolist()` / `.cpu()` / `if t:` in hot code on a tensor that may be on the GPU"
     kinds = frozenset({READ, CONDITION})
     default_enabled = False
-    prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", ".type(", "int(", "float(", "bool(", "if", "while",
-                 "assert")
+    prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", ".type(", "int(", "float(", "bool(", "alpha",
+                 "value=", "if", "while", "assert")
 
     valid_examples = (
         Valid("def forward(x):\n    return x.cuda().item()\n"),

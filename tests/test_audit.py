@@ -107,3 +107,14 @@ def test_reads_that_do_not_wait_for_the_gpu(code, expected):
 def test_a_copy_to_a_host_device_object_is_a_read():
     code = "import torch\ndef forward(x):\n    return x.cuda().to(torch.device('cpu'))\n"
     assert [f.code for f in lint(code, "HDL201")] == ["HDL201"]
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("import torch\ndef forward(w, g):\n    proj = torch.dot(w.cuda(), g.cuda())\n    return g.sub(w, alpha=proj)\n",
+     ["HDL201"]),
+    ("import torch\ndef forward(w, g):\n    return torch.addcdiv(g, w, g, value=0.5), g.sub(w, alpha=2)\n", []),
+    ("import torch\ndef step(xs):\n    for x in xs:\n        yield float(x.float().sum())\n", ["HDL202"]),
+    ("import numpy as np\ndef step(xs):\n    for x in xs:\n        yield float(x.sum())\n", []),
+])
+def test_scalar_arguments_and_tensor_only_methods(code, expected):
+    assert [f.code for f in lint(code, "HDL201", "HDL202")] == expected
