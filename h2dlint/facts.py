@@ -303,6 +303,11 @@ class FileFacts:
         self._index(tree, anchor_lines)
 
     @functools.cached_property
+    def mentions_torch(self) -> bool:
+        """Whether the text names torch at all: without it, a value h2dlint cannot place is no tensor to believe in."""
+        return "torch" in self.text
+
+    @functools.cached_property
     def uses_several_streams(self) -> bool:
         return bool(_MULTI_STREAM.search(self.text))
 

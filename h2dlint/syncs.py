@@ -135,7 +135,7 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
         return None
     if site.kind in (READ, CONDITION, EXPLICIT):
         if not context.hot:
-            return None if outside_per_step_code(context, facts) else OUTSIDE_HOT_CODE
+            return None if outside_per_step_code(context, facts) or not facts.mentions_torch else OUTSIDE_HOT_CODE
         if site.kind == EXPLICIT:
             return "HDL305"
         if site.placement is not Placement.GPU:

@@ -229,7 +229,7 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
         if qualified:
             return _torch_op_returns_tensor(qualified)
         return isinstance(func, ast.Attribute) and _tensor_method_returns_tensor(func.attr) and (
-            func.attr in TENSOR_ONLY_METHODS or is_certainly_tensor(facts, func.value, line, depth)
+            func.attr in TENSOR_ONLY_METHODS and facts.mentions_torch or is_certainly_tensor(facts, func.value, line, depth)
             or facts.classify_placement(expr, line) is Placement.GPU)  # `x.cuda()`, `x.to("cuda")`
     if isinstance(expr, ast.BinOp):
         if any(isinstance(side, (ast.List, ast.Tuple, ast.ListComp)) for side in (expr.left, expr.right)):

@@ -15,7 +15,8 @@ class SyncOutsideHotCode(SyncReporter, Rule):
     of HDL305 (`torch.cuda.synchronize()`, `stream.synchronize()`), on tensors that are
     or may be on the GPU, in any function that is neither known to be hot (a loop,
     `forward`, a step function) nor known to run once (a constructor, weight loading,
-    module level), and not only for logging or an error. Not in test modules (in a
+    module level), and not only for logging or an error. Not in files that never name
+    torch (where a value h2dlint cannot place is rarely a tensor), nor in test modules (in a
     `test`/`tests`/`testing` folder, `test_*.py`, `*_test.py`, `conftest.py`), nor in
     functions whose name says set-up, I/O, printing, a test or a benchmark (a word such
     as `init`, `setup`, `save`, `export`, `dump`, `repr`, `print`, `test`, `bench`,
