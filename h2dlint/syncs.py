@@ -197,16 +197,34 @@ def _only_for_logging(node: ast.AST, facts: FileFacts) -> bool:
     return False
 
 
-def _only_while_capturing(node: ast.AST, facts: FileFacts) -> bool:
-    """True in the arm of an `if` or a conditional expression that runs only while CUDA graphs are captured
-    (`if in_capture:`, the `else` of `if not self.is_capturing:`): set-up that runs once per captured graph."""
+def _branch_tests(node: ast.AST, facts: FileFacts):
+    """For each `if` or conditional expression around `node` in its function (not in its test): the tested
+    expression with a leading `not` removed, whether there was one, and whether `node` is in the arm that runs
+    when the test is true."""
     for child, parent in _within_function(node, facts):
         if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test:
             negated = isinstance(parent.test, ast.UnaryOp) and isinstance(parent.test.op, ast.Not)
-            words = _words(_identifier(parent.test.operand if negated else parent.test))
             in_body = child in parent.body if isinstance(parent, ast.If) else child is parent.body
-            if words and words[-1] in CAPTURE_WORDS and in_body != negated:
-                return True
+            yield (parent.test.operand if negated else parent.test), negated, in_body
+
+
+def _only_while_capturing(node: ast.AST, facts: FileFacts) -> bool:
+    """True in the arm of an `if` or a conditional expression that runs only while CUDA graphs are captured
+    (`if in_capture:`, the `else` of `if not self.is_capturing:`): set-up that runs once per captured graph."""
+    for tested, negated, in_body in _branch_tests(node, facts):
+        words = _words(_identifier(tested))
+        if words and words[-1] in CAPTURE_WORDS and in_body != negated:
+            return True
+    return False
+
+
+def _only_on_other_devices(node: ast.AST, facts: FileFacts) -> bool:
+    """True in the arm of an `if` or a conditional expression that runs only on another device: `if _is_npu:`,
+    `if is_xpu():`, the body of `if not x.is_cuda:`."""
+    for tested, negated, in_body in _branch_tests(node, facts):
+        words = set(_words(_identifier(tested.func if isinstance(tested, ast.Call) else tested)))
+        if in_body and (not negated and words & OTHER_DEVICE_WORDS or negated and "cuda" in words):
+            return True
     return False
 
 
@@ -214,21 +232,6 @@ def _forced(call: ast.Call) -> bool:
     """`t.numpy(force=True)`, which copies a CUDA tensor to the host; a plain `.numpy()` of one raises instead."""
     return any(kw.arg == "force" and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
                for kw in call.keywords)
-
-
-def _only_on_other_devices(node: ast.AST, facts: FileFacts) -> bool:
-    """True in the arm of an `if` or a conditional expression that runs only on another device: `if _is_npu:`,
-    `if is_xpu():`, the body of `if not x.is_cuda:`."""
-    for child, parent in _within_function(node, facts):
-        if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test:
-            test = parent.test
-            negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-            tested = test.operand if negated else test
-            words = set(_words(_identifier(tested.func if isinstance(tested, ast.Call) else tested)))
-            in_body = child in parent.body if isinstance(parent, ast.If) else child is parent.body
-            if in_body and (not negated and words & OTHER_DEVICE_WORDS or negated and "cuda" in words):
-                return True
-    return False
 
 
 def _identifier(node: ast.AST) -> str:
