@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import SyncReporter
@@ -49,7 +50,10 @@ class SyncUnderGraphCapture(SyncReporter, Rule):
     code = "HDL501"
     name = "sync-under-graph-capture"
     summary = "a host sync inside `torch.cuda.graph(...)` capture is an error"
-    prefilter = ("graph(",)
+    # A capture is `with <name>(...)` where the name resolves to `torch.cuda.graph`: so the word `graph`
+    # is called (`torch.cuda.graph(`, `graphs.graph (`, split over lines or comments) or imported under
+    # another name (`graph as capture`). `cuda_graph(` and `capture_graph(` are not.
+    prefilter = re.compile(r"\bgraph\b(?:[\s\\]|#[^\n]*\n)*(?:\(|as\b)")
 
     valid_examples = (
         Valid("import torch\ndef capture(g, x):\n    with torch.cuda.graph(g):\n        y = x * 2\n"
