@@ -170,7 +170,6 @@ class CodeContext:
 # prove nothing.)
 # Several small searches, because one regex alternation is many times slower on large files.
 _CUDA_CALL = re.compile(r"cuda\s*\(")
-_CUDA_STRING = re.compile(r"""["']\s*cuda""")
 _ORDINAL_DEVICES = (re.compile(r"device(?:\s*=|\()[\s(]*\d"), re.compile(r"\.to\([\s(]*\d"))
 _GPU_NAME = re.compile(r"\.(?!_*is_)\w+_(?:gpu|cuda)\b")  # a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
 _DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start makes the search fast
@@ -186,7 +185,7 @@ def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
     """Whether the text may hold what classify_placement proves to be on the GPU (a superset test), given
     the run's configured `gpu-device-names`."""
     # The cheapest tests first; mirrored_names, the dearest, last.
-    if "cuda" in text and ("current_device" in text or _CUDA_STRING.search(text) or any(
+    if "cuda" in text and ("current_device" in text or _quotes_cuda(text) or any(
             text[match.start() - 1:match.start()] in (".", " ", "\t", "\n") for match in _CUDA_CALL.finditer(text))):
         return True
     if (("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text)) \
@@ -195,6 +194,21 @@ def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
     if any(name in text for name in gpu_device_names) or may_use_device_collectives(text):
         return True
     return bool(mirrored_names(text))
+
+
+def _quotes_cuda(text: str) -> bool:
+    """Whether a quote, then nothing but whitespace, comes before some `cuda` in the text (a device string
+    such as `"cuda:0"`): what the regex `["']\s*cuda` finds, looked for backwards from each `cuda`, several
+    times faster than that regex, whose first character is a class."""
+    start = text.find("cuda")
+    while start >= 0:
+        before = start
+        while before and text[before - 1].isspace():
+            before -= 1
+        if before and text[before - 1] in "\"'":
+            return True
+        start = text.find("cuda", start + 4)
+    return False
 
 
 @functools.lru_cache(maxsize=2)
@@ -291,6 +305,10 @@ class FileFacts:
         self._calls_by_terminal: dict[str, list[ast.Call]] = {}
         self.assignments: list[ast.Assign] = []  # `=` statements in the walked code
         self._scopes: dict[int, Scope] = {}  # built on first use, by id of the function node (0: the module)
+        # Answers kept by line (and name): the same lines are asked about again and again while classifying.
+        self._functions_by_line: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]] = {}
+        self._blocks_by_line: dict[int, tuple[list[tuple[int, int]], list[tuple[int, int]]]] = {}
+        self._binding_scopes: dict[tuple[str, int], Scope | None] = {}
         self._class_nodes: list[ast.ClassDef] = []
         self._class_attributes: dict[int, dict[str, list[Binding]]] = {}  # by id of the class, on first use
         self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
@@ -368,6 +386,7 @@ class FileFacts:
                 self._class_nodes.append(node)
         self.functions.sort()
         self._function_nodes.sort(key=lambda node: (node.lineno, node.col_offset))
+        self._function_starts = [node.lineno for node in self._function_nodes]
         self._skipped.sort(key=lambda node: node.lineno)
         self._collect_imports(sorted(imports, key=lambda node: (node.lineno, node.col_offset)), tree)
         for block in with_blocks:
@@ -561,23 +580,42 @@ class FileFacts:
     def _reaching(self, bindings: list[Binding], line: int) -> list[Binding]:
         """The bindings that can reach `line`: those made on earlier lines, and, inside a loop, those made
         anywhere in that loop; not those in the other arm of an `if`."""
-        loops = [loop for loop in self.loops if loop[0] <= line <= loop[1]]
+        loops, other_arms = self._blocks_at(line)
         return [binding for binding in bindings
                 if (binding.line < line or any(first <= binding.line <= last for first, last in loops))
-                and not self._in_other_branch(binding.line, line)]
+                and not any(first <= binding.line <= last for first, last in other_arms)]
+
+    def _blocks_at(self, line: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """The loops around `line`, and the arms of `if`s whose other arm holds `line` (code there never runs
+        before `line` in the same pass); computed once per line."""
+        blocks = self._blocks_by_line.get(line)
+        if blocks is None:
+            loops = [loop for loop in self.loops if loop[0] <= line <= loop[1]]
+            other_arms = [other for body, orelse in self.if_arms
+                          for arm, other in ((body, orelse), (orelse, body)) if arm[0] <= line <= arm[1]]
+            blocks = self._blocks_by_line[line] = (loops, other_arms)
+        return blocks
 
     def _binding_scope(self, name: str, line: int) -> Scope | None:
         """The innermost function around `line` that binds `name`, else the module, if it binds `name`."""
+        key = (name, line)
+        if key in self._binding_scopes:
+            return self._binding_scopes[key]
         scope = next((scope for scope in map(self._scope_for, reversed(self._functions_around(line)))
                       if name in scope.bindings), None)
         if scope is None:
             scope = self._scope_for(None)
-        return scope if name in scope.bindings else None
+        scope = self._binding_scopes[key] = scope if name in scope.bindings else None
+        return scope
 
-    def _functions_around(self, line: int) -> list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]:
-        """The functions whose lines hold `line`, outermost first."""
-        enclosing = [node for node in self._function_nodes
-                     if node.lineno <= line <= (node.end_lineno or node.lineno)]
+    def _functions_around(self, line: int) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]:
+        """The functions whose lines hold `line`, outermost first; computed once per line."""
+        enclosing = self._functions_by_line.get(line)
+        if enclosing is not None:
+            return enclosing
+        # Only functions starting on or before `line` can hold it.
+        starting = self._function_nodes[:bisect.bisect_right(self._function_starts, line)]
+        enclosing = [node for node in starting if line <= (node.end_lineno or node.lineno)]
         # A line in a statement the walk skipped (a binding of `self.x` in another method): its functions
         # are looked up in that statement, so the answer is the same as after a full walk.
         index = bisect.bisect_right(self._skipped, line, key=lambda node: node.lineno) - 1
@@ -586,15 +624,8 @@ class FileFacts:
                                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
                                  and node.lineno <= line <= (node.end_lineno or node.lineno)),
                                 key=lambda node: (node.lineno, node.col_offset))
+        enclosing = self._functions_by_line[line] = tuple(enclosing)
         return enclosing
-
-    def _in_other_branch(self, first: int, second: int) -> bool:
-        """True when the two lines lie in the two arms of one `if`, so one never runs after the other."""
-        for (body_start, body_end), (else_start, else_end) in self.if_arms:
-            if (body_start <= first <= body_end and else_start <= second <= else_end) or \
-                    (else_start <= first <= else_end and body_start <= second <= body_end):
-                return True
-        return False
 
     def parameter_annotation(self, name: str, line: int) -> ast.expr | None:
         """The annotation of `name` read at `line`, when `name` is a parameter of the function whose binding of

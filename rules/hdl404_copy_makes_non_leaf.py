@@ -10,6 +10,9 @@ from h2dlint.facts import Device, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
+# A closing parenthesis, then `.to` / `.cuda` (split over lines or comments): a copy of a call's result (or of
+# a parenthesized one), which a candidate is.
+_COPY_OF_CALL = re.compile(r"\)(?:[\s\\]|#[^\n]*\n)*\.(?:[\s\\]|#[^\n]*\n)*(?:to|cuda)\b")
 # What makes the copy's result a leaf again, or shows the non-leaf is intended.
 LEAF_AGAIN = frozenset({"requires_grad_", "detach", "detach_"})
 
@@ -83,6 +86,10 @@ class CopyMakesNonLeaf(Rule):
                 "import torch\ndef f(flag, device):\n    return torch.ones(2).to(device, non_blocking=True).requires_grad_(flag)\n",
                 unsafe=True),
     )
+
+    @classmethod
+    def may_apply(cls, text: str, settings) -> bool:
+        return cls.prefilter_matches(text) and bool(_COPY_OF_CALL.search(text))
 
     @classmethod
     def candidates(cls, facts):

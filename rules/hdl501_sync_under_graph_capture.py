@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+import re
 
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import SyncReporter
+
+# `graph` called or imported under another name; the word's start is checked apart (a leading `\b` would make
+# the search many times slower: it could no longer look for the literal first).
+_GRAPH_CALLED_OR_RENAMED = re.compile(r"graph\b(?:[\s\\]|#[^\n]*\n)*(?:\(|as\b)")
 
 
 class SyncUnderGraphCapture(SyncReporter, Rule):
@@ -49,7 +54,16 @@ class SyncUnderGraphCapture(SyncReporter, Rule):
     code = "HDL501"
     name = "sync-under-graph-capture"
     summary = "a host sync inside `torch.cuda.graph(...)` capture is an error"
-    prefilter = ("graph(",)
+    prefilter = ("graph",)
+
+    @classmethod
+    def may_apply(cls, text: str, settings) -> bool:
+        """A capture is `with <name>(...)` where the name resolves to `torch.cuda.graph`: so the word `graph` is
+        called (`torch.cuda.graph(`, `graphs.graph (`, split over lines or comments) or imported under another
+        name (`graph as capture`). `cuda_graph(` and `capture_graph(` are not."""
+        return cls.prefilter_matches(text) and any(
+            match.start() == 0 or not (text[match.start() - 1].isalnum() or text[match.start() - 1] == "_")
+            for match in _GRAPH_CALLED_OR_RENAMED.finditer(text))
 
     valid_examples = (
         Valid("import torch\ndef capture(g, x):\n    with torch.cuda.graph(g):\n        y = x * 2\n"
