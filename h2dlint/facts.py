@@ -198,7 +198,7 @@ def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
 
 def _quotes_cuda(text: str) -> bool:
     """Whether a quote, then nothing but whitespace, comes before some `cuda` in the text (a device string
-    such as `"cuda:0"`): what the regex `["']\s*cuda` finds, looked for backwards from each `cuda`, several
+    such as `"cuda:0"`): what the regex `["']\\s*cuda` finds, looked for backwards from each `cuda`, several
     times faster than that regex, whose first character is a class."""
     start = text.find("cuda")
     while start >= 0:
