@@ -195,8 +195,9 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
     """An expression that certainly evaluates to a tensor: a torch op's result, a tensor method's, an index,
     arithmetic or a comparison on a tensor, `self.x` or a name bound only to such values, a parameter annotated
     `torch.Tensor`, or what is known to be on a CUDA device without a binding to follow; not `obj.x` (or an index
-    of it) where the file declares `x` with another type. Bindings decide before placement: `n = case.seq_lens[i]` is an int when
-    `seq_lens` is declared `tuple[int, ...]`, even if a `seq_lens_cpu` makes `seq_lens` look like a device copy."""
+    of it) where the file declares `x` with another type. Bindings decide before placement: `n = case.seq_lens[i]`
+    is an int when `seq_lens` is declared `tuple[int, ...]`, even if a `seq_lens_cpu` makes `seq_lens` look like a
+    device copy."""
     if depth > 4:  # counts the bindings followed; the parts of one expression are finitely many
         return False
     if isinstance(expr, ast.Subscript):
@@ -229,7 +230,8 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
         if qualified:
             return _torch_op_returns_tensor(qualified)
         return isinstance(func, ast.Attribute) and _tensor_method_returns_tensor(func.attr) and (
-            func.attr in TENSOR_ONLY_METHODS and facts.mentions_torch or is_certainly_tensor(facts, func.value, line, depth)
+            func.attr in TENSOR_ONLY_METHODS and facts.mentions_torch
+            or is_certainly_tensor(facts, func.value, line, depth)
             or facts.classify_placement(expr, line) is Placement.GPU)  # `x.cuda()`, `x.to("cuda")`
     if isinstance(expr, ast.BinOp):
         if any(isinstance(side, (ast.List, ast.Tuple, ast.ListComp)) for side in (expr.left, expr.right)):
