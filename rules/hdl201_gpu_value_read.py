@@ -16,7 +16,8 @@ class GpuValueRead(SyncReporter, Rule):
     `int(t)` / `float(t)` / `bool(t)`, and the builtins that read every element:
     `any(t)` and `all(t)` test each one with `bool()`, `max(t)` and `min(t)` compare
     them, one wait per element. It reports only tensors h2dlint knows are on a CUDA
-    device (built with `.cuda()`, a CUDA `device=`, computed from such tensors, a `self.x` set from one, an attribute named `*_gpu` / `*_cuda`
+    device (built with `.cuda()`, a CUDA `device=`, computed from such tensors, a
+    `self.x` set from one, an attribute named `*_gpu` / `*_cuda`
     such as `batch.seq_lens_gpu`, unless the name reads as a flag or a count: `is_cuda`,
     `use_gpu`, `num_gpu`); the same reads on tensors of unknown placement are HDL202,
     and those in functions h2dlint cannot tell to be hot or cold HDL204 (both off by
