@@ -85,6 +85,11 @@ class RuleContext:
         if file_text[self.line_index.offset(start.line, start.column):
                      self.line_index.offset(end.line, end.column)] != original:
             return None
+        if not self.settings.full_parse and hasattr(node, "lpar"):
+            # A snippet is module-level code, with no enclosing block whose indentation the rendering could
+            # need: the replacement (without parentheses, which stay outside the edit) renders alone as it
+            # would in place, without copying the tree.
+            return Edit(start, end, self.module.code_for_node(replacement.with_changes(lpar=(), rpar=())))
         replacement = replacement.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
         new_code = self.module.deep_replace(node, replacement).code
         if not (new_code.startswith(prefix) and new_code.endswith(suffix)):

@@ -92,11 +92,11 @@ class FalseAsyncCopy(Rule):
 
     @classmethod
     def candidates(cls, facts):
-        # The visitor needs `non_blocking=` given (and not False), and a source that is a fresh factory or
-        # a name bound to one: other copies are not parsed at all.
+        # The visitor needs `non_blocking=` given (and not False), and a source that is a torch factory call or
+        # a name bound only to unpinned ones: other copies are not parsed at all.
         return [call for call in facts.calls_named(cls.call_names)
                 if any(keyword.arg == "non_blocking" for keyword in call.keywords)
-                and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, (ast.Call, ast.Name))]
+                and isinstance(call.func, ast.Attribute) and _may_be_fresh_host_tensor(facts, call.func.value)]
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts
@@ -112,7 +112,7 @@ class FalseAsyncCopy(Rule):
             if pinned(fresh[0]) or makes_no_elements(*fresh):
                 return
             what = f"`torch.{fresh[1]}(...)`"
-        elif isinstance(copy.source, cst.Name) and self._bound_to_unpinned_factory(copy.source.value, start.line):
+        elif isinstance(copy.source, cst.Name) and _bound_to_unpinned_factory(facts, copy.source.value, start.line):
             what = f"`{copy.source.value}` (bound to a fresh host tensor)"
         else:
             return
@@ -123,21 +123,6 @@ class FalseAsyncCopy(Rule):
         if fresh is not None and fresh[1] != "from_numpy":
             fix = self._fix(node, copy, device, fresh[0], fresh[1], start.line)
         self.report(node, message, fix)
-
-    def _bound_to_unpinned_factory(self, name: str, line: int) -> bool:
-        facts = self.context.facts
-        values = facts.bindings_at(name, line)
-        if not values:
-            return False
-        for value in values:
-            if not isinstance(value, ast.Call):
-                return False
-            qualified = facts.qualify(dotted_name(value.func)) or ""
-            factory = qualified.split(".", 1)[1] if qualified.startswith("torch.") else ""
-            if factory != "from_numpy" and (factory not in PINNABLE_FACTORIES or any(
-                    keyword.arg in ("device", "pin_memory") or keyword.arg is None for keyword in value.keywords)):
-                return False
-        return True
 
     def _fix(self, node, copy, device, factory, name, line) -> Fix | None:
         torch_local, extra_edits = torch_name(self)
@@ -157,3 +142,28 @@ class FalseAsyncCopy(Rule):
             message += " (unsafe: " + "; ".join(unsafe) + ")"
         return Fix(edits=tuple(sorted([edit, *extra_edits])),
                    applicability=Applicability.UNSAFE if unsafe else Applicability.SAFE, message=message)
+
+
+def _bound_to_unpinned_factory(facts, name: str, line: int) -> bool:
+    values = facts.bindings_at(name, line)
+    if not values:
+        return False
+    for value in values:
+        if not isinstance(value, ast.Call):
+            return False
+        qualified = facts.qualify(dotted_name(value.func)) or ""
+        factory = qualified.split(".", 1)[1] if qualified.startswith("torch.") else ""
+        if factory != "from_numpy" and (factory not in PINNABLE_FACTORIES or any(
+                keyword.arg in ("device", "pin_memory") or keyword.arg is None for keyword in value.keywords)):
+            return False
+    return True
+
+
+def _may_be_fresh_host_tensor(facts, source: ast.expr) -> bool:
+    """What the visitor can report as a copy's source, checked loosely: a `torch.<factory>(...)` call (as
+    `fresh_host_factory` finds them), or a name bound only to unpinned factories."""
+    if isinstance(source, ast.Call):
+        qualified = facts.qualify(dotted_name(source.func)) or ""
+        return qualified.startswith("torch.") and qualified.count(".") == 1 and \
+            qualified[len("torch."):] in PINNABLE_FACTORIES | {"from_numpy"}
+    return isinstance(source, ast.Name) and _bound_to_unpinned_factory(facts, source.id, source.lineno)
