@@ -304,6 +304,9 @@ class FileFacts:
         self._skipped: list[ast.stmt] = []  # the statements an anchored walk skipped: disjoint
         self._calls_by_terminal: dict[str, list[ast.Call]] = {}
         self.assignments: list[ast.Assign] = []  # `=` statements in the walked code
+        # Subscripts, the nodes that hold conditions, and binary operations, in walk order (an ancestor before
+        # its descendants): what the sync finder and HDL107 look through, without a pass over every node.
+        self.scanned_nodes: list[ast.AST] = []
         self._scopes: dict[int, Scope] = {}  # built on first use, by id of the function node (0: the module)
         # Answers kept by line (and name): the same lines are asked about again and again while classifying.
         self._functions_by_line: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]] = {}
@@ -364,9 +367,15 @@ class FileFacts:
                 name = terminal_name(node.func)
                 if name is not None:
                     self._calls_by_terminal.setdefault(name, []).append(node)
-            elif kind not in _INDEXED_STATEMENT_TYPES:
                 continue
-            elif kind is ast.Assign:
+            role = _INDEXED_TYPES.get(kind)
+            if role is None:
+                continue
+            if role is _SCANNED:
+                self.scanned_nodes.append(node)
+                if kind is not ast.If and kind is not ast.While:
+                    continue
+            if kind is ast.Assign:
                 self.assignments.append(node)
             elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
                 self._function_nodes.append(node)
@@ -1125,10 +1134,14 @@ _SIMPLE_STATEMENT_TYPES = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.An
                                      ast.Nonlocal, ast.Import, ast.ImportFrom})
 # Expressions without child nodes: the index walk records their parents without visiting them.
 _LEAF_TYPES = frozenset({ast.Name, ast.Constant})
-# The statements the index walk records besides calls.
-_INDEXED_STATEMENT_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.For, ast.AsyncFor,
-                                      ast.While, ast.If, ast.Import, ast.ImportFrom, ast.With, ast.AsyncWith,
-                                      ast.ClassDef, ast.Assign})
+# The nodes the index walk records besides calls: those it lists in `scanned_nodes` (If and While are also
+# statements it records), and the other statements it records. One dict lookup a node decides both.
+_SCANNED, _STATEMENT = "scanned", "statement"
+_INDEXED_TYPES = {
+    **dict.fromkeys((ast.Subscript, ast.If, ast.While, ast.IfExp, ast.Assert, ast.comprehension, ast.BinOp), _SCANNED),
+    **dict.fromkeys((ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.For, ast.AsyncFor, ast.Import,
+                     ast.ImportFrom, ast.With, ast.AsyncWith, ast.ClassDef, ast.Assign), _STATEMENT),
+}
 
 
 def _child_fields(kind: type) -> tuple[str, ...]:

@@ -283,7 +283,7 @@ class _Finder:
         if READ in kinds:
             node_types.add(ast.BinOp)  # list repetitions, `[x] * t`
         if node_types:
-            nodes += [node for node in facts.parents if type(node) in node_types]
+            nodes += [node for node in facts.scanned_nodes if type(node) in node_types]
         for node in nodes:
             context = self._context(getattr(node, "lineno", None) or node.target.lineno)
             if not context.in_graph_capture and _runs_once(context):

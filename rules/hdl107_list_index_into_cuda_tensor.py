@@ -115,7 +115,7 @@ class ListIndexIntoCudaTensor(Rule):
 
     @classmethod
     def candidates(cls, facts):
-        return [node for node in facts.parents if isinstance(node, ast.Subscript)
+        return [node for node in facts.scanned_nodes if isinstance(node, ast.Subscript)
                 and facts.context_at(node.lineno).hot and has_index_list(facts, node)
                 and facts.classify_placement(node.value, node.lineno) is Placement.GPU]
 

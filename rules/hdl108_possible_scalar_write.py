@@ -143,8 +143,8 @@ class PossibleScalarWrite(Rule):
     @classmethod
     def candidates(cls, facts):
         found = []
-        for node in facts.parents:
-            if isinstance(node, ast.Assign) and any(isinstance(target, ast.Subscript) for target in node.targets) \
+        for node in facts.assignments:
+            if any(isinstance(target, ast.Subscript) for target in node.targets) \
                     and _may_run_often(facts, node.lineno) and not facts.in_torchscript(node.lineno) \
                     and is_python_number(facts, node.value, node.lineno):
                 found.extend(target for target in node.targets
