@@ -13,8 +13,10 @@ memory (all its processes together, sampled from /proc).
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -53,9 +55,47 @@ def ruff(*args: str) -> list[str]:
 
 
 def timed(command: list[str], cwd: Path) -> float:
+    return timed_with_cpu(command, cwd)[0]
+
+
+def timed_with_cpu(command: list[str], cwd: Path) -> tuple[float, float]:
+    """Wall seconds, and CPU seconds (user + system) of the command and every process it waited for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def parse_floor(files: list[Path]) -> tuple[int, int, float]:
+    """The files the default rules' prefilters send to `ast.parse`, their lines, and the CPU seconds that
+    parsing them (and freeing the trees) takes in one process, best of 3: work no cold run can skip."""
+    from h2dlint.config import resolve_settings
+    from h2dlint.rule import all_rules
+    from h2dlint.source import SourceError, read_source
+
+    rules = all_rules()
+    settings = resolve_settings(files[:1], rules, None)
+    enabled = [rules[code] for code in settings.enabled_codes(rules)]
+    texts = []
+    for path in files:
+        try:
+            text = read_source(path).text
+        except (OSError, SourceError):
+            continue
+        if any(rule.may_apply(text, settings) for rule in enabled):
+            texts.append(text)
+    best = float("inf")
+    for _ in range(3):
+        started = time.process_time()
+        for text in texts:
+            try:
+                ast.parse(text)
+            except (SyntaxError, ValueError):
+                pass
+        best = min(best, time.process_time() - started)
+    return len(texts), sum(text.count("\n") for text in texts), best
 
 
 def peak_memory_mb(command: list[str], cwd: Path) -> float:
@@ -129,8 +169,11 @@ def main() -> int:
             timings.setdefault(name, []).append(seconds)
 
         for _ in range(args.rounds):
-            record("h2dlint cold", timed(h2dlint("--no-cache", str(tree)), work))
-            record("ruff cold", timed(ruff("--no-cache", str(tree)), work))
+            for name, command in (("h2dlint cold", h2dlint("--no-cache", str(tree))),
+                                  ("ruff cold", ruff("--no-cache", str(tree)))):
+                wall, cpu = timed_with_cpu(command, work)
+                record(name, wall)
+                record(f"{name} cpu", cpu)
             timed(h2dlint(str(tree)), work)  # prime the cache
             record("h2dlint warm", timed(h2dlint(str(tree)), work))
             timed(ruff("--cache-dir", str(ruff_cache), str(tree)), work)
@@ -147,6 +190,8 @@ def main() -> int:
         fixed = subprocess.run(["diff", "-r", str(source_tree), str(fix_tree)], capture_output=True, text=True)
         changed_lines = sum(1 for line in fixed.stdout.splitlines() if line.startswith(">"))
         memory = peak_memory_mb(h2dlint("--no-cache", str(tree)), work)
+
+        parsed_files, parsed_lines, parse_seconds = parse_floor(files)
 
         torchfix_seconds = None
         if shutil.which("torchfix"):
@@ -171,6 +216,11 @@ def main() -> int:
     print(f"| peak memory, all processes | {memory:.0f} MB | | |")
     if torchfix_seconds is not None:
         print(f"| TorchFix on 100 files | {torchfix_seconds:.2f} s | | |")
+    print()
+    print(f"CPU seconds of a cold run (all processes): h2dlint {median['h2dlint cold cpu']:.2f} s, "
+          f"Ruff {median['ruff cold cpu']:.2f} s. Of h2dlint's, `ast.parse` of the {parsed_files} files "
+          f"({parsed_lines:,} lines) its prefilters admit takes {parse_seconds:.2f} s in one process: "
+          f"on {os.cpu_count()} cores, at least {parse_seconds / (os.cpu_count() or 1):.2f} s of wall time.")
     return 0
 
 

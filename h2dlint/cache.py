@@ -70,6 +70,10 @@ class FindingsCache:
             self.changed = True
         return tuple(finding_from_json(item, str(path)) for item in findings)
 
+    def digest(self, path: Path) -> str:
+        """The content digest cached for `path` (after a successful lookup: that of the file now)."""
+        return self.entries[str(path.absolute())][2]
+
     def store(self, path: Path, digest: str, size: int, mtime_ns: int, findings) -> None:
         self.entries[str(path.absolute())] = [size, mtime_ns, digest, [finding_to_json(f) for f in findings]]
         self.changed = True

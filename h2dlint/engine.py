@@ -25,6 +25,9 @@ from .suppression import add_noqa_edits, is_file_exempt, suppress
 MAX_FIX_ROUNDS = 10
 
 
+Known = tuple[str, tuple[Finding, ...]]  # a file's content digest, and its findings from the cache
+
+
 @dataclass(frozen=True)
 class FileResult:
     path: str
@@ -220,8 +223,11 @@ def unified_diff(old: str, new: str, name: str) -> str:
     return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), name, name))
 
 
-def process_file(path, linter: Linter, mode: str) -> FileResult:
-    """Lint one file and, with mode "fix" or "diff", fix it; with "add-noqa", suppress its findings. Never raises."""
+def process_file(path, linter: Linter, mode: str, known: Known | None = None) -> FileResult:
+    """Lint one file and, with mode "fix" or "diff", fix it; with "add-noqa", suppress its findings. Never raises.
+
+    `known` is (content digest, findings) from the cache: when the file still has that digest, its findings
+    are taken from there instead of linting it again."""
     if str(path).endswith(".ipynb"):
         from .notebook import process_notebook
 
@@ -236,7 +242,7 @@ def process_file(path, linter: Linter, mode: str) -> FileResult:
     except SourceError as error:
         return unreadable(name, str(error))
     try:
-        findings = linter.lint(source)
+        findings = list(known[1]) if known is not None and known[0] == source.digest else linter.lint(source)
         if mode == "add-noqa":
             edits, left = add_noqa_edits(findings, source.text)
             if edits:

@@ -10,7 +10,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from .cache import FindingsCache
-from .engine import FileResult, Linter, process_file
+from .engine import FileResult, Known, Linter, process_file
+from .model import Finding
 
 # Below this many files, starting worker processes costs more than it saves.
 PARALLEL_THRESHOLD = 24
@@ -44,9 +45,9 @@ def _init_worker(linter: Linter) -> None:
     gc.freeze()
 
 
-def _work(job: tuple[Path, str]) -> FileResult:
-    path, mode = job
-    result = process_file(path, _worker_linter, mode)
+def _work(job: tuple[Path, str, Known | None]) -> FileResult:
+    path, mode, known = job
+    result = process_file(path, _worker_linter, mode, known)
     _worker_collector.file_done()
     return result
 
@@ -71,6 +72,13 @@ def _collector_paused():
             gc.enable()
 
 
+def _left_to_do(findings: tuple[Finding, ...], linter: Linter, mode: str) -> bool:
+    """Whether `mode` has work left on a file whose findings are known: fixes to apply, or noqa to add."""
+    if mode == "add-noqa":
+        return bool(findings)
+    return mode != "check" and any(linter.applicable(finding.fix) for finding in findings)
+
+
 def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = None,
               cache: FindingsCache | None = None, on_done: Callable[[], None] | None = None) -> list[FileResult]:
     """Process `files`; with a cache, files unchanged since the last run (and, when
@@ -79,20 +87,23 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
     step = on_done or (lambda: None)
     results: list[FileResult] = []
     to_process: list[Path] = []
+    known: dict[Path, Known] = {}  # cached findings of files processed only to be fixed: not linted again
     for path in files:
         cached = cache.lookup(path) if cache is not None else None
-        if cached is not None and (mode == "check" or not any(linter.applicable(f.fix) for f in cached)):
+        if cached is not None and not _left_to_do(cached, linter, mode):
             results.append(FileResult(str(path), cached))
             step()
         else:
             to_process.append(path)
+            if cached is not None:
+                known[path] = (cache.digest(path), cached)
 
     jobs = jobs or os.cpu_count() or 1
     processed: list[FileResult] = []
     if jobs == 1 or len(to_process) < PARALLEL_THRESHOLD:
         with _collector_paused() as collector:
             for path in to_process:
-                processed.append(process_file(path, linter, mode))
+                processed.append(process_file(path, linter, mode, known.get(path)))
                 step()
                 collector.file_done()
     else:
@@ -100,7 +111,7 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
         to_process.sort(key=_size, reverse=True)
         chunksize = max(1, min(16, len(to_process) // (jobs * 16)))
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(linter,)) as pool:
-            for result in pool.map(_work, [(path, mode) for path in to_process], chunksize=chunksize):
+            for result in pool.map(_work, [(path, mode, known.get(path)) for path in to_process], chunksize=chunksize):
                 processed.append(result)
                 step()
     if cache is not None:

@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 from h2dlint.cache import CACHE_DIR_NAME, FindingsCache, build_fingerprint
-from h2dlint.engine import Linter
+from h2dlint.engine import Linter, process_file
 from h2dlint.rule import all_rules
 from h2dlint.runner import run_files
 from h2dlint.settings import Settings
@@ -73,6 +73,40 @@ def test_fix_mode_skips_cached_files_with_nothing_to_fix(tmp_path):
     _, linted = run(tmp_path, mode="fix")
     assert "clean.py" not in linted and "a.py" in linted
     assert "pin_memory" in (tmp_path / "a.py").read_text()
+
+
+def test_fix_mode_takes_the_findings_to_fix_from_the_cache(tmp_path):
+    (tmp_path / "a.py").write_text(BLOCKING)
+    run(tmp_path)
+    results, linted = run(tmp_path, mode="fix")
+    assert linted == ["a.py"]  # once: the fixed text, not the cached original again
+    assert results[0].fixes_applied == 1 and results[0].findings == ()
+    assert "pin_memory" in (tmp_path / "a.py").read_text()
+
+
+def test_a_file_changed_after_its_cache_lookup_is_linted_again(tmp_path):
+    (tmp_path / "a.py").write_text(BLOCKING)
+    run(tmp_path)
+    settings = Settings()
+    linter = CountingLinter(settings)
+    cache = FindingsCache(tmp_path, build_fingerprint(settings, settings.enabled_codes(all_rules())))
+    path = tmp_path / "a.py"
+    known = (cache.digest(path), cache.lookup(path))
+    path.write_text("import torch\ndef f(d):\n    return torch.tensor([1, 2])\n")
+    result = process_file(path, linter, "fix", known)
+    assert linter.linted == ["a.py"] and result.fixes_applied == 0 and result.findings == ()
+
+
+def test_add_noqa_after_a_cached_run_suppresses_the_cached_findings(tmp_path):
+    # A finding without a fix: the cached result must not be taken as all there is to do.
+    (tmp_path / "a.py").write_text("import torch\ndef f(xs):\n    for x in xs:\n        print(x.cuda().item())\n"
+                                   "        total = x.cuda().sum().item()\n")
+    run(tmp_path)
+    results, linted = run(tmp_path, mode="add-noqa")
+    assert linted == [] and results[0].noqa_added == 1
+    assert "total = x.cuda().sum().item()  # noqa: HDL201" in (tmp_path / "a.py").read_text()
+    results, _ = run(tmp_path)
+    assert results[0].findings == ()
 
 
 def test_cache_folder_is_tagged_and_ignored(tmp_path):
