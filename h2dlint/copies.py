@@ -258,6 +258,27 @@ def device_like(facts: FileFacts, node: ast.expr, line: int) -> Device | None:
     return None
 
 
+def copy_device(facts: FileFacts, call: ast.Call) -> Device | None:
+    """The device `copy_of` finds for the same call in the ast (so a rule can skip other calls before
+    LibCST parses them); None when the call is no copy."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in ("cuda", "to") \
+            or any(isinstance(arg, ast.Starred) for arg in call.args) \
+            or any(keyword.arg is None for keyword in call.keywords):
+        return None
+    positional = call.args
+    keywords = {keyword.arg: keyword.value for keyword in call.keywords}
+    if func.attr == "cuda":
+        if len(positional) > 1:
+            return None
+        target = positional[0] if positional else keywords.get("device")
+        return Device.CUDA if target is None else facts.classify_device(target, call.lineno)
+    target = keywords.get("device", positional[0] if positional else None)
+    if target is None or len(positional) > 2:
+        return None
+    return device_like(facts, target, call.lineno)
+
+
 def copy_of(facts: FileFacts, call: cst.Call, line: int) -> tuple[Copy, Device] | None:
     """The copy `call` makes, when it is `x.cuda(...)` or `x.to(<device-like>, ...)`; else None."""
     func = call.func

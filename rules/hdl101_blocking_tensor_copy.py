@@ -7,7 +7,7 @@ import libcst as cst
 
 from h2dlint.copies import (constant_upload, dotted, may_call_tensor_with_device, is_literal, is_pure, join_args, keywords_of, pin_guard, shown,
                             tight_equal, to_ast, torch_name)
-from h2dlint.facts import Data, Device, Placement
+from h2dlint.facts import Data, Device, Placement, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -195,8 +195,14 @@ class BlockingTensorCopy(Rule):
 
     @classmethod
     def candidates(cls, facts):
+        # What the visitor checks on the call's shape and device, checked here on the ast (it checks again):
+        # other calls, most of them with `device="cpu"`, `pin_memory=` or another `.tensor` method, are not
+        # parsed at all.
         return [call for call in facts.calls_named(cls.call_names)
-                if _is_new_tensor(call) or any(keyword.arg == "device" for keyword in call.keywords)]
+                if not any(isinstance(arg, ast.Starred) for arg in call.args)
+                and all(keyword.arg is not None for keyword in call.keywords)
+                and (_may_copy_to_device(facts, call) if not _is_new_tensor(call) else
+                     len(call.args) == 1 and not any(keyword.arg == "device" for keyword in call.keywords))]
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "new_tensor":
@@ -316,6 +322,20 @@ class BlockingTensorCopy(Rule):
         if unsafe_reasons:
             message += " (unsafe: " + "; ".join(unsafe_reasons) + ")"
         return Fix(edits=tuple(sorted([replacement, *extra_edits])), applicability=applicability, message=message)
+
+
+def _may_copy_to_device(facts, call: ast.Call) -> bool:
+    """`torch.tensor(data, device=d)` / `torch.as_tensor(...)` with data that is no empty literal, no
+    `pin_memory=`, and a device that may be a CUDA one."""
+    if facts.qualify(dotted_name(call.func)) not in ("torch.tensor", "torch.as_tensor") or not call.args:
+        return False
+    keywords = {keyword.arg: keyword.value for keyword in call.keywords}
+    if "pin_memory" in keywords or "device" not in keywords:
+        return False
+    data = call.args[0]
+    if isinstance(data, (ast.List, ast.Tuple)) and not data.elts:
+        return False
+    return facts.classify_device(keywords["device"], call.lineno) is not Device.NOT_CUDA
 
 
 def _is_new_tensor(call: ast.Call) -> bool:

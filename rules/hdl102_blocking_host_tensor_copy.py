@@ -5,8 +5,8 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import (copy_of, fresh_host_factory, is_literal, keywords_of, pin_guard, pinned, placement_is_host,
-                            shown, to_ast, torch_name, with_non_blocking, with_pin_memory)
+from h2dlint.copies import (copy_device, copy_of, fresh_host_factory, is_literal, keywords_of, pin_guard, pinned,
+                            placement_is_host, shown, to_ast, torch_name, with_non_blocking, with_pin_memory)
 from h2dlint.facts import Data, Device, Placement
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -127,11 +127,11 @@ class BlockingHostTensorCopy(Rule):
 
     @classmethod
     def candidates(cls, facts):
-        # The visitor needs a host source (a fresh factory without `device=` counts: its placement is HOST),
-        # and no `non_blocking=` (anything but a literal False is HDL104's). Other receivers, by far the
-        # most `.to()` calls, are not parsed at all.
+        # The visitor needs a copy to a device that may be a CUDA one (not a dtype cast), a host source (a
+        # fresh factory without `device=` counts: its placement is HOST), and no `non_blocking=` (anything
+        # but a literal False is HDL104's). Other calls, by far the most `.to()` calls, are not parsed at all.
         return [call for call in facts.calls_named(cls.call_names)
-                if isinstance(call.func, ast.Attribute) and not _asks_non_blocking(call)
+                if not _asks_non_blocking(call) and copy_device(facts, call) not in (None, Device.NOT_CUDA)
                 and facts.classify_placement(call.func.value, call.lineno) is Placement.HOST]
 
     def visit_Call(self, node: cst.Call) -> None:

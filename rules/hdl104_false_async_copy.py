@@ -5,8 +5,8 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import (PINNABLE_FACTORIES, copy_of, fresh_host_factory, is_literal, makes_no_elements, pin_guard,
-                            pinned, shown, to_ast, torch_name, with_pin_memory)
+from h2dlint.copies import (PINNABLE_FACTORIES, copy_device, copy_of, fresh_host_factory, is_literal,
+                            makes_no_elements, pin_guard, pinned, shown, to_ast, torch_name, with_pin_memory)
 from h2dlint.facts import Data, Device, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -92,11 +92,13 @@ class FalseAsyncCopy(Rule):
 
     @classmethod
     def candidates(cls, facts):
-        # The visitor needs `non_blocking=` given (and not False), and a source that is a torch factory call or
-        # a name bound only to unpinned ones: other copies are not parsed at all.
+        # The visitor needs `non_blocking=` given (and not False), a copy to a device that may be a CUDA one,
+        # and a source that is a torch factory call or a name bound only to unpinned ones: other copies are
+        # not parsed at all.
         return [call for call in facts.calls_named(cls.call_names)
                 if any(keyword.arg == "non_blocking" for keyword in call.keywords)
-                and isinstance(call.func, ast.Attribute) and _may_be_fresh_host_tensor(facts, call.func.value)]
+                and copy_device(facts, call) not in (None, Device.NOT_CUDA)
+                and _may_be_fresh_host_tensor(facts, call.func.value)]
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts
