@@ -6,7 +6,7 @@ import libcst as cst
 
 from h2dlint.copies import (CONSTANT_UPLOAD_KEYWORDS, code_of, constant_upload, dotted, join_args, keyword, keywords_of,
                             may_call_tensor_with_device, shown, to_ast, torch_name)
-from h2dlint.facts import Device
+from h2dlint.facts import Device, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -102,12 +102,15 @@ class ConstantUpload(Rule):
 
     @classmethod
     def candidates(cls, facts):
-        # The argument shapes `constant_upload` accepts, checked loosely on the ast: one literal-looking
-        # positional argument and `device=`, no other keywords.
+        # The argument shapes `constant_upload` accepts, checked loosely on the ast: `torch.tensor` with one
+        # literal-looking positional argument and `device=` (not a host one), no other keywords.
         return [call for call in facts.calls_named(cls.call_names)
                 if len(call.args) == 1 and isinstance(call.args[0], _LITERAL_LOOKING)
                 and {keyword.arg for keyword in call.keywords} >= {"device"}
-                and {keyword.arg for keyword in call.keywords} <= CONSTANT_UPLOAD_KEYWORDS]
+                and {keyword.arg for keyword in call.keywords} <= CONSTANT_UPLOAD_KEYWORDS
+                and facts.qualify(dotted_name(call.func)) == "torch.tensor"
+                and facts.classify_device(next(keyword.value for keyword in call.keywords if keyword.arg == "device"),
+                                          call.lineno) is not Device.NOT_CUDA]
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts

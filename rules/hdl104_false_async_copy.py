@@ -162,10 +162,18 @@ def _bound_to_unpinned_factory(facts, name: str, line: int) -> bool:
 
 
 def _may_be_fresh_host_tensor(facts, source: ast.expr) -> bool:
-    """What the visitor can report as a copy's source, checked loosely: a `torch.<factory>(...)` call (as
-    `fresh_host_factory` finds them), or a name bound only to unpinned factories."""
+    """What the visitor can report as a copy's source: `torch.from_numpy(...)`, an unpinned factory call
+    without `device=` (as `fresh_host_factory` and `pinned` see them), or a name bound only to unpinned
+    factories."""
     if isinstance(source, ast.Call):
         qualified = facts.qualify(dotted_name(source.func)) or ""
-        return qualified.startswith("torch.") and qualified.count(".") == 1 and \
-            qualified[len("torch."):] in PINNABLE_FACTORIES | {"from_numpy"}
+        if not qualified.startswith("torch.") or qualified.count(".") != 1:
+            return False
+        factory = qualified[len("torch."):]
+        keywords = {keyword.arg: keyword.value for keyword in source.keywords}
+        pin = keywords.get("pin_memory")
+        return factory == "from_numpy" or (
+            factory in PINNABLE_FACTORIES and "device" not in keywords and None not in keywords
+            and not any(isinstance(arg, ast.Starred) for arg in source.args)
+            and (pin is None or isinstance(pin, ast.Constant) and pin.value is False))
     return isinstance(source, ast.Name) and _bound_to_unpinned_factory(facts, source.id, source.lineno)

@@ -88,8 +88,12 @@ class UnsyncedAsyncReadback(Rule):
 
     @classmethod
     def candidates(cls, facts):
+        # The visitor's tests, on the ast: only copies read on the host before a synchronize are parsed.
         return [call for call in facts.calls_named(cls.call_names)
-                if any(keyword.arg == "non_blocking" for keyword in call.keywords) and _to_cpu(call)]
+                if any(keyword.arg == "non_blocking" and not (isinstance(keyword.value, ast.Constant)
+                                                              and keyword.value.value is False)
+                       for keyword in call.keywords)
+                and _to_cpu(call) and _first_unsynced_read(facts, call) is not None]
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -107,33 +111,35 @@ class UnsyncedAsyncReadback(Rule):
         site = self.context.facts.site_at(start, end)
         if site is None:
             return
-        read = self._first_unsynced_read(site.node)
+        read = _first_unsynced_read(self.context.facts, site.node)
         if read is not None:
             self.report(node, f"this non_blocking device-to-host copy is read on the host ({read}) before any "
                               "synchronize: it may read data the GPU has not written yet")
 
-    def _first_unsynced_read(self, call: ast.Call) -> str | None:
-        facts = self.context.facts
-        immediate = _read_of(call, facts.parents, "the copy")
-        if immediate is not None:
-            return f"{immediate} at once"
-        statement = enclosing_statement(facts, call)
-        if not isinstance(statement, ast.Assign) or statement.value is not call or len(statement.targets) != 1:
-            return None
-        name = dotted_name(statement.targets[0])
-        if name is None:
-            return None
-        function = enclosing_function(facts, statement)
-        for node in walk_in_order(statements_after(facts, statement, function)):
-            if is_sync_call(node):
-                return None
-            if isinstance(node, ast.Assign) and any(dotted_name(target) == name for target in node.targets):
-                return None
-            if isinstance(node, (ast.Name, ast.Attribute)) and dotted_name(node) == name:
-                read = _read_of(node, facts.parents, name)
-                if read is not None:
-                    return f"{read} on line {node.lineno}"
+
+
+def _first_unsynced_read(facts, call: ast.Call) -> str | None:
+    """How the result of the copy `call` is first read on the host before any synchronize, if it is."""
+    immediate = _read_of(call, facts.parents, "the copy")
+    if immediate is not None:
+        return f"{immediate} at once"
+    statement = enclosing_statement(facts, call)
+    if not isinstance(statement, ast.Assign) or statement.value is not call or len(statement.targets) != 1:
         return None
+    name = dotted_name(statement.targets[0])
+    if name is None:
+        return None
+    function = enclosing_function(facts, statement)
+    for node in walk_in_order(statements_after(facts, statement, function)):
+        if is_sync_call(node):
+            return None
+        if isinstance(node, ast.Assign) and any(dotted_name(target) == name for target in node.targets):
+            return None
+        if isinstance(node, (ast.Name, ast.Attribute)) and dotted_name(node) == name:
+            read = _read_of(node, facts.parents, name)
+            if read is not None:
+                return f"{read} on line {node.lineno}"
+    return None
 
 
 def _read_of(node: ast.expr, parents, name: str) -> str | None:
