@@ -98,7 +98,7 @@ class FalseAsyncCopy(Rule):
         return [call for call in facts.calls_named(cls.call_names)
                 if any(keyword.arg == "non_blocking" for keyword in call.keywords)
                 and copy_device(facts, call) not in (None, Device.NOT_CUDA)
-                and _may_be_fresh_host_tensor(facts, call.func.value)]
+                and _may_be_fresh_host_tensor(facts, call.func.value, call.lineno)]
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts
@@ -161,10 +161,10 @@ def _bound_to_unpinned_factory(facts, name: str, line: int) -> bool:
     return True
 
 
-def _may_be_fresh_host_tensor(facts, source: ast.expr) -> bool:
-    """What the visitor can report as a copy's source: `torch.from_numpy(...)`, an unpinned factory call
-    without `device=` (as `fresh_host_factory` and `pinned` see them), or a name bound only to unpinned
-    factories."""
+def _may_be_fresh_host_tensor(facts, source: ast.expr, line: int) -> bool:
+    """What the visitor can report as the source of the copy starting on `line`: `torch.from_numpy(...)`, an
+    unpinned factory call without `device=` (as `fresh_host_factory` and `pinned` see them), or a name bound
+    only to unpinned factories where the copy starts (`b = (\n    b\n).to(...)` reads the earlier `b`)."""
     if isinstance(source, ast.Call):
         qualified = facts.qualify(dotted_name(source.func)) or ""
         if not qualified.startswith("torch.") or qualified.count(".") != 1:
@@ -176,4 +176,4 @@ def _may_be_fresh_host_tensor(facts, source: ast.expr) -> bool:
             factory in PINNABLE_FACTORIES and "device" not in keywords and None not in keywords
             and not any(isinstance(arg, ast.Starred) for arg in source.args)
             and (pin is None or isinstance(pin, ast.Constant) and pin.value is False))
-    return isinstance(source, ast.Name) and _bound_to_unpinned_factory(facts, source.id, source.lineno)
+    return isinstance(source, ast.Name) and _bound_to_unpinned_factory(facts, source.id, line)

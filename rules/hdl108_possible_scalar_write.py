@@ -143,8 +143,10 @@ class PossibleScalarWrite(Rule):
     @classmethod
     def candidates(cls, facts):
         found = []
-        for node in facts.assignments:
-            if any(isinstance(target, ast.Subscript) for target in node.targets) \
+        # Every node, not `facts.assignments`: an element write whose `]` and `=` are on different lines is on
+        # no anchor line, so an anchored walk skips it, but it is still in `facts.parents` (its parent was walked).
+        for node in facts.parents:
+            if isinstance(node, ast.Assign) and any(isinstance(target, ast.Subscript) for target in node.targets) \
                     and _may_run_often(facts, node.lineno) and not facts.in_torchscript(node.lineno) \
                     and is_python_number(facts, node.value, node.lineno):
                 found.extend(target for target in node.targets

@@ -76,3 +76,24 @@ def test_configured_gpu_device_names_make_a_device_cuda(full_parse):
     found = lint(CONFIGURED_DEVICE, "HDL106", gpu_device_names=("device",), full_parse=full_parse)
     assert [(finding.code, finding.start.line) for finding in found] == [("HDL106", 4)]
     assert lint(CONFIGURED_DEVICE, "HDL106", gpu_device_names=("self.device",), full_parse=full_parse) == []
+
+
+# Found by a second reader of the candidate filters: each input gave a finding on the full path that the fast
+# path (candidates, anchored walk) dropped.
+FAST_PATH_MISSES = [
+    # HDL104's candidate filter read the binding of `b` at the name's line, where the statement's own `b = ...`
+    # is already visible, not at the copy's first line as the visitor does.
+    ("HDL104", "import torch\ndef f(n, device):\n    b = torch.empty(n)\n    b = (\n        b).to(device, "
+               "non_blocking=True)\n    return b\n"),
+    # An element write whose `]` and `=` are on different lines matches no anchor line, so the anchored walk
+    # skips its statement; HDL108 must still find it among every node.
+    ("HDL108", "import torch\ndef step(self, x):\n    flags = x.cuda()\n    flags[0, 0] = True\n"
+               "    (flags[0, 1]) = True\n"),
+]
+
+
+@pytest.mark.parametrize("code, source", FAST_PATH_MISSES, ids=[code for code, _ in FAST_PATH_MISSES])
+def test_the_fast_path_finds_what_the_full_path_finds(code, source):
+    full = [(finding.code, finding.start) for finding in lint(source, code, full_parse=True)]
+    assert full  # the case still has something to find
+    assert [(finding.code, finding.start) for finding in lint(source, code)] == full
