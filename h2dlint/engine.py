@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
+import os
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 
@@ -76,7 +77,10 @@ class Linter:
         facts.hot_functions = frozenset(self.settings.hot_functions)
         facts.active_codes = frozenset(rule.code for rule in active)
         facts.gpu_device_names = self.settings.gpu_device_names
-        facts.test_file = is_test_path(path)
+        # By the path from the project root, not as spelled on the command line: the cache keys files by
+        # their absolute path, so the answer must not change with the spelling.
+        facts.test_file = is_test_path(os.path.relpath(os.path.abspath(path),
+                                                       os.path.abspath(self.settings.project_root)))
         for rule in active:
             for node in rule.candidates(facts):
                 facts.add_site(node, rule.code)

@@ -271,8 +271,8 @@ TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 
 
 def is_test_path(path: str) -> bool:
-    """A test module, by its path as given: in a `test`, `tests` or `testing` folder, or named `test_*.py`,
-    `*_test.py` or `conftest.py`."""
+    """A test module, by its path (the engine gives it from the project root): in a `test`, `tests` or
+    `testing` folder, or named `test_*.py`, `*_test.py` or `conftest.py`."""
     *folders, name = PurePath(path).parts or ("",)
     return any(folder in TEST_FOLDERS for folder in folders) or name.startswith("test_") \
         or name.endswith("_test.py") or name == "conftest.py"

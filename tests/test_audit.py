@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from h2dlint.engine import process_file
 from h2dlint.facts import FileFacts, is_test_path
 from h2dlint.source import LineIndex, decode_source
 from h2dlint.values import is_certainly_tensor
@@ -54,6 +55,17 @@ def test_the_audit_skips_test_modules():
     linter = linter_for("HDL204")
     assert [f.code for f in linter.lint(decode_source(SYNC_IN_A_HELPER.encode(), Path("src/builder.py")))] == ["HDL204"]
     assert linter.lint(decode_source(SYNC_IN_A_HELPER.encode(), Path("tests/builder_helpers.py"))) == []
+
+
+def test_a_test_folder_above_the_project_root_does_not_make_a_test_module(tmp_path, monkeypatch):
+    project = tmp_path / "tests" / "project"
+    project.mkdir(parents=True)
+    (project / "builder.py").write_text(SYNC_IN_A_HELPER)
+    monkeypatch.chdir(project)
+    linter = linter_for("HDL204")
+    # However the path is spelled (the cache keys it by its absolute path), the answer is the same.
+    for spelling in (Path("builder.py"), project / "builder.py", Path("../project/builder.py")):
+        assert [f.code for f in process_file(spelling, linter, "check").findings] == ["HDL204"], spelling
 
 
 @pytest.mark.parametrize("function", ["build_meta", "_init_cache", "save_checkpoint", "extra_repr", "print_stats",
