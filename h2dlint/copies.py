@@ -258,9 +258,9 @@ def device_like(facts: FileFacts, node: ast.expr, line: int) -> Device | None:
     return None
 
 
-def copy_device(facts: FileFacts, call: ast.Call) -> Device | None:
-    """The device `copy_of` finds for the same call in the ast (so a rule can skip other calls before
-    LibCST parses them); None when the call is no copy."""
+def copy_device(facts: FileFacts, call: ast.Call, line: int) -> Device | None:
+    """The device `call` copies to, when it is `x.cuda(...)` or `x.to(<device-like>, ...)` (not a dtype cast);
+    None when it is no copy. On the ast, so that rules can skip other calls before LibCST parses them."""
     func = call.func
     if not isinstance(func, ast.Attribute) or func.attr not in ("cuda", "to") \
             or any(isinstance(arg, ast.Starred) for arg in call.args) \
@@ -272,39 +272,31 @@ def copy_device(facts: FileFacts, call: ast.Call) -> Device | None:
         if len(positional) > 1:
             return None
         target = positional[0] if positional else keywords.get("device")
-        return Device.CUDA if target is None else facts.classify_device(target, call.lineno)
+        return Device.CUDA if target is None else facts.classify_device(target, line)
     target = keywords.get("device", positional[0] if positional else None)
-    if target is None or len(positional) > 2:
+    if target is None or len(positional) > 2:  # .to(device, dtype, non_blocking, ...)
         return None
-    return device_like(facts, target, call.lineno)
+    return device_like(facts, target, line)
 
 
 def copy_of(facts: FileFacts, call: cst.Call, line: int) -> tuple[Copy, Device] | None:
-    """The copy `call` makes, when it is `x.cuda(...)` or `x.to(<device-like>, ...)`; else None."""
+    """The copy `call` makes, when it is `x.cuda(...)` or `x.to(<device-like>, ...)`, and its device (as
+    `copy_device` finds it); else None."""
     func = call.func
-    if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to") \
-            or any(arg.star for arg in call.args):
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to"):
+        return None  # the common case, decided before converting the call
+    device = copy_device(facts, to_ast(call), line)
+    if device is None:
         return None
     positional = [arg for arg in call.args if arg.keyword is None]
     keywords = keywords_of(call)
-    non_blocking = keywords.get("non_blocking")
+    device_keyword = keywords["device"].value if "device" in keywords else None
+    first = positional[0].value if positional else None
     if func.attr.value == "cuda":
-        if len(positional) > 1:
-            return None
-        target = positional[0].value if positional else (keywords["device"].value if "device" in keywords else None)
-        return Copy(func.value, target, non_blocking and non_blocking.value), Device.CUDA if target is None else \
-            facts.classify_device(to_ast(target), line)
-    if "device" in keywords:
-        target = keywords["device"].value
-    elif positional:
-        target = positional[0].value
+        target = first if first is not None else device_keyword
     else:
-        return None
-    if len(positional) > 2:  # .to(device, dtype, non_blocking, ...)
-        return None
-    device = device_like(facts, to_ast(target), line)
-    if device is None:
-        return None
+        target = device_keyword if device_keyword is not None else first
+    non_blocking = keywords.get("non_blocking")
     return Copy(func.value, target, non_blocking and non_blocking.value), device
 
 

@@ -81,13 +81,13 @@ def _left_to_do(findings: tuple[Finding, ...], linter: Linter, mode: str) -> boo
 
 def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = None,
               cache: FindingsCache | None = None, on_done: Callable[[], None] | None = None) -> list[FileResult]:
-    """Process `files`; with a cache, files unchanged since the last run (and, when
-    fixing, with nothing to fix) reuse their findings without being parsed.
+    """Process `files`; with a cache, files unchanged since the last run reuse their findings without
+    being parsed (when fixing or adding noqa comments, as the findings to start from).
     `on_done` (a progress bar's step) is called as each file is done."""
     step = on_done or (lambda: None)
     results: list[FileResult] = []
     to_process: list[Path] = []
-    known: dict[Path, Known] = {}  # cached findings of files processed only to be fixed: not linted again
+    known: dict[Path, Known] = {}  # cached findings of files processed only to be fixed or given noqa comments
     for path in files:
         cached = cache.lookup(path) if cache is not None else None
         if cached is not None and not _left_to_do(cached, linter, mode):

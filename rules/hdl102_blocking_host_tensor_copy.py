@@ -131,7 +131,8 @@ class BlockingHostTensorCopy(Rule):
         # fresh factory without `device=` counts: its placement is HOST), and no `non_blocking=` (anything
         # but a literal False is HDL104's). Other calls, by far the most `.to()` calls, are not parsed at all.
         return [call for call in facts.calls_named(cls.call_names)
-                if not _asks_non_blocking(call) and copy_device(facts, call) not in (None, Device.NOT_CUDA)
+                if not _asks_non_blocking(call)
+                and copy_device(facts, call, call.lineno) not in (None, Device.NOT_CUDA)
                 and facts.classify_placement(call.func.value, call.lineno) is Placement.HOST]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -97,7 +97,7 @@ class FalseAsyncCopy(Rule):
         # not parsed at all.
         return [call for call in facts.calls_named(cls.call_names)
                 if any(keyword.arg == "non_blocking" for keyword in call.keywords)
-                and copy_device(facts, call) not in (None, Device.NOT_CUDA)
+                and copy_device(facts, call, call.lineno) not in (None, Device.NOT_CUDA)
                 and _may_be_fresh_host_tensor(facts, call.func.value, call.lineno)]
 
     def visit_Call(self, node: cst.Call) -> None:
