@@ -300,21 +300,29 @@ def copy_of(facts: FileFacts, call: cst.Call, line: int) -> tuple[Copy, Device] 
     return Copy(func.value, target, non_blocking and non_blocking.value), device
 
 
-def fresh_host_factory(facts: FileFacts, node: cst.BaseExpression) -> tuple[cst.Call, str] | None:
-    """`node` when it is a call making a fresh host tensor: `torch.<factory>(...)` without `device=`
-    (returned with the factory's name) or `torch.from_numpy(...)` (name "from_numpy")."""
-    if not isinstance(node, cst.Call):
+def host_factory(facts: FileFacts, node: ast.expr) -> str | None:
+    """The factory's name when `node` is a call making a fresh host tensor: `torch.<factory>(...)` without
+    `device=` (a factory that accepts `pin_memory=`), or `torch.from_numpy(...)` ("from_numpy"); else None."""
+    if not isinstance(node, ast.Call):
         return None
-    qualified = facts.qualify(dotted(node.func)) or ""
+    qualified = facts.qualify(dotted_name(node.func)) or ""
     if not qualified.startswith("torch.") or qualified.count(".") != 1:
         return None
     name = qualified.split(".", 1)[1]
     if name == "from_numpy":
-        return node, name
-    keywords = keywords_of(node)
-    if name not in PINNABLE_FACTORIES or "device" in keywords or any(arg.star for arg in node.args):
+        return name
+    if name not in PINNABLE_FACTORIES or any(keyword.arg in ("device", None) for keyword in node.keywords) \
+            or any(isinstance(arg, ast.Starred) for arg in node.args):
         return None
-    return node, name
+    return name
+
+
+def fresh_host_factory(facts: FileFacts, node: cst.BaseExpression) -> tuple[cst.Call, str] | None:
+    """`node` when it is a call making a fresh host tensor (see `host_factory`), with the factory's name."""
+    if not isinstance(node, cst.Call):
+        return None
+    name = host_factory(facts, to_ast(node))
+    return None if name is None else (node, name)
 
 
 def makes_no_elements(factory: cst.Call, name: str) -> bool:

@@ -5,7 +5,7 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import (PINNABLE_FACTORIES, copy_device, copy_of, fresh_host_factory, is_literal,
+from h2dlint.copies import (PINNABLE_FACTORIES, copy_device, copy_of, fresh_host_factory, host_factory, is_literal,
                             makes_no_elements, pin_guard, pinned, shown, to_ast, torch_name, with_pin_memory)
 from h2dlint.facts import Data, Device, dotted_name
 from h2dlint.model import Applicability, Fix
@@ -162,18 +162,11 @@ def _bound_to_unpinned_factory(facts, name: str, line: int) -> bool:
 
 
 def _may_be_fresh_host_tensor(facts, source: ast.expr, line: int) -> bool:
-    """What the visitor can report as the source of the copy starting on `line`: `torch.from_numpy(...)`, an
-    unpinned factory call without `device=` (as `fresh_host_factory` and `pinned` see them), or a name bound
-    only to unpinned factories where the copy starts (`b = (\n    b\n).to(...)` reads the earlier `b`)."""
+    """What the visitor can report as the source of the copy starting on `line`: an unpinned fresh host tensor
+    (as `host_factory` and `pinned` see it), or a name bound only to unpinned factories where the copy starts
+    (`b = (\n    b\n).to(...)` reads the earlier `b`)."""
     if isinstance(source, ast.Call):
-        qualified = facts.qualify(dotted_name(source.func)) or ""
-        if not qualified.startswith("torch.") or qualified.count(".") != 1:
-            return False
-        factory = qualified[len("torch."):]
-        keywords = {keyword.arg: keyword.value for keyword in source.keywords}
-        pin = keywords.get("pin_memory")
-        return factory == "from_numpy" or (
-            factory in PINNABLE_FACTORIES and "device" not in keywords and None not in keywords
-            and not any(isinstance(arg, ast.Starred) for arg in source.args)
-            and (pin is None or isinstance(pin, ast.Constant) and pin.value is False))
+        pin = next((keyword.value for keyword in source.keywords if keyword.arg == "pin_memory"), None)
+        return host_factory(facts, source) is not None and (
+            pin is None or isinstance(pin, ast.Constant) and pin.value is False)
     return isinstance(source, ast.Name) and _bound_to_unpinned_factory(facts, source.id, line)
