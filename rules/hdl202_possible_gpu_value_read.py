@@ -2,7 +2,7 @@ from __future__ import annotations
 
 
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import CONDITION, INT_ARGUMENT_CALL_NAMES, INT_ARGUMENT_TEXT, READ, SyncReporter, where
+from h2dlint.syncs import CONDITION, INT_ARGUMENT_TEXT, READ, SyncReporter, where
 
 
 class PossibleGpuValueRead(SyncReporter, Rule):
