@@ -89,8 +89,8 @@ class Linter:
         findings: list[Finding] = []
         for code, origin, codes in self._units(text, line_index, facts, active):
             try:
-                module, origin = _parse_unit(code, origin, snippet=not self.settings.full_parse)
-                context = RuleContext(source, line_index, facts, self.settings, module, origin)
+                module, code, origin = _parse_unit(code, origin, snippet=not self.settings.full_parse)
+                context = RuleContext(source, line_index, facts, self.settings, module, code, origin)
                 wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
                 for rule in active:
                     if rule.code in codes:
@@ -156,14 +156,15 @@ class Linter:
         return fix is not None and (fix.applicability is Applicability.SAFE or self.settings.unsafe_fixes)
 
 
-def _parse_unit(code: str, origin: Position, snippet: bool) -> tuple[cst.Module, Position]:
+def _parse_unit(code: str, origin: Position, snippet: bool) -> tuple[cst.Module, str, Position]:
+    """The module LibCST parses from `code`, the code it was parsed from, and where that starts in the file."""
     try:
-        return cst.parse_module(code), origin
+        return cst.parse_module(code), code, origin
     except cst.ParserSyntaxError:
         if not snippet:
             raise
         # an expression spanning lines may be valid only inside the parentheses around it
-        return cst.parse_module(f"({code})"), Position(origin.line, origin.column - 1)
+        return cst.parse_module(f"({code})"), f"({code})", Position(origin.line, origin.column - 1)
 
 
 def _syntax_finding(path: str, error: Exception) -> Finding:
