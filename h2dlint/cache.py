@@ -4,14 +4,21 @@ One JSON file per (h2dlint build, settings) under `.h2dlint_cache/`, mapping eac
 file's absolute path to its size, mtime, content digest and findings. A file whose
 size and mtime match is not even read; one whose content digest matches is not
 parsed. JSON rather than pickle: a cache file is data and is read as data.
+
+The cache stays bounded: saving drops the entries of files that no longer exist, and
+deletes the cache files no run has used for STALE_AFTER_SECONDS (those of earlier
+h2dlint versions, or of settings no longer run). `h2dlint clean` deletes it all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from . import __version__
@@ -21,6 +28,9 @@ CACHE_DIR_NAME = ".h2dlint_cache"
 _CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                  "# This file is a cache directory tag created by h2dlint.\n"
                  "# For information about cache directory tags see https://bford.info/cachedir/\n")
+# A cache file's modification time is its last use: loading it touches it.
+STALE_AFTER_SECONDS = 7 * 24 * 3600
+_KEPT_NAMES = frozenset({"CACHEDIR.TAG", ".gitignore"})
 
 
 def build_fingerprint(settings, enabled_codes: tuple[str, ...]) -> str:
@@ -42,14 +52,18 @@ class FindingsCache:
         self.file = self.folder / f"{fingerprint}.json"
         self.entries: dict[str, list] = {}
         self.changed = False
+        self.seen: set[str] = set()  # the keys of the files looked up this run: they exist
         try:
             self.entries = json.loads(self.file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            self.entries = {}
+            return
+        with contextlib.suppress(OSError):  # a cache that cannot be touched (read-only) still serves
+            os.utime(self.file)
 
     def lookup(self, path: Path) -> tuple[Finding, ...] | None:
         """The cached findings when the file is unchanged since it was cached, else None."""
         key = str(path.absolute())
+        self.seen.add(key)
         entry = self.entries.get(key)
         if entry is None:
             return None
@@ -81,6 +95,9 @@ class FindingsCache:
     def save(self) -> None:
         if not self.changed:
             return
+        for key in [key for key in self.entries if key not in self.seen and not os.path.exists(key)]:
+            del self.entries[key]
+        self._delete_stale_files()
         try:
             self.folder.mkdir(exist_ok=True)
             tag = self.folder / "CACHEDIR.TAG"
@@ -93,6 +110,28 @@ class FindingsCache:
             os.replace(temp, self.file)
         except OSError:
             pass  # a cache that cannot be written only costs time next run
+
+    def _delete_stale_files(self) -> None:
+        """Delete the other cache files (and temporary files a killed run left) unused for STALE_AFTER_SECONDS."""
+        stale_before = time.time() - STALE_AFTER_SECONDS
+        try:
+            others = [entry for entry in os.scandir(self.folder)
+                      if entry.name not in _KEPT_NAMES and entry.path != str(self.file) and entry.is_file()]
+        except OSError:
+            return
+        for entry in others:
+            with contextlib.suppress(OSError):  # another run's file, already gone
+                if entry.stat().st_mtime < stale_before:
+                    os.unlink(entry.path)
+
+
+def remove_cache(root: Path) -> bool:
+    """Delete the cache folder under `root`; False when there was none. Raises OSError when it cannot."""
+    folder = root / CACHE_DIR_NAME
+    if not folder.exists() and not folder.is_symlink():
+        return False
+    shutil.rmtree(folder)  # refuses a symbolic link: what it points to is not h2dlint's to delete
+    return True
 
 
 def finding_to_json(finding: Finding) -> list:

@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 
 from . import __version__
-from .cache import FindingsCache, build_fingerprint
+from .cache import CACHE_DIR_NAME, FindingsCache, build_fingerprint, remove_cache
 from .changed_lines import GitError, changed_lines_since
 from .config import resolve_settings
 from .discovery import find_python_files
@@ -209,6 +209,17 @@ def show_settings(path, config_file) -> None:
     for setting in fields(settings):
         if setting.name not in ("config_file", "full_parse"):
             console.out(f"{setting.name.replace('_', '-')}: {getattr(settings, setting.name)!r}")
+
+
+@main.command()
+def clean() -> None:
+    """Delete the findings cache (.h2dlint_cache) in the current folder."""
+    try:
+        removed = remove_cache(Path.cwd())
+    except OSError as error:
+        Console(stderr=True).print(f"error: cannot remove {CACHE_DIR_NAME}: {error}", markup=False)
+        sys.exit(EXIT_ERROR)
+    Console(highlight=False).out(f"Removed {CACHE_DIR_NAME}" if removed else f"No {CACHE_DIR_NAME} here")
 
 
 @main.command()

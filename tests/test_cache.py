@@ -1,9 +1,14 @@
 """The findings cache: an unchanged file is not parsed again; any change is seen."""
 
+import json
 import os
+import time
 from pathlib import Path
 
-from h2dlint.cache import CACHE_DIR_NAME, FindingsCache, build_fingerprint
+from click.testing import CliRunner
+
+from h2dlint.cache import CACHE_DIR_NAME, STALE_AFTER_SECONDS, FindingsCache, build_fingerprint
+from h2dlint.cli import main
 from h2dlint.engine import Linter, process_file
 from h2dlint.rule import all_rules
 from h2dlint.runner import run_files
@@ -124,3 +129,75 @@ def test_corrupt_cache_is_ignored(tmp_path):
         entry.write_text("{not json")
     results, linted = run(tmp_path)
     assert linted == ["a.py"] and len(results[0].findings) == 1
+
+
+def _cache_files(tmp_path: Path) -> dict[str, Path]:
+    return {entry.name: entry for entry in (tmp_path / CACHE_DIR_NAME).iterdir()}
+
+
+def _age(path: Path, seconds: float) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def test_saving_deletes_cache_files_unused_for_a_week_and_keeps_the_others(tmp_path):
+    (tmp_path / "a.py").write_text(BLOCKING)
+    run(tmp_path)
+    (current,) = [name for name in _cache_files(tmp_path) if name.endswith(".json")]
+    folder = tmp_path / CACHE_DIR_NAME
+    for name, age in (("old-version.json", STALE_AFTER_SECONDS + 60), ("other-settings.json", 3600),
+                      ("killed-run.tmp", STALE_AFTER_SECONDS + 60)):
+        (folder / name).write_text("{}")
+        _age(folder / name, age)
+    _age(folder / "CACHEDIR.TAG", STALE_AFTER_SECONDS + 60)
+    (tmp_path / "a.py").write_text(BLOCKING + "\n")  # something to save
+    run(tmp_path)
+    assert sorted(_cache_files(tmp_path)) == sorted([".gitignore", "CACHEDIR.TAG", current, "other-settings.json"])
+
+
+def test_loading_a_cache_file_counts_as_using_it(tmp_path):
+    (tmp_path / "a.py").write_text(BLOCKING)
+    run(tmp_path)
+    (current,) = [path for name, path in _cache_files(tmp_path).items() if name.endswith(".json")]
+    _age(current, STALE_AFTER_SECONDS + 60)
+    _, linted = run(tmp_path)  # nothing changed: nothing saved, but the file was used
+    assert linted == [] and time.time() - current.stat().st_mtime < 60
+    run(tmp_path, Settings(select=("HDL1",)))  # another settings' cache is saved, and prunes
+    assert current.exists()
+
+
+def test_saving_drops_the_entries_of_deleted_files_and_keeps_those_not_checked_this_time(tmp_path):
+    for name in ("a.py", "deleted.py", "not_checked.py"):
+        (tmp_path / name).write_text(BLOCKING)
+    run(tmp_path)
+    (tmp_path / "deleted.py").unlink()
+    (tmp_path / "a.py").write_text(BLOCKING + "\n")
+    settings = Settings()
+    cache = FindingsCache(tmp_path, build_fingerprint(settings, settings.enabled_codes(all_rules())))
+    run_files([tmp_path / "a.py"], CountingLinter(settings), "check", jobs=1, cache=cache)
+    entries = json.loads(cache.file.read_text())
+    assert sorted(Path(key).name for key in entries) == ["a.py", "not_checked.py"]
+
+
+def test_clean_deletes_the_cache_folder(tmp_path, monkeypatch):
+    (tmp_path / "a.py").write_text(BLOCKING)
+    run(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["clean"])
+    assert result.exit_code == 0 and result.output == f"Removed {CACHE_DIR_NAME}\n"
+    assert not (tmp_path / CACHE_DIR_NAME).exists() and (tmp_path / "a.py").exists()
+    result = CliRunner().invoke(main, ["clean"])
+    assert result.exit_code == 0 and result.output == f"No {CACHE_DIR_NAME} here\n"
+
+
+def test_clean_does_not_follow_a_symbolic_link(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("mine")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / CACHE_DIR_NAME).symlink_to(elsewhere)
+    monkeypatch.chdir(project)
+    result = CliRunner().invoke(main, ["clean"])
+    assert result.exit_code == 2 and "cannot remove" in result.output
+    assert (elsewhere / "keep.txt").read_text() == "mine"
