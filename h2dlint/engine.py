@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from .facts import IMPORT_LINE, FileFacts, Site, is_test_path
+from .facts import IMPORT_WORD, FileFacts, Site, is_test_path
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
 from .rule import Rule, RuleContext
 from .settings import Settings
@@ -89,8 +89,8 @@ class Linter:
         findings: list[Finding] = []
         for code, origin, codes in self._units(text, line_index, facts, active):
             try:
-                module, code, origin = _parse_unit(code, origin, snippet=not self.settings.full_parse)
-                context = RuleContext(source, line_index, facts, self.settings, module, code, origin)
+                module, origin = _parse_unit(code, origin, snippet=not self.settings.full_parse)
+                context = RuleContext(source, line_index, facts, self.settings, module, origin)
                 wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
                 for rule in active:
                     if rule.code in codes:
@@ -109,7 +109,7 @@ class Linter:
         anchors = [rule.anchor() for rule in active]
         if self.settings.full_parse or any(anchor is None for anchor in anchors):
             return FileFacts(tree, text, line_index)
-        offsets = {match.start() for anchor in [*anchors, IMPORT_LINE] for match in anchor.finditer(text)}
+        offsets = {match.start() for anchor in [*anchors, IMPORT_WORD] for match in anchor.finditer(text)}
         lines = sorted({bisect_right(line_index.starts, offset) for offset in offsets})
         facts = FileFacts(tree, text, line_index, lines)
         call_names = frozenset().union(*(rule.call_names for rule in active))
@@ -156,15 +156,14 @@ class Linter:
         return fix is not None and (fix.applicability is Applicability.SAFE or self.settings.unsafe_fixes)
 
 
-def _parse_unit(code: str, origin: Position, snippet: bool) -> tuple[cst.Module, str, Position]:
-    """The module LibCST parses from `code`, the code it was parsed from, and where that starts in the file."""
+def _parse_unit(code: str, origin: Position, snippet: bool) -> tuple[cst.Module, Position]:
     try:
-        return cst.parse_module(code), code, origin
+        return cst.parse_module(code), origin
     except cst.ParserSyntaxError:
         if not snippet:
             raise
         # an expression spanning lines may be valid only inside the parentheses around it
-        return cst.parse_module(f"({code})"), f"({code})", Position(origin.line, origin.column - 1)
+        return cst.parse_module(f"({code})"), Position(origin.line, origin.column - 1)
 
 
 def _syntax_finding(path: str, error: Exception) -> Finding:

@@ -178,6 +178,9 @@ _DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start mak
 _MIRROR_END = re.compile(r"_(?:cpu|host)\b")  # see MIRROR_SUFFIXES
 _LAST_WORD = re.compile(r"\w+$")
 IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)\b", re.MULTILINE)  # a line that starts with an import
+# What every line holding an import statement shows, wherever the statement sits on it: `if X: import torch`,
+# `x = 1; import torch`, a form feed before it.
+IMPORT_WORD = re.compile(r"\bimport\b")
 # In a file written for another accelerator, the device copy of a mirrored tensor is not a CUDA tensor.
 OTHER_ACCELERATOR_MARKS = ("torch_npu", "torch.npu", "torch.xpu", "torch.hpu", "torch_mlu", "torch.mlu")
 

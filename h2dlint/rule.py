@@ -46,16 +46,16 @@ class RuleContext:
     """What a rule sees besides the nodes: the file's facts and a place to report."""
 
     def __init__(self, source: SourceFile, line_index: LineIndex, facts: FileFacts, settings,
-                 module: cst.Module, module_code: str, origin: Position) -> None:
+                 module: cst.Module, origin: Position) -> None:
         self.source = source
         self.path = str(source.path)
         self.line_index = line_index
         self.facts = facts
         self.settings = settings
         self.module = module  # the parsed code being visited: the whole file, or one call in it
-        self.module_code = module_code  # the code it was parsed from (LibCST renders it back exactly)
         self.origin = origin  # where `module` starts in the file
         self.findings: list[Finding] = []
+        self._module_code: str | None = None
         self._module_index: LineIndex | None = None
 
     def file_position(self, line: int, column: int) -> Position:
@@ -72,9 +72,10 @@ class RuleContext:
         the edit could damage the file, and no fix is offered.
         """
         start, end = rule.position(node)
-        if self._module_index is None:
-            self._module_index = LineIndex(self.module_code)
-        old_code, old_index = self.module_code, self._module_index
+        if self._module_code is None:
+            self._module_code = self.module.code
+            self._module_index = LineIndex(self._module_code)
+        old_code, old_index = self._module_code, self._module_index
         relative_start = self._relative(start)
         relative_end = self._relative(end)
         prefix = old_code[:old_index.offset(*relative_start)]

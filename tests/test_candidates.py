@@ -97,3 +97,25 @@ def test_the_fast_path_finds_what_the_full_path_finds(code, source):
     full = [(finding.code, finding.start) for finding in lint(source, code, full_parse=True)]
     assert full  # the case still has something to find
     assert [(finding.code, finding.start) for finding in lint(source, code)] == full
+
+
+@pytest.mark.parametrize("text", [
+    "import torch\rdef f(ids, device):\r    x = torch.tensor([1, 2]).to(device)\r    return x\r",
+    "\x0cimport torch\ndef f(ids, device):\n\x0c    x = torch.tensor([1, 2]).to(device)\n    return x\n",
+], ids=["cr-line-endings", "form-feeds"])
+def test_text_that_libcst_does_not_render_back_exactly_keeps_its_fixes_on_both_paths(text):
+    # LibCST drops a final "\r" and a form feed before code when it renders a module: the whole-file path must
+    # still offer the fix the candidate path offers (and neither may edit by positions it has not checked).
+    fast, full = (lint(text, "HDL102", full_parse=full_parse) for full_parse in (False, True))
+    assert [finding.fix for finding in fast] == [finding.fix for finding in full]
+    assert len(fast) == 1 and fast[0].fix is not None
+
+
+@pytest.mark.parametrize("imports", ["if True: import torch as th\n", "import os; import torch as th\n",
+                                     "\x0cimport torch as th\n", "try: import torch as th\nexcept ImportError: pass\n"])
+def test_the_anchored_walk_sees_imports_wherever_they_sit_on_a_line(imports):
+    # The walk keeps only statements on lines an anchored rule names, and lines with imports: an import that
+    # does not start its line must still be seen, or `th.tensor` is not known to be torch's.
+    code = imports + "def f(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n"
+    fast, full = (lint(code, "HDL102", full_parse=full_parse) for full_parse in (False, True))
+    assert len(fast) == 1 and fast == full
