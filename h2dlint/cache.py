@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -30,7 +31,7 @@ _CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                  "# For information about cache directory tags see https://bford.info/cachedir/\n")
 # A cache file's modification time is its last use: loading it touches it.
 STALE_AFTER_SECONDS = 7 * 24 * 3600
-_KEPT_NAMES = frozenset({"CACHEDIR.TAG", ".gitignore"})
+_CACHE_FILE_NAME = re.compile(r"[0-9a-f]{32}\.json|tmp\w+\.tmp")  # what save() writes: all that pruning deletes
 
 
 def build_fingerprint(settings, enabled_codes: tuple[str, ...]) -> str:
@@ -112,16 +113,20 @@ class FindingsCache:
             pass  # a cache that cannot be written only costs time next run
 
     def _delete_stale_files(self) -> None:
-        """Delete the other cache files (and temporary files a killed run left) unused for STALE_AFTER_SECONDS."""
-        stale_before = time.time() - STALE_AFTER_SECONDS
+        """Delete the other cache files (and temporary files a killed run left) unused for STALE_AFTER_SECONDS.
+        Only files named as h2dlint names them, and never through a symbolic link to a folder elsewhere."""
         try:
+            if self.folder.is_symlink():
+                return
             others = [entry for entry in os.scandir(self.folder)
-                      if entry.name not in _KEPT_NAMES and entry.path != str(self.file) and entry.is_file()]
+                      if _CACHE_FILE_NAME.fullmatch(entry.name) and entry.path != str(self.file)
+                      and entry.is_file(follow_symlinks=False)]
         except OSError:
             return
+        stale_before = time.time() - STALE_AFTER_SECONDS
         for entry in others:
             with contextlib.suppress(OSError):  # another run's file, already gone
-                if entry.stat().st_mtime < stale_before:
+                if entry.stat(follow_symlinks=False).st_mtime < stale_before:
                     os.unlink(entry.path)
 
 

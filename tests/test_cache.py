@@ -145,14 +145,15 @@ def test_saving_deletes_cache_files_unused_for_a_week_and_keeps_the_others(tmp_p
     run(tmp_path)
     (current,) = [name for name in _cache_files(tmp_path) if name.endswith(".json")]
     folder = tmp_path / CACHE_DIR_NAME
-    for name, age in (("old-version.json", STALE_AFTER_SECONDS + 60), ("other-settings.json", 3600),
-                      ("killed-run.tmp", STALE_AFTER_SECONDS + 60)):
+    old_version, other_settings = "0" * 32 + ".json", "1" * 32 + ".json"
+    for name, age in ((old_version, STALE_AFTER_SECONDS + 60), (other_settings, 3600),
+                      ("tmpk1lled_r.tmp", STALE_AFTER_SECONDS + 60)):
         (folder / name).write_text("{}")
         _age(folder / name, age)
     _age(folder / "CACHEDIR.TAG", STALE_AFTER_SECONDS + 60)
     (tmp_path / "a.py").write_text(BLOCKING + "\n")  # something to save
     run(tmp_path)
-    assert sorted(_cache_files(tmp_path)) == sorted([".gitignore", "CACHEDIR.TAG", current, "other-settings.json"])
+    assert sorted(_cache_files(tmp_path)) == sorted([".gitignore", "CACHEDIR.TAG", current, other_settings])
 
 
 def test_loading_a_cache_file_counts_as_using_it(tmp_path):
@@ -201,3 +202,28 @@ def test_clean_does_not_follow_a_symbolic_link(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["clean"])
     assert result.exit_code == 2 and "cannot remove" in result.output
     assert (elsewhere / "keep.txt").read_text() == "mine"
+
+
+def test_saving_deletes_no_file_it_did_not_write_and_nothing_through_a_symbolic_link(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for name in ("old_report.csv", "f" * 32 + ".json"):
+        (elsewhere / name).write_text("mine")
+        _age(elsewhere / name, STALE_AFTER_SECONDS + 60)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / CACHE_DIR_NAME).symlink_to(elsewhere)
+    (project / "a.py").write_text(BLOCKING)
+    run(project)
+    (project / "a.py").write_text(BLOCKING + "\n")
+    run(project)
+    assert [(elsewhere / name).read_text() for name in ("old_report.csv", "f" * 32 + ".json")] == ["mine", "mine"]
+
+    (project / CACHE_DIR_NAME).unlink()
+    (project / CACHE_DIR_NAME).mkdir()
+    (project / CACHE_DIR_NAME / "notes.txt").write_text("mine")
+    _age(project / CACHE_DIR_NAME / "notes.txt", STALE_AFTER_SECONDS + 60)
+    for change in ("\n", "\n\n"):  # two saves: the second in a folder h2dlint has tagged by then
+        (project / "a.py").write_text(BLOCKING + change)
+        run(project)
+    assert (project / CACHE_DIR_NAME / "notes.txt").read_text() == "mine"
