@@ -63,7 +63,7 @@ class StageClock:
 def instrument(clock: StageClock, rules) -> None:
     engine.read_source = clock.timed("read and decode", engine.read_source)
     ast.parse = clock.timed("ast.parse", ast.parse)
-    engine.Linter._facts = clock.timed("file facts (index walk)", engine.Linter._facts)
+    engine.FileFacts = clock.timed("file facts (index walk)", engine.FileFacts)
     syncs.sync_sites = clock.timed("sync finder", syncs.sync_sites)
     engine._parse_unit = clock.timed("LibCST parse", engine._parse_unit)
     MetadataWrapper.visit = clock.timed("LibCST visits", MetadataWrapper.visit)

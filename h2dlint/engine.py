@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from .facts import IMPORT_WORD, FileFacts, Site, is_test_path
+from .facts import FileFacts, Site, is_test_path
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
 from .rule import Rule, RuleContext
 from .settings import Settings
@@ -73,7 +73,7 @@ class Linter:
                             f"code nested too deeply for Python's parser ({type(error).__name__}); "
                             "the file is not checked or changed")]
         line_index = LineIndex(text)
-        facts = self._facts(tree, text, line_index, active)
+        facts = FileFacts(tree, text, line_index)
         facts.hot_functions = frozenset(self.settings.hot_functions)
         facts.active_codes = frozenset(rule.code for rule in active)
         facts.gpu_device_names = self.settings.gpu_device_names
@@ -103,17 +103,6 @@ class Linter:
                 continue
             findings.extend(context.findings)
         return findings
-
-    def _facts(self, tree: ast.Module, text: str, line_index: LineIndex, active: list[type[Rule]]) -> FileFacts:
-        """File facts, from a walk limited to the statements around the rules' anchor lines when possible."""
-        anchors = [rule.anchor() for rule in active]
-        if self.settings.full_parse or any(anchor is None for anchor in anchors):
-            return FileFacts(tree, text, line_index)
-        offsets = {match.start() for anchor in [*anchors, IMPORT_WORD] for match in anchor.finditer(text)}
-        lines = sorted({bisect_right(line_index.starts, offset) for offset in offsets})
-        facts = FileFacts(tree, text, line_index, lines)
-        call_names = frozenset().union(*(rule.call_names for rule in active))
-        return FileFacts(tree, text, line_index) if facts.renames(call_names) else facts
 
     def _units(self, text: str, line_index: LineIndex, facts: FileFacts, active: list[type[Rule]]):
         """The pieces of code LibCST parses, each with the codes of the rules that visit it: the whole

@@ -178,9 +178,6 @@ _DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start mak
 _MIRROR_END = re.compile(r"_(?:cpu|host)\b")  # see MIRROR_SUFFIXES
 _LAST_WORD = re.compile(r"\w+$")
 IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)\b", re.MULTILINE)  # a line that starts with an import
-# What every line holding an import statement shows, wherever the statement sits on it: `if X: import torch`,
-# `x = 1; import torch`, a form feed before it.
-IMPORT_WORD = re.compile(r"\bimport\b")
 # In a file written for another accelerator, the device copy of a mirrored tensor is not a CUDA tensor.
 OTHER_ACCELERATOR_MARKS = ("torch_npu", "torch.npu", "torch.xpu", "torch.hpu", "torch_mlu", "torch.mlu")
 
@@ -293,9 +290,7 @@ def is_hot_function(name: str, configured: frozenset[str] = frozenset()) -> bool
 
 
 class FileFacts:
-    def __init__(self, tree: ast.Module, text: str, line_index, anchor_lines: list[int] | None = None) -> None:
-        """`anchor_lines`, when given, are the only lines where candidates can be (sorted): the
-        walk then skips statements that contain none of them. None walks everything."""
+    def __init__(self, tree: ast.Module, text: str, line_index) -> None:
         self.text = text
         self.line_index = line_index
         self.tree = tree
@@ -306,7 +301,6 @@ class FileFacts:
         self.graph_captures: list[tuple[int, int]] = []
         self.functions: list[tuple[int, int, str]] = []
         self._function_nodes: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
-        self._skipped: list[ast.stmt] = []  # the statements an anchored walk skipped: disjoint
         self._calls_by_terminal: dict[str, list[ast.Call]] = {}
         self.assignments: list[ast.Assign] = []  # `=` statements in the walked code
         # Subscripts, the nodes that hold conditions, and binary operations, in walk order (an ancestor before
@@ -326,7 +320,7 @@ class FileFacts:
         self._contexts: dict[tuple[int, frozenset[str]], CodeContext] = {}
         self._line_map: _LineMap | None = None  # built on first use
         self.sites: dict[tuple[int, int, int, int], Site] = {}  # by (line, column, end line, end column)
-        self._index(tree, anchor_lines)
+        self._index(tree)
 
     @functools.cached_property
     def mentions_torch(self) -> bool:
@@ -341,7 +335,7 @@ class FileFacts:
     def may_use_device_collectives(self) -> bool:
         return may_use_device_collectives(self.text)
 
-    def _index(self, tree: ast.Module, anchor_lines: list[int] | None) -> None:
+    def _index(self, tree: ast.Module) -> None:
         """One walk over the tree: parents, imports, calls by name, and the blocks that shape control flow."""
         imports: list[ast.Import | ast.ImportFrom] = []
         with_blocks: list[ast.With | ast.AsyncWith] = []
@@ -350,11 +344,6 @@ class FileFacts:
         while stack:  # the hottest loop of a run: the children are listed inline, not by _children()
             node = stack.pop()
             kind = type(node)
-            if anchor_lines is not None and isinstance(node, ast.stmt):
-                first = bisect.bisect_left(anchor_lines, node.lineno)
-                if first == len(anchor_lines) or anchor_lines[first] > (node.end_lineno or node.lineno):
-                    self._skipped.append(node)
-                    continue
             fields = _CHILD_FIELDS.get(kind)
             for name in fields if fields is not None else _child_fields(kind):
                 value = getattr(node, name)
@@ -401,7 +390,6 @@ class FileFacts:
         self.functions.sort()
         self._function_nodes.sort(key=lambda node: (node.lineno, node.col_offset))
         self._function_starts = [node.lineno for node in self._function_nodes]
-        self._skipped.sort(key=lambda node: node.lineno)
         self._collect_imports(sorted(imports, key=lambda node: (node.lineno, node.col_offset)), tree)
         for block in with_blocks:
             for item in block.items:
@@ -437,11 +425,6 @@ class FileFacts:
             (node.lineno for node in tree.body
              if isinstance(node, ast.ImportFrom) and node.col_offset == 0 and node.level == 0
              and (node.module == "torch" or (node.module or "").startswith("torch."))), None)
-
-    def renames(self, names: frozenset[str]) -> bool:
-        """True when this file imports one of `names` under another name (`from torch import tensor as T`)."""
-        return any(local != target.rsplit(".", 1)[-1] and target.rsplit(".", 1)[-1] in names
-                   for local, target in self.aliases.items())
 
     def qualify(self, dotted: str | None) -> str | None:
         """`th.tensor` -> `torch.tensor` when `import torch as th`; None when not imported."""
@@ -629,16 +612,8 @@ class FileFacts:
             return enclosing
         # Only functions starting on or before `line` can hold it.
         starting = self._function_nodes[:bisect.bisect_right(self._function_starts, line)]
-        enclosing = [node for node in starting if line <= (node.end_lineno or node.lineno)]
-        # A line in a statement the walk skipped (a binding of `self.x` in another method): its functions
-        # are looked up in that statement, so the answer is the same as after a full walk.
-        index = bisect.bisect_right(self._skipped, line, key=lambda node: node.lineno) - 1
-        if index >= 0 and line <= (self._skipped[index].end_lineno or self._skipped[index].lineno):
-            enclosing += sorted((node for node in ast.walk(self._skipped[index])
-                                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-                                 and node.lineno <= line <= (node.end_lineno or node.lineno)),
-                                key=lambda node: (node.lineno, node.col_offset))
-        enclosing = self._functions_by_line[line] = tuple(enclosing)
+        enclosing = self._functions_by_line[line] = tuple(node for node in starting
+                                                          if line <= (node.end_lineno or node.lineno))
         return enclosing
 
     def parameter_annotation(self, name: str, line: int) -> ast.expr | None:

@@ -144,17 +144,6 @@ class Rule(cst.CSTVisitor):
             return any(part in text for part in cls.prefilter)
         return bool(cls.prefilter.search(text))
 
-    # True when the rule looks only at its candidates' lines, their enclosing statements and the
-    # bindings of names read there: then the file's walk may skip statements away from them.
-    anchored: ClassVar[bool] = False
-
-    @classmethod
-    def anchor(cls) -> re.Pattern[str] | None:
-        """For an anchored rule, a regex whose matches mark every line a candidate can lie on; else None."""
-        if not (cls.anchored and cls.call_names):
-            return None
-        return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, cls.call_names))) + r")\b")
-
     @classmethod
     def candidates(cls, facts: FileFacts) -> Iterable[ast.expr]:
         """The expressions this rule may report on. Only these are parsed with LibCST

@@ -78,11 +78,9 @@ SCALAR_KEYWORD_ARGUMENTS = {**{name: frozenset({"alpha"}) for name in ("add", "a
                             **{name: frozenset({"value"}) for name in ("addcmul", "addcmul_", "addcdiv", "addcdiv_")}}
 INT_ARGUMENT_CALL_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in INT_ARGUMENTS) | frozenset(INT_ARGUMENT_METHODS)
 # What a file's text shows where a tensor may be passed as an int (`rand` stands for `randn(`, `randperm(`),
-# and the lines list repetitions (`[x] * t`) can be on.
+# or a list repeated a tensor's number of times (`[x] * t`).
 INT_ARGUMENT_TEXT = ("range(", "zeros(", "ones(", "empty(", "full(", "full_like(", "rand", "eye(", "split(", ".view(", ".reshape(",
                      ".expand(", ".repeat(", "new_zeros(", "new_ones(", "new_empty(", "] *", "]*", "* [", "*[")
-_LIST_REPETITION_LINE = r"\]\s*\*|\*\s*\["
-_SCALAR_KEYWORD_LINE = r"\b(?:alpha|value)\s*="
 
 # Site kinds, and the rule that reports each outside graph capture.
 READ, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT = (
@@ -592,14 +590,6 @@ class SyncReporter:
         return False
 
     @classmethod
-    def anchor(cls) -> re.Pattern[str] | None:
-        anchor = super().anchor()
-        if anchor is None or READ not in cls.kinds:
-            return anchor
-        # A repetition is no call, and a scalar keyword may sit on a line of its own: add their lines.
-        return re.compile(f"{anchor.pattern}|{_LIST_REPETITION_LINE}|{_SCALAR_KEYWORD_LINE}")
-
-    @classmethod
     def candidates(cls, facts: FileFacts):
         # Only the sites this rule will report are parsed with LibCST; the visitor asks owner() again.
         return [site.node for site in sync_sites(facts).values()
@@ -648,4 +638,3 @@ def where(context: CodeContext) -> str:
 
 def receiver_words(site: SyncSite) -> str:
     return "a CUDA tensor" if site.placement is Placement.GPU else "a tensor that may be on the GPU"
-

@@ -4,6 +4,7 @@ dimensions it has), a list of ints. Shared by the rules about element writes and
 from __future__ import annotations
 
 import ast
+import re
 import weakref
 
 from .facts import (NON_TENSOR_METHODS, NON_TENSOR_TORCH_FUNCTIONS, SAME_DEVICE_ATTRIBUTES, TENSOR_OP_NAMESPACES,
@@ -18,6 +19,10 @@ SHAPE_NAME_ENDINGS = ("shape", "shapes", "sizes", "dims", "dimensions")
 # Methods only tensors have (numpy arrays and Python numbers have none of them): `x.float().sum()` is a tensor.
 TENSOR_ONLY_METHODS = frozenset({"float", "half", "bfloat16", "double", "long", "int", "short", "contiguous"})
 NUMBER_BUILTINS = frozenset({"len", "int", "float", "bool", "round", "abs"})
+
+# What the text of every element write `t[i] = v` holds: a `]`, then closing parentheses, blanks, line
+# continuations or comments, then a lone `=` (`(t[i]) = v` and `t[i] \<newline>= v` are element writes too).
+ELEMENT_WRITE = re.compile(r"\][\s)\\]*(?:#[^\r\n]*[\r\n][\s)\\]*)*=[^=]")
 
 
 def is_int_literal(node: ast.expr) -> bool:

@@ -91,7 +91,6 @@ class BlockingTensorCopy(Rule):
     name = "blocking-tensor-copy"
     summary = "`torch.tensor(host_data, device=<gpu>)` blocks the host until the GPU stream drains"
     call_names = frozenset({"tensor", "as_tensor", "new_tensor"})
-    anchored = True
     prefilter = re.compile(r"\b(?:as_)?tensor\b")
 
     valid_examples = (

@@ -77,7 +77,6 @@ class BlockingHostTensorCopy(Rule):
     name = "blocking-host-tensor-copy"
     summary = "`.cuda()` / `.to(<gpu>)` of a host tensor without `non_blocking=True` blocks the host"
     call_names = frozenset({"cuda", "to"})
-    anchored = True
     prefilter = re.compile(r"\.(?:cuda|to)\(")
 
     valid_examples = (

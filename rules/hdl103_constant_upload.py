@@ -65,7 +65,6 @@ class ConstantUpload(Rule):
     name = "constant-upload"
     summary = "`torch.tensor(<constant>, device=<gpu>)` copies a constant from the host; use a factory"
     call_names = frozenset({"tensor"})
-    anchored = True
     prefilter = ("tensor",)
 
     valid_examples = (

@@ -62,7 +62,6 @@ class FalseAsyncCopy(Rule):
     name = "false-async-copy"
     summary = "`non_blocking=True` copy from pageable host memory is not truly async; pin the source"
     call_names = frozenset({"cuda", "to"})
-    anchored = True
     prefilter = re.compile(r"non_blocking")
 
     valid_examples = (

@@ -61,7 +61,6 @@ class LegacyCudaConstructor(Rule):
     name = "legacy-cuda-constructor"
     summary = "`torch.cuda.LongTensor(list)` (legacy constructor) copies host data with a blocking copy"
     call_names = frozenset(LEGACY_DTYPES)
-    anchored = True
     prefilter = re.compile(r"cuda\.[A-Za-z0-9]*Tensor\b")
 
     valid_examples = (

@@ -8,9 +8,8 @@ import libcst as cst
 from h2dlint.facts import Placement, has_gpu_evidence
 from h2dlint.model import Applicability, Edit, Fix, Position
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.values import is_int_literal, is_python_int, is_python_number, tensor_dimensions
+from h2dlint.values import ELEMENT_WRITE, is_int_literal, is_python_int, is_python_number, tensor_dimensions
 
-_ELEMENT_WRITE = re.compile(r"\]\s*=[^=]")
 
 
 class ScalarWriteIntoCudaTensor(Rule):
@@ -86,7 +85,7 @@ class ScalarWriteIntoCudaTensor(Rule):
     code = "HDL106"
     name = "scalar-write-into-cuda-tensor"
     summary = "`cuda_t[i] = <Python number>` on one element is a blocking host-to-device copy"
-    prefilter = _ELEMENT_WRITE
+    prefilter = ELEMENT_WRITE
 
     valid_examples = (
         Valid("import torch\ndef forward(n):\n    t = torch.zeros(n, device='cuda')\n    t[:1] = 0\n    return t\n"),
@@ -131,15 +130,9 @@ class ScalarWriteIntoCudaTensor(Rule):
                 "    dist.all_reduce(counts, group=group)\n", None),
     )
 
-    anchored = True
-
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
         return cls.prefilter_matches(text) and has_gpu_evidence(text, settings.gpu_device_names)
-
-    @classmethod
-    def anchor(cls):
-        return _ELEMENT_WRITE  # the line of a target's closing bracket and its `=`
 
     @classmethod
     def candidates(cls, facts):

@@ -1,15 +1,12 @@
 from __future__ import annotations
 
 import ast
-import re
 
 import libcst as cst
 
 from h2dlint.facts import Placement, has_gpu_evidence
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.values import has_index_list
-
-_SUBSCRIPT = re.compile(r"[\w)\]]\s*\[")  # the lines a subscript can start on
 
 
 class ListIndexIntoCudaTensor(Rule):
@@ -76,7 +73,6 @@ class ListIndexIntoCudaTensor(Rule):
     name = "list-index-into-cuda-tensor"
     summary = "`cuda_t[:, [1, 2]]` / `cuda_t[ids]` with a Python list copies the index to the device, blocking"
     prefilter = ("[",)
-    anchored = True
 
     valid_examples = (
         Valid("import torch\ndef forward(ids):\n    t = torch.zeros(8, device='cuda')\n"
@@ -110,10 +106,6 @@ class ListIndexIntoCudaTensor(Rule):
         return cls.prefilter_matches(text) and has_gpu_evidence(text, settings.gpu_device_names)
 
     @classmethod
-    def anchor(cls):
-        return _SUBSCRIPT
-
-    @classmethod
     def candidates(cls, facts):
         return [node for node in facts.scanned_nodes if isinstance(node, ast.Subscript)
                 and facts.context_at(node.lineno).hot and has_index_list(facts, node)
@@ -134,4 +126,3 @@ class ListIndexIntoCudaTensor(Rule):
         else:
             self.report(node, f"indexes a CUDA tensor with a Python list {where}: {copy}; build the index "
                               "tensor once on the device and reuse it (`index_select`)")
-

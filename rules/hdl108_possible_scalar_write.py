@@ -8,10 +8,9 @@ import libcst as cst
 from h2dlint.facts import Placement, dotted_name, has_gpu_evidence
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import RUN_ONCE_FUNCTIONS, outside_per_step_code
-from h2dlint.values import (has_index_list, is_certainly_tensor, is_index_list, is_python_int, is_python_number,
-                            is_tensor_annotation, tensor_dimensions)
+from h2dlint.values import (ELEMENT_WRITE, has_index_list, is_certainly_tensor, is_index_list, is_python_int,
+                            is_python_number, is_tensor_annotation, tensor_dimensions)
 
-_ELEMENT_WRITE = re.compile(r"\]\s*=[^=]")
 # Last words of names that read as an int (`last_token_id`, `req_idx`); parts anywhere in, and last words of, names
 # that read as an integer index tensor (`expanded_idx_mapping`, `seq_indices`, `input_ids`).
 INT_NAME_WORDS = frozenset({"id", "idx", "index"})
@@ -85,9 +84,8 @@ class PossibleScalarWrite(Rule):
     code = "HDL108"
     name = "possible-scalar-write"
     summary = "`t[i] = 0` / `t[idx] = 0` on a tensor that may be on the GPU, where it may run often, may block"
-    prefilter = _ELEMENT_WRITE
+    prefilter = ELEMENT_WRITE
     default_enabled = False
-    anchored = True
 
     valid_examples = (
         Valid("import torch\ndef forward(t: torch.Tensor):\n    t[:1] = 0\n"),
@@ -137,16 +135,10 @@ class PossibleScalarWrite(Rule):
         return cls.prefilter_matches(text) and ("torch" in text or has_gpu_evidence(text, settings.gpu_device_names))
 
     @classmethod
-    def anchor(cls):
-        return _ELEMENT_WRITE  # the line of a target's closing bracket and its `=`
-
-    @classmethod
     def candidates(cls, facts):
         found = []
-        # Every node, not `facts.assignments`: an element write whose `]` and `=` are on different lines is on
-        # no anchor line, so an anchored walk skips it, but it is still in `facts.parents` (its parent was walked).
-        for node in facts.parents:
-            if isinstance(node, ast.Assign) and any(isinstance(target, ast.Subscript) for target in node.targets) \
+        for node in facts.assignments:
+            if any(isinstance(target, ast.Subscript) for target in node.targets) \
                     and _may_run_often(facts, node.lineno) and not facts.in_torchscript(node.lineno) \
                     and is_python_number(facts, node.value, node.lineno):
                 found.extend(target for target in node.targets

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import INT_ARGUMENT_CALL_NAMES, INT_ARGUMENT_TEXT, READ, SyncReporter, where
+from h2dlint.syncs import INT_ARGUMENT_TEXT, READ, SyncReporter, where
 
 
 class GpuValueRead(SyncReporter, Rule):
@@ -90,9 +90,6 @@ class GpuValueRead(SyncReporter, Rule):
     prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", ".type(", "int(", "float(", "bool(", "alpha",
                  "value=", "any(", "all(", "max(", "min(", *INT_ARGUMENT_TEXT)
     evidence = "gpu"
-    call_names = frozenset({"item", "tolist", "cpu", "numpy", "to", "type", "int", "float", "bool", "any", "all",
-                            "max", "min"}) | INT_ARGUMENT_CALL_NAMES  # anchors only: lines where these sites can be
-    anchored = True
 
     valid_examples = (
         Valid("import torch\nclass M:\n    def __init__(self):\n"

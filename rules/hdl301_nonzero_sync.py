@@ -47,8 +47,6 @@ class NonzeroSync(SyncReporter, Rule):
     summary = "`nonzero()` / one-argument `torch.where` reads the result size back to the host"
     kinds = frozenset({NONZERO})
     prefilter = ("nonzero(", "argwhere(", "where(")
-    call_names = frozenset({"nonzero", "argwhere", "where"})  # anchors only: lines where these sites can be
-    anchored = True
 
     valid_examples = (
         Valid("import torch\ndef forward(x):\n    return torch.nonzero_static(x.cuda() > 0, size=4)\n"),

@@ -39,8 +39,6 @@ class UniqueSync(SyncReporter, Rule):
     summary = "`torch.unique` on a GPU tensor copies the result size to the host"
     kinds = frozenset({UNIQUE})
     prefilter = ("unique(", "unique_consecutive(")
-    call_names = frozenset({"unique", "unique_consecutive"})  # anchors only: lines where these sites can be
-    anchored = True
 
     valid_examples = (
         Valid("import numpy as np\ndef forward(x):\n    return np.unique(x)\n"),

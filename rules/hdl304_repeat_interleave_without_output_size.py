@@ -60,8 +60,6 @@ class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):
     summary = "`repeat_interleave` with tensor repeats and no `output_size` copies the total to the host"
     kinds = frozenset({REPEAT})
     prefilter = ("repeat_interleave(",)
-    call_names = frozenset({"repeat_interleave"})  # anchors only: lines where these sites can be
-    anchored = True
 
     valid_examples = (
         Valid("import torch\ndef forward(x):\n    return x.repeat_interleave(2, dim=0)\n"),

@@ -58,8 +58,6 @@ class ExplicitSynchronize(SyncReporter, Rule):
     kinds = frozenset({EXPLICIT})
     default_enabled = False
     prefilter = ("synchronize(",)
-    call_names = frozenset({"synchronize"})  # anchors only: lines where these sites can be
-    anchored = True
 
     valid_examples = (
         Valid("import torch\ndef benchmark_setup():\n    torch.cuda.synchronize()\n"),

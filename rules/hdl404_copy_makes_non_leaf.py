@@ -65,7 +65,6 @@ class CopyMakesNonLeaf(Rule):
     name = "copy-makes-non-leaf"
     summary = "`torch.tensor(x, requires_grad=True).to(device)` is not a leaf: its `.grad` stays None"
     call_names = frozenset({"cuda", "to"})
-    anchored = True
     prefilter = re.compile(r"requires_grad\s*=")
 
     valid_examples = (

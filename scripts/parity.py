@@ -1,7 +1,10 @@
 """Check that the fast path (prefilters, candidate snippets) and the full path
 (every file, whole-module LibCST visit) give identical findings on a real tree.
 
-    python scripts/parity.py PATH [PATH ...] [--sample N]
+    python scripts/parity.py PATH [PATH ...] [--sample N] [--select CODES]
+
+--select compares the paths for some rules only (default: ALL): the prefilters and candidate
+filters of a selection skip other files and calls than those of every rule together.
 
 Syntax-error findings (HDL001) are left out of the comparison: the fast path
 does not parse files that no rule can apply to, by design.
@@ -21,8 +24,8 @@ from h2dlint.rule import all_rules
 from h2dlint.settings import Settings
 
 
-def findings(files: list[Path], full_parse: bool) -> dict[str, list[tuple]]:
-    settings = Settings(select=("ALL",), full_parse=full_parse)
+def findings(files: list[Path], full_parse: bool, select: tuple[str, ...]) -> dict[str, list[tuple]]:
+    settings = Settings(select=select, full_parse=full_parse)
     rules = all_rules()
     linter = Linter([rules[code] for code in settings.enabled_codes(rules)], settings)
     report = {}
@@ -39,15 +42,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--sample", type=int, default=0, help="check every k-th file only, k = files / N")
+    parser.add_argument("--select", default="ALL", help="rule codes or prefixes, comma separated (default: ALL)")
     args = parser.parse_args()
     files = find_python_files(args.paths)
     if args.sample and len(files) > args.sample:
         files = files[:: len(files) // args.sample]
     started = time.perf_counter()
-    fast = findings(files, full_parse=False)
+    select = tuple(args.select.split(","))
+    fast = findings(files, full_parse=False, select=select)
     fast_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    full = findings(files, full_parse=True)
+    full = findings(files, full_parse=True, select=select)
     full_seconds = time.perf_counter() - started
     differing = [name for name in fast if fast[name] != full[name]]
     total = sum(len(items) for items in full.values())

@@ -40,8 +40,8 @@ def test_a_configured_hot_function_glob_reaches_the_text_prefilter():
     assert lint(GLOB_HOT, "HDL302") == []
 
 
-# The read is in `forward`; what `self.buf` / `self.lens` hold is decided in `__init__`, which the anchored walk
-# skips (no candidate line there): its bindings and parameters must still be found in that method.
+# The read is in `forward`; what `self.buf` / `self.lens` hold is decided in `__init__`, where no candidate is:
+# its bindings and parameters must still be found in that method.
 SELF_SET_IN_A_SKIPPED_METHOD = """\
 import torch
 class M:
@@ -76,46 +76,3 @@ def test_configured_gpu_device_names_make_a_device_cuda(full_parse):
     found = lint(CONFIGURED_DEVICE, "HDL106", gpu_device_names=("device",), full_parse=full_parse)
     assert [(finding.code, finding.start.line) for finding in found] == [("HDL106", 4)]
     assert lint(CONFIGURED_DEVICE, "HDL106", gpu_device_names=("self.device",), full_parse=full_parse) == []
-
-
-# Found by a second reader of the candidate filters: each input gave a finding on the full path that the fast
-# path (candidates, anchored walk) dropped.
-FAST_PATH_MISSES = [
-    # HDL104's candidate filter read the binding of `b` at the name's line, where the statement's own `b = ...`
-    # is already visible, not at the copy's first line as the visitor does.
-    ("HDL104", "import torch\ndef f(n, device):\n    b = torch.empty(n)\n    b = (\n        b).to(device, "
-               "non_blocking=True)\n    return b\n"),
-    # An element write whose `]` and `=` are on different lines matches no anchor line, so the anchored walk
-    # skips its statement; HDL108 must still find it among every node.
-    ("HDL108", "import torch\ndef step(self, x):\n    flags = x.cuda()\n    flags[0, 0] = True\n"
-               "    (flags[0, 1]) = True\n"),
-]
-
-
-@pytest.mark.parametrize("code, source", FAST_PATH_MISSES, ids=[code for code, _ in FAST_PATH_MISSES])
-def test_the_fast_path_finds_what_the_full_path_finds(code, source):
-    full = [(finding.code, finding.start) for finding in lint(source, code, full_parse=True)]
-    assert full  # the case still has something to find
-    assert [(finding.code, finding.start) for finding in lint(source, code)] == full
-
-
-@pytest.mark.parametrize("text", [
-    "import torch\rdef f(ids, device):\r    x = torch.tensor([1, 2]).to(device)\r    return x\r",
-    "\x0cimport torch\ndef f(ids, device):\n\x0c    x = torch.tensor([1, 2]).to(device)\n    return x\n",
-], ids=["cr-line-endings", "form-feeds"])
-def test_text_that_libcst_does_not_render_back_exactly_keeps_its_fixes_on_both_paths(text):
-    # LibCST drops a final "\r" and a form feed before code when it renders a module: the whole-file path must
-    # still offer the fix the candidate path offers (and neither may edit by positions it has not checked).
-    fast, full = (lint(text, "HDL102", full_parse=full_parse) for full_parse in (False, True))
-    assert [finding.fix for finding in fast] == [finding.fix for finding in full]
-    assert len(fast) == 1 and fast[0].fix is not None
-
-
-@pytest.mark.parametrize("imports", ["if True: import torch as th\n", "import os; import torch as th\n",
-                                     "\x0cimport torch as th\n", "try: import torch as th\nexcept ImportError: pass\n"])
-def test_the_anchored_walk_sees_imports_wherever_they_sit_on_a_line(imports):
-    # The walk keeps only statements on lines an anchored rule names, and lines with imports: an import that
-    # does not start its line must still be seen, or `th.tensor` is not known to be torch's.
-    code = imports + "def f(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n"
-    fast, full = (lint(code, "HDL102", full_parse=full_parse) for full_parse in (False, True))
-    assert len(fast) == 1 and fast == full
