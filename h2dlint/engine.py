@@ -147,12 +147,21 @@ class Linter:
 
 def _parse_unit(code: str, origin: Position, snippet: bool) -> tuple[cst.Module, Position]:
     try:
-        return cst.parse_module(code), origin
+        module = cst.parse_module(code)
     except cst.ParserSyntaxError:
         if not snippet:
             raise
-        # an expression spanning lines may be valid only inside the parentheses around it
-        return cst.parse_module(f"({code})"), Position(origin.line, origin.column - 1)
+        module = None
+    if not snippet or _one_expression(module):
+        return module, origin
+    # An expression spanning lines may be valid, or one expression, only inside the parentheses around it:
+    # `f\n()` alone is two statements.
+    return cst.parse_module(f"({code})"), Position(origin.line, origin.column - 1)
+
+
+def _one_expression(module: cst.Module | None) -> bool:
+    return module is not None and len(module.body) == 1 and isinstance(module.body[0], cst.SimpleStatementLine) \
+        and len(module.body[0].body) == 1 and isinstance(module.body[0].body[0], cst.Expr)
 
 
 def _syntax_finding(path: str, error: Exception) -> Finding:

@@ -172,7 +172,7 @@ class CodeContext:
 # prove nothing.)
 # Several small searches, because one regex alternation is many times slower on large files.
 _CUDA_CALL = re.compile(r"cuda\s*\(")
-_ORDINAL_DEVICES = (re.compile(r"device(?:\s*=|\()[\s(]*\d"), re.compile(r"\.to\([\s(]*\d"))
+_ORDINAL_DEVICES = (re.compile(r"device\s*[=(][\s(]*\d"), re.compile(r"\.to\s*\([\s(]*\d"))
 _GPU_NAME = re.compile(r"\.(?!_*is_)\w+_(?:gpu|cuda)\b")  # a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
 _DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start makes the search fast
 _MIRROR_END = re.compile(r"_(?:cpu|host)\b")  # see MIRROR_SUFFIXES
@@ -188,7 +188,8 @@ def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
     the run's configured `gpu-device-names`."""
     # The cheapest tests first; mirrored_names, the dearest, last.
     if "cuda" in text and ("current_device" in text or _quotes_cuda(text) or any(
-            text[match.start() - 1:match.start()] in (".", " ", "\t", "\n") for match in _CUDA_CALL.finditer(text))):
+            text[match.start() - 1:match.start()] in (".", " ", "\t", "\n", "\r", "\x0c")
+            for match in _CUDA_CALL.finditer(text))):
         return True
     if (("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text)) \
             or any(pattern.search(text) for pattern in _ORDINAL_DEVICES):
@@ -987,8 +988,14 @@ class FileFacts:
         found = []
         for terminal, calls in self._calls_by_terminal.items():
             qualified = self.aliases.get(terminal)
-            if (qualified.rsplit(".", 1)[-1] if qualified else terminal) in names:
-                found.extend(calls)
+            if qualified is None:
+                if terminal in names:
+                    found.extend(calls)
+                continue
+            # An imported name: `name(...)` calls what it imports; `x.name(...)` (`import pycuda.driver as cuda`
+            # beside `t.cuda()`) calls a method of that name.
+            imported = qualified.rsplit(".", 1)[-1]
+            found.extend(call for call in calls if (imported if isinstance(call.func, ast.Name) else terminal) in names)
         return found
 
     def add_site(self, node: ast.expr, code: str) -> Site:

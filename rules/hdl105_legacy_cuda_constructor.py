@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import ast
-import re
 
 import libcst as cst
 
@@ -61,7 +60,8 @@ class LegacyCudaConstructor(Rule):
     name = "legacy-cuda-constructor"
     summary = "`torch.cuda.LongTensor(list)` (legacy constructor) copies host data with a blocking copy"
     call_names = frozenset(LEGACY_DTYPES)
-    prefilter = re.compile(r"cuda\.[A-Za-z0-9]*Tensor\b")
+    # With `torch.cuda` somewhere (as written, imported from, or imported as): `from torch.cuda import LongTensor`.
+    prefilter = tuple(LEGACY_DTYPES)
 
     valid_examples = (
         Valid("import torch\nx = torch.cuda.FloatTensor(3, 4)\n"),
@@ -82,6 +82,10 @@ class LegacyCudaConstructor(Rule):
                 "    return torch.tensor([i > 2 for i in n], dtype=torch.bool, pin_memory=True)"
                 ".to(\"cuda\", non_blocking=True)\n", unsafe=True),
     )
+
+    @classmethod
+    def may_apply(cls, text: str, settings) -> bool:
+        return "cuda" in text and cls.prefilter_matches(text)
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts

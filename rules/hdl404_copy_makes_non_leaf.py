@@ -12,7 +12,7 @@ from h2dlint.rule import Invalid, Rule, Valid
 
 # A closing parenthesis, then `.to` / `.cuda` (split over lines or comments): a copy of a call's result (or of
 # a parenthesized one), which a candidate is.
-_COPY_OF_CALL = re.compile(r"\)(?:[\s\\]|#[^\n]*\n)*\.(?:[\s\\]|#[^\n]*\n)*(?:to|cuda)\b")
+_COPY_OF_CALL = re.compile(r"\)(?:[\s\\]|#[^\r\n]*[\r\n])*\.(?:[\s\\]|#[^\r\n]*[\r\n])*(?:to|cuda)\b")
 # What makes the copy's result a leaf again, or shows the non-leaf is intended.
 LEAF_AGAIN = frozenset({"requires_grad_", "detach", "detach_"})
 

@@ -7,7 +7,7 @@ from h2dlint.syncs import SyncReporter
 
 # `graph` called or imported under another name; the word's start is checked apart (a leading `\b` would make
 # the search many times slower: it could no longer look for the literal first).
-_GRAPH_CALLED_OR_RENAMED = re.compile(r"graph\b(?:[\s\\]|#[^\n]*\n)*(?:\(|as\b)")
+_GRAPH_CALLED_OR_RENAMED = re.compile(r"graph\b(?:[\s\\]|#[^\r\n]*[\r\n])*(?:\(|as\b)")
 
 
 class SyncUnderGraphCapture(SyncReporter, Rule):

@@ -149,6 +149,34 @@ FAST_PATH_MISSES = [
     pytest.param("HDL108", "import torch\ndef step(self, x):\n    flags = x.cuda()\n    flags[0, 0] = True\n"
                  "    (flags[0, 1]) = True\n", 2, id="parenthesized-element-write-beside-a-plain-one"),
 ]
+# Found by a second reader of the candidate filters and prefilters against the visitors (2026-12-03).
+FILTER_MISSES = [
+    # A snippet that also parses as two statements (`t` and `[[1, 2]]`) must be parsed as one expression.
+    pytest.param("HDL107", "import torch\ndef forward(n):\n    t = torch.zeros(n, device='cuda')\n    return (t\n"
+                 "[[1, 2]])\n", 1, id="snippet-that-parses-as-two-statements"),
+    pytest.param("HDL201", "def forward(x):\n    a = x.cuda().item()\n    return (x.cuda().sum().item\n())\n", 2,
+                 id="call-whose-parentheses-open-a-line"),
+    # An imported name equal to a method's name: `x.cuda()` is still the method.
+    pytest.param("HDL102", "import torch\nimport pycuda.driver as cuda\ndef forward(n):\n"
+                 "    return torch.arange(n).cuda()\n", 1, id="module-imported-as-cuda"),
+    pytest.param("HDL101", "import torch\nfrom numpy import asarray as tensor\ndef f(n, d):\n"
+                 "    return torch.tensor([n], device=d)\n", 1, id="other-function-imported-as-tensor"),
+    # Legacy constructors however `torch.cuda` is reached.
+    pytest.param("HDL105", "from torch.cuda import LongTensor\nx = LongTensor([1, 2, 3])\n", 1,
+                 id="legacy-constructor-imported-from-torch-cuda"),
+    pytest.param("HDL105", "import torch.cuda as tc\nx = tc.LongTensor([1, 2, 3])\n", 1, id="torch-cuda-imported-as"),
+    pytest.param("HDL105", "import torch\nx = (torch.cuda\n  .LongTensor([1, 2]))\n", 1,
+                 id="legacy-constructor-over-two-lines"),
+    # GPU evidence in the text: a space before `(`, a carriage return before `cuda`.
+    pytest.param("HDL201", "def forward(x):\n    return x.to (0).sum().item()\n", 1, id="ordinal-device-after-a-space"),
+    pytest.param("HDL106", "import torch\ndef forward(n):\n    t = torch.zeros(n).to (0)\n    t[0] = 1\n"
+                 "    return t\n", 1, id="element-write-on-an-ordinal-device-after-a-space"),
+    pytest.param("HDL201", "def forward(x):\r    y = (x.\rcuda())\r    return y.sum().item()\r", 1,
+                 id="cuda-after-a-carriage-return"),
+    # Comments in files whose lines end with a carriage return only.
+    pytest.param("HDL404", "import torch\ndef f(device):\r    w = (torch.zeros(3, requires_grad=True)  # c\r"
+                 "        .to(device))\r    return w\r", 1, id="comment-in-a-cr-only-file"),
+]
 # Imports wherever they sit on their line: without them `th.tensor` is not known to be torch's.
 IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n",
                         1, id=name)
@@ -158,7 +186,7 @@ IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.ten
                                  ("one-line-try", "try: import torch as th\nexcept ImportError: pass\n")]]
 
 
-@pytest.mark.parametrize(("code", "text", "count"), CASES + FAST_PATH_MISSES + IMPORTS)
+@pytest.mark.parametrize(("code", "text", "count"), CASES + FAST_PATH_MISSES + FILTER_MISSES + IMPORTS)
 def test_fast_and_full_paths_agree(code, text, count):
     fast, full = (lint(text, code, full_parse=full_parse) for full_parse in (False, True))
     assert fast == full
