@@ -203,3 +203,15 @@ def test_text_that_libcst_does_not_render_back_exactly_keeps_its_fixes_on_both_p
     fast, full = (lint(text, "HDL102", full_parse=full_parse) for full_parse in (False, True))
     assert [finding.fix for finding in fast] == [finding.fix for finding in full]
     assert len(fast) == 1 and fast[0].fix is not None
+
+
+@pytest.mark.parametrize("selection", [("ALL",), ("HDL301", "HDL304", "HDL204"), ("HDL301", "HDL304")])
+@pytest.mark.parametrize(("text", "code"), [
+    ("def helper(y):\n    x = y.cuda()\n    if x.nonzero():\n        return 1\n", "HDL301"),
+    ("def helper(y):\n    x = y.cuda()\n    if x.repeat_interleave(x):\n        return 1\n", "HDL304"),
+], ids=["nonzero", "repeat-interleave"])
+def test_a_call_that_is_also_a_condition_is_reported_as_the_call_whatever_else_is_selected(text, code, selection):
+    # Both paths, and every selection: the condition site once replaced the call's, and whether it was looked for
+    # depended on which rules passed the prefilters (HDL204's needs the word "torch").
+    for full_parse in (False, True):
+        assert [finding.code for finding in lint(text, *selection, full_parse=full_parse)] == [code]
