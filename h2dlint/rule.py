@@ -141,7 +141,7 @@ class Rule(cst.CSTVisitor):
     @classmethod
     def prefilter_matches(cls, text: str) -> bool:
         if isinstance(cls.prefilter, tuple):
-            return any(part in text for part in cls.prefilter)
+            return any(part in text for part in cls.prefilter) or _spelled_apart(cls.prefilter, text)
         return bool(cls.prefilter.search(text))
 
     @classmethod
@@ -174,6 +174,23 @@ class Rule(cst.CSTVisitor):
         start, end = self.position(node)
         self.context.findings.append(
             Finding(path=self.context.path, start=start, end=end, code=self.code, message=message, fix=fix))
+
+
+def _spelled_apart(parts: tuple[str, ...], text: str) -> bool:
+    """Whether the text holds a prefilter part such as `.item(` or `value=` written apart (`.item ()`,
+    `x. item()`, `value = v`, a line continuation or a comment before the `(`), or a name imported under another
+    name (`from torch import nonzero as nz`, then `nz(x)`). Asked only when no part occurs as written."""
+    patterns = _SPELLED_APART.get(parts)
+    if patterns is None:
+        names = sorted({part.strip(".(=") for part in parts if part.strip(".(=").isidentifier()
+                        and part != part.strip(".(=")})
+        # One regex per name, starting with the name itself: a literal start makes the search fast.
+        patterns = _SPELLED_APART[parts] = tuple(
+            (name, re.compile(re.escape(name) + r"(?:(?:\s|\\|#[^\r\n]*[\r\n])*[(=]|\s+as\b)")) for name in names)
+    return any(name in text and pattern.search(text) for name, pattern in patterns)
+
+
+_SPELLED_APART: dict[tuple[str, ...], tuple[tuple[str, re.Pattern[str]], ...]] = {}
 
 
 def all_rules() -> dict[str, type[Rule]]:

@@ -190,7 +190,7 @@ class BlockingTensorCopy(Rule):
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        return may_call_tensor_with_device(text) or ".new_tensor(" in text
+        return may_call_tensor_with_device(text) or "new_tensor" in text
 
     @classmethod
     def candidates(cls, facts):

@@ -2,6 +2,7 @@
 
 import ast
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -293,3 +294,15 @@ def test_h2dlint_temporary_files_are_never_picked_up(tmp_path):
     (tmp_path / ".mod.py.abc123.h2dlint").write_text(BLOCKING)
     assert run(tmp_path).exit_code == 0
     assert Path(tmp_path / ".mod.py.abc123.h2dlint").read_text() == BLOCKING
+
+
+def test_runs_of_comment_marks_after_call_names_do_not_stall_the_prefilters(tmp_path):
+    # The prefilters allow comments between a name and its `(`; a comment that could end at any later `#` once
+    # made their regexes try every way to split a run of `#`s: hours for one line of 40 of them.
+    run_of_marks = "#" * 40
+    lines = [f"x = f(device={run_of_marks}", f"y = t.to({run_of_marks}", f"z = torch.tensor {run_of_marks}",
+             f"w = torch.nonzero {run_of_marks}", f"v = x.item {run_of_marks}", f"u = t[0] {run_of_marks}"]
+    (tmp_path / "marks.py").write_text("import torch\n" + "\n".join(line + "\n)" for line in lines) + "\n")
+    code = ("import sys\nfrom h2dlint.cli import main\n"
+            f"sys.argv = ['h2dlint', 'check', {str(tmp_path)!r}, '--select', 'ALL', '--no-cache', '--exit-zero']\nmain()\n")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=60)

@@ -177,6 +177,111 @@ FILTER_MISSES = [
     pytest.param("HDL404", "import torch\ndef f(device):\r    w = (torch.zeros(3, requires_grad=True)  # c\r"
                  "        .to(device))\r    return w\r", 1, id="comment-in-a-cr-only-file"),
 ]
+# Spellings the prefilters once missed: blanks or comments before `(`, a blank after `.`, line continuations,
+# names imported under another name; and GPU evidence spelled the same ways.
+SPELLINGS = [
+    pytest.param('HDL305', (
+        'from torch.cuda import synchronize as cuda_sync\n'
+        'def run(xs):\n'
+        '    for x in xs:\n'
+        '        cuda_sync()\n'
+    ), 1, id='synchronize-imported-as'),
+    pytest.param('HDL301', (
+        'from torch import nonzero as nz\n'
+        'def forward(x):\n'
+        '    return nz(x)\n'
+    ), 1, id='nonzero-imported-as'),
+    pytest.param('HDL303', (
+        'from torch import unique as uniq\n'
+        'def forward(x):\n'
+        '    return uniq(x)\n'
+    ), 1, id='unique-imported-as'),
+    pytest.param('HDL304', (
+        'import torch\n'
+        'from torch import repeat_interleave as ri\n'
+        'def forward(x, lens):\n'
+        "    r = torch.tensor(lens, device='cuda')\n"
+        '    return ri(x, r)\n'
+    ), 1, id='repeat-interleave-imported-as'),
+    pytest.param('HDL201', (
+        'import torch\n'
+        'from torch import arange as ar\n'
+        'def forward(x):\n'
+        '    n = x.cuda().sum()\n'
+        '    return ar(n)\n'
+    ), 1, id='arange-imported-as'),
+    pytest.param('HDL201', (
+        'def forward(x):\n'
+        '    y = x.to(\n'
+        '  # device\n'
+        '  0)\n'
+        '    return y.sum().item()\n'
+    ), 1, id='comment-before-an-ordinal-device'),
+    pytest.param('HDL201', (
+        'import torch\n'
+        'def forward(x):\n'
+        '    return x.cuda\\\n'
+        '().sum().item()\n'
+    ), 1, id='line-continuation-before-cuda-call'),
+    pytest.param('HDL201', (
+        'def forward(self):\n'
+        '    return self. lens_gpu.sum().item()\n'
+    ), 1, id='blank-after-the-dot-of-a-gpu-attribute'),
+    pytest.param('HDL201', (
+        'import torch\n'
+        'def forward(x):\n'
+        '    return x.to(torch.device (0)).sum().item()\n'
+    ), 1, id='torch-device-ordinal-after-a-space'),
+    pytest.param('HDL107', (
+        'import torch\n'
+        'def forward(n):\n'
+        '    t = torch.zeros(n).to (0)\n'
+        '    return t[[1, 2]]\n'
+    ), 1, id='list-index-on-an-ordinal-device-after-a-space'),
+    pytest.param('HDL203', (
+        'import torch\n'
+        'def forward(n):\n'
+        '    t = torch.zeros(n).to (0)\n'
+        '    if t.any():\n'
+        '        pass\n'
+    ), 1, id='condition-on-an-ordinal-device-after-a-space'),
+    pytest.param('HDL201', (
+        'import torch\n'
+        'def forward(x, t):\n'
+        '    y = x.cuda()\n'
+        '    return [0] *  y.sum()\n'
+    ), 1, id='list-repetition-with-two-blanks'),
+    pytest.param('HDL201', (
+        'import torch\n'
+        'def forward(x, a, b):\n'
+        '    y = x.cuda().sum()\n'
+        '    return a.addcmul(a, b, value = y)\n'
+    ), 1, id='scalar-keyword-with-blanks'),
+    pytest.param('HDL201', (
+        'import torch\n'
+        'def forward(x):\n'
+        '    y = x.cuda().sum()\n'
+        '    return int (y)\n'
+    ), 1, id='int-with-a-blank'),
+    pytest.param('HDL201', (
+        'import torch\n'
+        'def forward(x):\n'
+        '    y = x.cuda()\n'
+        "    return y.to ('cpu')\n"
+    ), 1, id='to-cpu-with-a-blank'),
+    pytest.param('HDL102', (
+        'import torch\n'
+        'def forward(n):\n'
+        '    return torch.arange(n).cuda ()\n'
+    ), 1, id='cuda-with-a-blank'),
+    pytest.param('HDL501', (
+        'import torch\n'
+        'from torch.cuda import graph as cg\n'
+        'def capture(g, x):\n'
+        '    with cg(g):\n'
+        '        n = x.sum().item()\n'
+    ), 1, id='graph-imported-as'),
+]
 # Imports wherever they sit on their line: without them `th.tensor` is not known to be torch's.
 IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n",
                         1, id=name)
@@ -186,7 +291,7 @@ IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.ten
                                  ("one-line-try", "try: import torch as th\nexcept ImportError: pass\n")]]
 
 
-@pytest.mark.parametrize(("code", "text", "count"), CASES + FAST_PATH_MISSES + FILTER_MISSES + IMPORTS)
+@pytest.mark.parametrize(("code", "text", "count"), CASES + FAST_PATH_MISSES + FILTER_MISSES + SPELLINGS + IMPORTS)
 def test_fast_and_full_paths_agree(code, text, count):
     fast, full = (lint(text, code, full_parse=full_parse) for full_parse in (False, True))
     assert fast == full
