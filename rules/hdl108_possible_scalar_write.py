@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import ast
-import re
 
 import libcst as cst
 
