@@ -22,8 +22,8 @@ SYNC_CALLS = frozenset({"synchronize"})  # torch.cuda.synchronize(), event.synch
 
 
 # Superset patterns (they also match `as_tensor`, `xtensor`): a miss would skip a file wrongly.
-_CALL_START = re.compile(r"tensor(?:\s|\\|#[^\r\n]*[\r\n])*\(")
-_IMPORTED_UNDER_ANOTHER_NAME = re.compile(r"tensor(?:\s|\\|#[^\r\n]*[\r\n])+as\b")
+_CALL_START = re.compile(r"tensor[\s\\]*\(")
+_IMPORTED_UNDER_ANOTHER_NAME = re.compile(r"tensor[\s\\]+as\b")
 _STRUCTURE = re.compile(
     "|".join([
         r"'''(?:[^\\]|\\.)*?'''",  # triple-quoted strings

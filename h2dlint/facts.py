@@ -172,9 +172,8 @@ class CodeContext:
 # prove nothing.)
 # Several small searches, because one regex alternation is many times slower on large files.
 _CUDA_CALL = re.compile(r"cuda[\s\\]*\(")
-# Blanks, line continuations, comments and parentheses may stand between `device=` / `.to(` and the ordinal.
-_ORDINAL_DEVICES = (re.compile(r"device\s*[=(](?:[\s(\\]|#[^\r\n]*[\r\n])*\d"),
-                    re.compile(r"\.to\s*\((?:[\s(\\]|#[^\r\n]*[\r\n])*\d"))
+# Blanks, line continuations and parentheses may stand between `device=` / `.to(` and the ordinal.
+_ORDINAL_DEVICES = (re.compile(r"device\s*[=(][\s(\\]*\d"), re.compile(r"\.to\s*\([\s(\\]*\d"))
 _GPU_NAME = re.compile(r"\.\s*(?!_*is_)\w+_(?:gpu|cuda)\b")  # a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
 _DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start makes the search fast
 _MIRROR_END = re.compile(r"_(?:cpu|host)\b")  # see MIRROR_SUFFIXES

@@ -178,15 +178,15 @@ class Rule(cst.CSTVisitor):
 
 def _spelled_apart(parts: tuple[str, ...], text: str) -> bool:
     """Whether the text holds a prefilter part such as `.item(` or `value=` written apart (`.item ()`,
-    `x. item()`, `value = v`, a line continuation or a comment before the `(`), or a name imported under another
-    name (`from torch import nonzero as nz`, then `nz(x)`). Asked only when no part occurs as written."""
+    `x. item()`, `value = v`, a line continuation before the `(`), or a name imported under another name
+    (`from torch import nonzero as nz`, then `nz(x)`). Asked only when no part occurs as written."""
     patterns = _SPELLED_APART.get(parts)
     if patterns is None:
         names = sorted({part.strip(".(=") for part in parts if part.strip(".(=").isidentifier()
                         and part != part.strip(".(=")})
         # One regex per name, starting with the name itself: a literal start makes the search fast.
         patterns = _SPELLED_APART[parts] = tuple(
-            (name, re.compile(re.escape(name) + r"(?:(?:\s|\\|#[^\r\n]*[\r\n])*[(=]|\s+as\b)")) for name in names)
+            (name, re.compile(re.escape(name) + r"(?:[\s\\]*[(=]|[\s\\]+as\b)")) for name in names)
     return any(name in text and pattern.search(text) for name, pattern in patterns)
 
 

@@ -318,9 +318,9 @@ class _Finder:
         index = self.facts.line_index
         key = (node.lineno, index.column_from_utf8(node.lineno, node.col_offset),
                node.end_lineno, index.column_from_utf8(node.end_lineno, node.end_col_offset))
-        # A call that is also a condition (`if x.nonzero():`) keeps its first, more specific kind: calls are
-        # looked at before conditions.
-        self.sites.setdefault(key, SyncSite(node, kind, what, placement, **extra))
+        if kind == CONDITION and key in self.sites:
+            return  # a call, mask or repetition that is also a condition (`if x.nonzero():`) keeps its own kind
+        self.sites[key] = SyncSite(node, kind, what, placement, **extra)
 
     def _call(self, call: ast.Call, needs_hot: bool) -> None:
         facts = self.facts
