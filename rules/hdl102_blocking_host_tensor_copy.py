@@ -77,7 +77,7 @@ class BlockingHostTensorCopy(Rule):
     name = "blocking-host-tensor-copy"
     summary = "`.cuda()` / `.to(<gpu>)` of a host tensor without `non_blocking=True` blocks the host"
     call_names = frozenset({"cuda", "to"})
-    prefilter = re.compile(r"\.[\s\\]*(?:cuda|to)\b[\s\\]*\(")  # `.to(`, also `.to (`, `.\\n to(`
+    prefilter = re.compile(r"\.[\s\\]*(?:cuda|to)\b[\s\\]*\(")  # `.to(`, also `.to (`, `x.\<newline>cuda()`
 
     valid_examples = (
         Valid("import torch\ndef f(x):\n    return x.cuda()\n"),

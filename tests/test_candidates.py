@@ -42,7 +42,7 @@ def test_a_configured_hot_function_glob_reaches_the_text_prefilter():
 
 # The read is in `forward`; what `self.buf` / `self.lens` hold is decided in `__init__`, where no candidate is:
 # its bindings and parameters must still be found in that method.
-SELF_SET_IN_A_SKIPPED_METHOD = """\
+SELF_SET_IN_ANOTHER_METHOD = """\
 import torch
 class M:
     def __init__(self, seq_lens, seq_lens_cpu):
@@ -55,8 +55,8 @@ class M:
 
 
 @pytest.mark.parametrize("full_parse", [False, True], ids=["candidates", "full"])
-def test_self_attributes_set_in_a_skipped_method_keep_their_placement(full_parse):
-    findings = lint(SELF_SET_IN_A_SKIPPED_METHOD, "HDL201", "HDL202", full_parse=full_parse)
+def test_self_attributes_set_in_another_method_keep_their_placement(full_parse):
+    findings = lint(SELF_SET_IN_ANOTHER_METHOD, "HDL201", "HDL202", full_parse=full_parse)
     assert [(finding.code, finding.start.column) for finding in findings] == [("HDL201", 15), ("HDL201", 32)]
 
 
