@@ -305,6 +305,7 @@ class FileFacts:
         self._function_nodes: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
         self._calls_by_terminal: dict[str, list[ast.Call]] = {}
         self.assignments: list[ast.Assign] = []  # `=` statements in the walked code
+        self.other_assignments: list[ast.AnnAssign | ast.AugAssign | ast.NamedExpr] = []  # `x: T = v`, `x += v`, `:=`
         # Subscripts, the nodes that hold conditions, and binary operations, in walk order (an ancestor before
         # its descendants): what the sync finder and HDL107 look through, without a pass over every node.
         self.scanned_nodes: list[ast.AST] = []
@@ -319,7 +320,8 @@ class FileFacts:
         self.active_codes: frozenset[str] | None = None  # the rules that may report in this file; None: any
         self.gpu_device_names: tuple[str, ...] = ()  # the run's configured CUDA device expressions
         self.test_file = False  # a test module (see is_test_path), set by the engine
-        self._contexts: dict[tuple[int, frozenset[str]], CodeContext] = {}
+        self._contexts: dict[tuple[int, frozenset[str]], CodeContext] = {}  # by line and hot function names
+        self._contexts_by_shape: dict[tuple[str | None, bool, bool, frozenset[str]], CodeContext] = {}
         self._line_map: _LineMap | None = None  # built on first use
         self.sites: dict[tuple[int, int, int, int], Site] = {}  # by (line, column, end line, end column)
         self._index(tree)
@@ -373,6 +375,8 @@ class FileFacts:
                     continue
             if kind is ast.Assign:
                 self.assignments.append(node)
+            elif kind in _OTHER_ASSIGNMENT_TYPES:
+                self.other_assignments.append(node)
             elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
                 self._function_nodes.append(node)
                 if kind is not ast.Lambda:
@@ -1025,13 +1029,15 @@ class FileFacts:
         if self._line_map is None:
             self._line_map = _LineMap(self.functions, self.loops, self.graph_captures)
         function, function_first, loop_first, in_graph_capture = self._line_map.at(line)
-        context = self._contexts[key] = CodeContext(
-            function=function,
-            # A loop counts when it runs inside the innermost function, not around that function's definition.
-            in_loop=loop_first >= function_first,
-            in_graph_capture=in_graph_capture,
-            hot_function=function is not None and is_hot_function(function, hot_functions),
-        )
+        # A loop counts when it runs inside the innermost function, not around that function's definition.
+        in_loop = loop_first >= function_first
+        # Most lines of a function share one context: it is made once.
+        context = self._contexts_by_shape.get((function, in_loop, in_graph_capture, hot_functions))
+        if context is None:
+            context = self._contexts_by_shape[function, in_loop, in_graph_capture, hot_functions] = CodeContext(
+                function=function, in_loop=in_loop, in_graph_capture=in_graph_capture,
+                hot_function=function is not None and is_hot_function(function, hot_functions))
+        self._contexts[key] = context
         return context
 
     def site_at(self, start, end) -> Site | None:
@@ -1128,8 +1134,10 @@ _SCANNED, _STATEMENT = "scanned", "statement"
 _INDEXED_TYPES = {
     **dict.fromkeys((ast.Subscript, ast.If, ast.While, ast.IfExp, ast.Assert, ast.comprehension, ast.BinOp), _SCANNED),
     **dict.fromkeys((ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.For, ast.AsyncFor, ast.Import,
-                     ast.ImportFrom, ast.With, ast.AsyncWith, ast.ClassDef, ast.Assign), _STATEMENT),
+                     ast.ImportFrom, ast.With, ast.AsyncWith, ast.ClassDef, ast.Assign, ast.AnnAssign, ast.AugAssign,
+                     ast.NamedExpr), _STATEMENT),
 }
+_OTHER_ASSIGNMENT_TYPES = (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)
 
 
 def _child_fields(kind: type) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ a constructor, a logging call) and on what is known of the tensor, and is decide
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import weakref
 from dataclasses import dataclass
@@ -534,10 +535,40 @@ class _Finder:
                     return True
             return any(kw.arg == "dtype" and facts.qualify(dotted_name(kw.value)) == "torch.bool"
                        for kw in expr.keywords) and qualified.startswith("torch.")
-        if isinstance(expr, ast.Name) and depth < 3:
+        if isinstance(expr, ast.Name) and depth < 3 and expr.id in self._names_maybe_bound_to_masks:
             values = facts.bindings_at(expr.id, expr.lineno)
             return bool(values) and all(value is not None and self._is_boolean(value, depth + 1) for value in values)
         return False
+
+    @functools.cached_property
+    def _names_maybe_bound_to_masks(self) -> frozenset[str]:
+        """The names some assignment in the file binds to what `_is_boolean` may accept (a comparison, `~`, `&`, `|`
+        or `^`, a boolean method, a `dtype=` argument, another name): no other name can be a mask, so its bindings
+        (whose collection is most of the cost of `_is_boolean`) need not be looked up."""
+        names = set()
+        for node in self.facts.assignments:
+            if self._may_be_boolean(node.value):
+                names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        for node in self.facts.other_assignments:
+            if isinstance(node.target, ast.Name) and (
+                    isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor))
+                    or not isinstance(node, ast.AugAssign) and node.value is not None
+                    and self._may_be_boolean(node.value)):
+                names.add(node.target.id)
+        return frozenset(names)
+
+    def _may_be_boolean(self, value: ast.expr) -> bool:
+        """What the shape of `value` alone leaves open to `_is_boolean` (a superset of what it accepts)."""
+        if isinstance(value, (ast.Compare, ast.Name, ast.UnaryOp)):
+            return True
+        if isinstance(value, ast.BinOp):
+            return isinstance(value.op, (ast.BitAnd, ast.BitOr, ast.BitXor))
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        last = func.attr if isinstance(func, ast.Attribute) else \
+            (self.facts.qualify(dotted_name(func)) or "").rsplit(".", 1)[-1]
+        return last in BOOLEAN_METHODS or last in ("to", "type") or any(kw.arg == "dtype" for kw in value.keywords)
 
     def _condition(self, test: ast.expr) -> None:
         if isinstance(test, ast.BoolOp):

@@ -76,3 +76,28 @@ def test_configured_gpu_device_names_make_a_device_cuda(full_parse):
     found = lint(CONFIGURED_DEVICE, "HDL106", gpu_device_names=("device",), full_parse=full_parse)
     assert [(finding.code, finding.start.line) for finding in found] == [("HDL106", 4)]
     assert lint(CONFIGURED_DEVICE, "HDL106", gpu_device_names=("self.device",), full_parse=full_parse) == []
+
+
+# `_is_boolean` looks up the bindings of a name only when some assignment in the file may bind it to a mask:
+# each way of binding one must still count.
+MASKS_BOUND_EVERY_WAY = [
+    "    m: torch.Tensor = y.float() > 0\n    return x[m]\n",
+    "    if (m := y.float() > 0).any():\n        return x[m]\n",
+    "    m |= torch.isnan(y)\n    return x[m]\n",
+    "    a = y.float() > 0\n    m = a\n    return x[m]\n",
+    "    m = bad(y)\n    return x[m]\n",
+    "    m = y.to(torch.bool)\n    return x[m]\n",
+    "    m = torch.zeros_like(y, dtype=torch.bool)\n    return x[m]\n",
+]
+
+
+@pytest.mark.parametrize("full_parse", [False, True], ids=["candidates", "full"])
+@pytest.mark.parametrize("body", MASKS_BOUND_EVERY_WAY)
+def test_a_mask_bound_to_a_name_in_any_way_is_found(body, full_parse):
+    code = f"import torch\nfrom torch import isnan as bad\ndef forward(x, y):\n{body}"
+    findings = lint(code, "HDL302", full_parse=full_parse)
+    assert [(finding.code, finding.start.line) for finding in findings] == [("HDL302", code.count("\n"))]
+
+
+def test_a_name_bound_to_no_mask_is_no_mask():
+    assert lint("import torch\ndef forward(x, y):\n    m = y.sum()\n    return x[m]\n", "HDL302") == []
