@@ -11,7 +11,7 @@ import ast
 import importlib
 import pkgutil
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -191,6 +191,29 @@ def _spelled_apart(parts: tuple[str, ...], text: str) -> bool:
 
 
 _SPELLED_APART: dict[tuple[str, ...], tuple[tuple[str, re.Pattern[str]], ...]] = {}
+
+# Blanks, line continuations and whole comments: what may stand between two tokens of an expression spread over
+# lines. Possessive: a comment is skipped whole or not at all, and nothing is tried twice.
+CODE_GAP = re.compile(r"(?:[\s\\]|#[^\r\n]*[\r\n])*+")
+
+
+def matches_across_gaps(text: str, first: re.Pattern[str], *then: re.Pattern[str]) -> Iterator[re.Match[str]]:
+    """The matches of `first` that the patterns `then` follow in turn, each after a CODE_GAP (`x)  # note` and
+    `.to(` on the next line). A failed attempt resumes where it stopped: what it skipped was blanks and comments,
+    where any `first` is in a comment. (One regex holding the gaps would retry from every `first` inside a long
+    comment block, in time growing with the square of its lines.)"""
+    position = 0
+    while (match := first.search(text, position)) is not None:
+        end = match.end()
+        for pattern in then:
+            end = CODE_GAP.match(text, end).end()
+            token = pattern.match(text, end)
+            if token is None:
+                break
+            end = token.end()
+        else:
+            yield match
+        position = max(end, match.start() + 1)
 
 
 def all_rules() -> dict[str, type[Rule]]:

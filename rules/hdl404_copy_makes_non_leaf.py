@@ -8,11 +8,13 @@ import libcst as cst
 from h2dlint.copies import copy_of, fresh_host_factory, is_literal, join_args, keywords_of, shown
 from h2dlint.facts import Device, dotted_name
 from h2dlint.model import Applicability, Fix
-from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.rule import Invalid, Rule, Valid, matches_across_gaps
 
-# A closing parenthesis, then `.to` / `.cuda` (split over lines or comments): a copy of a call's result (or of
-# a parenthesized one), which a candidate is.
-_COPY_OF_CALL = re.compile(r"\)(?:[\s\\]|#[^\r\n]*[\r\n])*\.(?:[\s\\]|#[^\r\n]*[\r\n])*(?:to|cuda)\b")
+# A closing parenthesis, then `.to` / `.cuda`: a copy of a call's result (or of a parenthesized one), which a
+# candidate is. Written on one line (or split by blanks and line continuations) it is one regex search; split by
+# comments it takes a slower scan, asked only when the file holds a comment.
+_COPY_OF_CALL = re.compile(r"\)[\s\\]*\.[\s\\]*(?:to|cuda)\b")
+_COPY_OF_CALL_ACROSS_COMMENTS = (re.compile(r"\)"), re.compile(r"\."), re.compile(r"(?:to|cuda)\b"))
 # What makes the copy's result a leaf again, or shows the non-leaf is intended.
 LEAF_AGAIN = frozenset({"requires_grad_", "detach", "detach_"})
 
@@ -88,7 +90,8 @@ class CopyMakesNonLeaf(Rule):
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        return cls.prefilter_matches(text) and bool(_COPY_OF_CALL.search(text))
+        return cls.prefilter_matches(text) and (_COPY_OF_CALL.search(text) is not None or "#" in text and next(
+            matches_across_gaps(text, *_COPY_OF_CALL_ACROSS_COMMENTS), None) is not None)
 
     @classmethod
     def candidates(cls, facts):

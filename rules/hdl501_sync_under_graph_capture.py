@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import re
 
-from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.rule import Invalid, Rule, Valid, matches_across_gaps
 from h2dlint.syncs import SyncReporter
 
 # `graph` called or imported under another name; the word's start is checked apart (a leading `\b` would make
 # the search many times slower: it could no longer look for the literal first).
-_GRAPH_CALLED_OR_RENAMED = re.compile(r"graph\b(?:[\s\\]|#[^\r\n]*[\r\n])*(?:\(|as\b)")
+_GRAPH_CALLED_OR_RENAMED = (re.compile(r"graph\b"), re.compile(r"\(|as\b"))
 
 
 class SyncUnderGraphCapture(SyncReporter, Rule):
@@ -63,7 +63,7 @@ class SyncUnderGraphCapture(SyncReporter, Rule):
         name (`graph as capture`). `cuda_graph(` and `capture_graph(` are not."""
         return cls.prefilter_matches(text) and any(
             match.start() == 0 or not (text[match.start() - 1].isalnum() or text[match.start() - 1] == "_")
-            for match in _GRAPH_CALLED_OR_RENAMED.finditer(text))
+            for match in matches_across_gaps(text, *_GRAPH_CALLED_OR_RENAMED))
 
     valid_examples = (
         Valid("import torch\ndef capture(g, x):\n    with torch.cuda.graph(g):\n        y = x * 2\n"

@@ -306,3 +306,15 @@ def test_runs_of_comment_marks_after_call_names_do_not_stall_the_prefilters(tmp_
     code = ("import sys\nfrom h2dlint.cli import main\n"
             f"sys.argv = ['h2dlint', 'check', {str(tmp_path)!r}, '--select', 'ALL', '--no-cache', '--exit-zero']\nmain()\n")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=60)
+
+
+def test_long_commented_out_blocks_do_not_stall_the_prefilters(tmp_path):
+    # HDL404 and HDL501 look for `)` then `.to` and for `graph` then `(` across comment lines. One regex holding
+    # the comments retried from every `)` or `graph` inside a comment block, to the block's end: 13 s for 10,000
+    # lines, growing with the square. They now resume where a failed attempt stopped.
+    text = ("import torch\nx = torch.zeros(1, requires_grad=True)\ny = f(x)\n" + "# graph f(x)\n" * 20000
+            + "graph = 1\n" + "# f(x) graph\n" * 20000 + "z = 1\n")
+    (tmp_path / "commented_out.py").write_text(text)
+    code = ("import sys\nfrom h2dlint.cli import main\n"
+            f"sys.argv = ['h2dlint', 'check', {str(tmp_path)!r}, '--select', 'ALL', '--no-cache', '--exit-zero']\nmain()\n")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=60)

@@ -276,6 +276,18 @@ SPELLINGS = [
         '        n = x.sum().item()\n'
     ), 1, id='graph-imported-as'),
 ]
+# HDL404 and HDL501 do look across comment lines (`)` then `.to`, `graph` then `(`), resuming after a failed
+# attempt where it stopped; a real match after a comment block that an earlier attempt skipped is still found.
+ACROSS_COMMENTS = [
+    pytest.param("HDL404", "import torch\ndef f(device):\n    w = (torch.zeros(3, requires_grad=True)  # made here\n"
+                 "         # and moved\n         .  # here\n         to(device))\n    return w\n", 1,
+                 id="copy-split-by-comment-lines"),
+    pytest.param("HDL404", "import torch\ndef f(a, device):\n    u = g(a)\n    # old: h(a).to(device)\n    # gone\n"
+                 "    w = (torch.zeros(3, requires_grad=True)\n         # moved\n         .to(device))\n    return w\n", 1,
+                 id="copy-after-a-skipped-comment-block"),
+    pytest.param("HDL501", "import torch\ndef capture(g, x):\n    with (torch.cuda.graph  # capture\n"
+                 "          (g)):\n        n = x.sum().item()\n", 1, id="graph-split-by-a-comment"),
+]
 # Imports wherever they sit on their line: without them `th.tensor` is not known to be torch's.
 IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n",
                         1, id=name)
@@ -285,7 +297,8 @@ IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.ten
                                  ("one-line-try", "try: import torch as th\nexcept ImportError: pass\n")]]
 
 
-@pytest.mark.parametrize(("code", "text", "count"), CASES + FAST_PATH_MISSES + FILTER_MISSES + SPELLINGS + IMPORTS)
+@pytest.mark.parametrize(("code", "text", "count"),
+                         CASES + FAST_PATH_MISSES + FILTER_MISSES + SPELLINGS + ACROSS_COMMENTS + IMPORTS)
 def test_fast_and_full_paths_agree(code, text, count):
     fast, full = (lint(text, code, full_parse=full_parse) for full_parse in (False, True))
     assert fast == full
