@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 DEFAULT_PIN_MEMORY_HELPERS = ("is_pin_memory_available",)
@@ -31,8 +32,11 @@ class Settings:
     full_parse: bool = False  # parse whole files with LibCST instead of candidate calls only
 
     def cache_key(self) -> str:
-        """Everything in the settings, as text: any change invalidates cached findings."""
-        return repr(self)
+        """The settings a file's findings depend on, as text: a change to any of them invalidates cached findings.
+        How findings are printed, which files are walked and whether unsafe fixes are applied change no file's
+        findings: switching them (`--output-format github` in CI, `--unsafe-fixes` once) keeps the cache."""
+        return repr(dataclasses.replace(self, output_format="full", exclude=(), force_exclude=False,
+                                        respect_gitignore=True, unsafe_fixes=False))
 
     def enabled_codes(self, rules) -> tuple[str, ...]:
         """The codes of `rules` (a dict code -> rule class) this run checks."""

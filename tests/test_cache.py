@@ -71,6 +71,17 @@ def test_other_settings_use_another_cache(tmp_path):
     assert linted == ["a.py"] and results[0].findings == ()
 
 
+def test_settings_that_change_no_finding_keep_the_cache(tmp_path):
+    (tmp_path / "a.py").write_text(BLOCKING)
+    run(tmp_path)
+    for settings in (Settings(output_format="github"), Settings(unsafe_fixes=True), Settings(exclude=("build",)),
+                     Settings(force_exclude=True), Settings(respect_gitignore=False)):
+        results, linted = run(tmp_path, settings)
+        assert linted == [] and len(results[0].findings) == 1, settings
+    _, linted = run(tmp_path, Settings(hot_functions=("f",)))  # a setting rules read
+    assert linted == ["a.py"]
+
+
 def test_fix_mode_skips_cached_files_with_nothing_to_fix(tmp_path):
     (tmp_path / "a.py").write_text(BLOCKING)
     (tmp_path / "clean.py").write_text("import torch\nx = torch.tensor([1])\n")
