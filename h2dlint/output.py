@@ -79,28 +79,37 @@ def write_junit(console: Console, results: list[FileResult], options) -> None:
 
 
 def write_concise(console: Console, results: list[FileResult], options) -> None:
+    lines = []
     for finding in _all(results):
         marker = "[*] " if _fixable(finding, options.unsafe_fixes) else ""
-        console.print(Text.assemble((location(finding), "bold"),
-                                    " ", (finding.code, "bold red"), f" {marker}{finding.message}"))
+        lines.append(Text.assemble((location(finding), "bold"), " ", (finding.code, "bold red"),
+                                   f" {marker}{finding.message}"))
+    _print_lines(console, lines)
     _summary(console, results, options)
 
 
 def write_full(console: Console, results: list[FileResult], options) -> None:
     texts: dict[tuple[str, int | None], LineIndex | None] = {}
+    lines = []
     for finding in _all(results):
         key = (finding.path, finding.cell)
         if key not in texts:
             texts[key] = _line_index(finding, getattr(options, "texts", {}))
         index = texts[key]
-        console.print(Text.assemble((location(finding), "bold"),
-                                    " ", (finding.code, "bold red"), f" {finding.message}"))
+        lines.append(Text.assemble((location(finding), "bold"), " ", (finding.code, "bold red"), f" {finding.message}"))
         if index is not None and finding.start.line <= index.line_count:
-            _frame(console, index, finding)
+            lines += _frame(index, finding)
             if finding.fix is not None:
-                _proposed_fix(console, index, finding)
-        console.print()
+                lines += _proposed_fix(index, finding)
+        lines.append(Text())
+    _print_lines(console, lines)
     _summary(console, results, options)
+
+
+def _print_lines(console: Console, lines: list[Text]) -> None:
+    """One print for the whole report: Rich's work per print, not per line, is what a long report costs."""
+    if lines:
+        console.print(Text("\n").join(lines))
 
 
 def _line_index(finding: Finding, in_memory: dict[str, str]) -> LineIndex | None:
@@ -117,22 +126,23 @@ def _line_index(finding: Finding, in_memory: dict[str, str]) -> LineIndex | None
         return None
 
 
-def _frame(console: Console, index: LineIndex, finding: Finding) -> None:
+def _frame(index: LineIndex, finding: Finding) -> list[Text]:
     first = max(1, finding.start.line - 1)
     last = min(index.line_count, finding.end.line + 1)
     width = len(str(last))
+    lines = []
     for line in range(first, last + 1):
         text = index.line_text(line).expandtabs(1)
-        console.print(Text.assemble((f"{line:>{width}} | ", "blue"), text))
+        lines.append(Text.assemble((f"{line:>{width}} | ", "blue"), text))
         if finding.start.line == finding.end.line == line:
             start, end = finding.start.column, max(finding.end.column, finding.start.column + 1)
-            console.print(Text.assemble((f"{'':>{width}} | ", "blue"), " " * start, ("^" * (end - start), "red")))
+            lines.append(Text.assemble((f"{'':>{width}} | ", "blue"), " " * start, ("^" * (end - start), "red")))
+    return lines
 
 
-def _proposed_fix(console: Console, index: LineIndex, finding: Finding) -> None:
+def _proposed_fix(index: LineIndex, finding: Finding) -> list[Text]:
     fix = finding.fix
     label = "Safe fix" if fix.applicability is Applicability.SAFE else "Unsafe fix"
-    console.print(Text(f"{label}: {fix.message}", style="italic cyan"))
     first = min(edit.start.line for edit in fix.edits)
     last = max(edit.end.line for edit in fix.edits)
     end_offset = index.starts[last] if last < len(index.starts) else len(index.text)
@@ -141,10 +151,9 @@ def _proposed_fix(console: Console, index: LineIndex, finding: Finding) -> None:
                           type(edit.end)(edit.end.line - first + 1, edit.end.column), edit.content)
                for edit in fix.edits]
     after = apply_edits(before, shifted)
-    for line in before.splitlines():
-        console.print(Text(f"  - {line}", style="red"))
-    for line in after.splitlines():
-        console.print(Text(f"  + {line}", style="green"))
+    return [Text(f"{label}: {fix.message}", style="italic cyan"),
+            *(Text(f"  - {line}", style="red") for line in before.splitlines()),
+            *(Text(f"  + {line}", style="green") for line in after.splitlines())]
 
 
 def _summary(console: Console, results: list[FileResult], options) -> None:
