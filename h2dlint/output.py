@@ -82,8 +82,7 @@ def write_concise(console: Console, results: list[FileResult], options) -> None:
     lines = []
     for finding in _all(results):
         marker = "[*] " if _fixable(finding, options.unsafe_fixes) else ""
-        lines.append(Text.assemble((location(finding), "bold"), " ", (finding.code, "bold red"),
-                                   f" {marker}{finding.message}"))
+        lines.append(_headline(finding, marker))
     _print_lines(console, lines)
     _summary(console, results, options)
 
@@ -96,7 +95,7 @@ def write_full(console: Console, results: list[FileResult], options) -> None:
         if key not in texts:
             texts[key] = _line_index(finding, getattr(options, "texts", {}))
         index = texts[key]
-        lines.append(Text.assemble((location(finding), "bold"), " ", (finding.code, "bold red"), f" {finding.message}"))
+        lines.append(_headline(finding))
         if index is not None and finding.start.line <= index.line_count:
             lines += _frame(index, finding)
             if finding.fix is not None:
@@ -104,6 +103,10 @@ def write_full(console: Console, results: list[FileResult], options) -> None:
         lines.append(Text())
     _print_lines(console, lines)
     _summary(console, results, options)
+
+
+def _headline(finding: Finding, marker: str = "") -> Text:
+    return Text.assemble((location(finding), "bold"), " ", (finding.code, "bold red"), f" {marker}{finding.message}")
 
 
 def _print_lines(console: Console, lines: list[Text]) -> None:
