@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.control import strip_control_codes
 from rich.text import Text
 
 from .ci_formats import github_annotations, gitlab_report, junit_report, rdjson_report, sarif_log, write_raw
@@ -89,7 +90,7 @@ def write_concise(console: Console, results: list[FileResult], options) -> None:
 
 def write_full(console: Console, results: list[FileResult], options) -> None:
     texts: dict[tuple[str, int | None], LineIndex | None] = {}
-    lines = []
+    lines: list[Line] = []
     for finding in _all(results):
         key = (finding.path, finding.cell)
         if key not in texts:
@@ -100,19 +101,40 @@ def write_full(console: Console, results: list[FileResult], options) -> None:
             lines += _frame(index, finding)
             if finding.fix is not None:
                 lines += _proposed_fix(index, finding)
-        lines.append(Text())
+        lines.append(())
     _print_lines(console, lines)
     _summary(console, results, options)
 
 
-def _headline(finding: Finding, marker: str = "") -> Text:
-    return Text.assemble((location(finding), "bold"), " ", (finding.code, "bold red"), f" {marker}{finding.message}")
+# A report line: its pieces of text, each with the Rich style it is shown in ("" for none).
+Line = tuple[tuple[str, str], ...]
 
 
-def _print_lines(console: Console, lines: list[Text]) -> None:
-    """One print for the whole report: Rich's work per print, not per line, is what a long report costs."""
-    if lines:
-        console.print(Text("\n").join(lines))
+def _headline(finding: Finding, marker: str = "") -> Line:
+    return (location(finding), "bold"), (" ", ""), (finding.code, "bold red"), (f" {marker}{finding.message}", "")
+
+
+def _print_lines(console: Console, lines: list[Line]) -> None:
+    """The report's lines, written at once. Where nothing is styled (a pipe, a file) the text Rich would print is
+    written directly: Rich's work per line was most of a long report's cost."""
+    if not lines:
+        return
+    if console.color_system is None and not console.record:
+        plain = strip_control_codes("\n".join("".join(text for text, _ in line) for line in lines))
+        if "\t" in plain:
+            plain = "\n".join(_expand_tabs(line, console.tab_size) if "\t" in line else line
+                              for line in plain.split("\n"))
+        console.file.write(plain + "\n")
+        console.file.flush()
+        return
+    console.print(Text("\n").join(Text.assemble(*line) for line in lines))
+
+
+def _expand_tabs(line: str, tab_size: int) -> str:
+    """Tabs expanded as Rich expands them: to tab stops counted in terminal cells (a CJK character takes two)."""
+    text = Text(line)
+    text.expand_tabs(tab_size)
+    return text.plain
 
 
 def _line_index(finding: Finding, in_memory: dict[str, str]) -> LineIndex | None:
@@ -129,21 +151,21 @@ def _line_index(finding: Finding, in_memory: dict[str, str]) -> LineIndex | None
         return None
 
 
-def _frame(index: LineIndex, finding: Finding) -> list[Text]:
+def _frame(index: LineIndex, finding: Finding) -> list[Line]:
     first = max(1, finding.start.line - 1)
     last = min(index.line_count, finding.end.line + 1)
     width = len(str(last))
     lines = []
     for line in range(first, last + 1):
         text = index.line_text(line).expandtabs(1)
-        lines.append(Text.assemble((f"{line:>{width}} | ", "blue"), text))
+        lines.append(((f"{line:>{width}} | ", "blue"), (text, "")))
         if finding.start.line == finding.end.line == line:
             start, end = finding.start.column, max(finding.end.column, finding.start.column + 1)
-            lines.append(Text.assemble((f"{'':>{width}} | ", "blue"), " " * start, ("^" * (end - start), "red")))
+            lines.append(((f"{'':>{width}} | ", "blue"), (" " * start, ""), ("^" * (end - start), "red")))
     return lines
 
 
-def _proposed_fix(index: LineIndex, finding: Finding) -> list[Text]:
+def _proposed_fix(index: LineIndex, finding: Finding) -> list[Line]:
     fix = finding.fix
     label = "Safe fix" if fix.applicability is Applicability.SAFE else "Unsafe fix"
     first = min(edit.start.line for edit in fix.edits)
@@ -154,9 +176,9 @@ def _proposed_fix(index: LineIndex, finding: Finding) -> list[Text]:
                           type(edit.end)(edit.end.line - first + 1, edit.end.column), edit.content)
                for edit in fix.edits]
     after = apply_edits(before, shifted)
-    return [Text(f"{label}: {fix.message}", style="italic cyan"),
-            *(Text(f"  - {line}", style="red") for line in before.splitlines()),
-            *(Text(f"  + {line}", style="green") for line in after.splitlines())]
+    return [((f"{label}: {fix.message}", "italic cyan"),),
+            *(((f"  - {line}", "red"),) for line in before.splitlines()),
+            *(((f"  + {line}", "green"),) for line in after.splitlines())]
 
 
 def _summary(console: Console, results: list[FileResult], options) -> None:

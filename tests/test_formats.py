@@ -272,3 +272,47 @@ def test_action_yml_runs_h2dlint_with_its_inputs(project):
     sarif = json.loads((project / "results.sarif").read_text(encoding="utf-8"))
     jsonschema.validate(sarif, SCHEMA)
     assert len(sarif["runs"][0]["results"]) == 2  # the SARIF report covers every line
+
+
+@pytest.mark.parametrize("output_format", ["full", "concise"])
+def test_unstyled_report_is_what_rich_prints(tmp_path, output_format):
+    """Where nothing is styled the report is written without Rich: it must be Rich's text to the byte (tabs
+    expanded by terminal cells after a wide character, control codes dropped, CRLF and CR-only files)."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from h2dlint.cli import ReportOptions
+    from h2dlint.config import resolve_settings
+    from h2dlint.engine import Linter
+    from h2dlint.output import FORMATS
+    from h2dlint.rule import all_rules
+    from h2dlint.runner import run_files
+
+    sources = {
+        "tabs.py": 'import torch\ndef forward(ids, out):\n\tx = torch.tensor(ids,\tdevice="cuda")  # 中\tx\n'
+                   "\tout.copy_(x)\n\treturn out\n",
+        "crlf.py": 'import torch\r\ndef forward(ids):\r\n    # 文\x1b[31m \x07\x0c\r\n'
+                   '    x = torch.tensor(ids, device="cuda")  # 中\t文\r\n    return x.item()\r\n',
+        "cr.py": 'import torch\rdef forward(ids):\r    x = torch.tensor(ids, device="cuda")\r    return x.item()\r',
+    }
+    for name, text in sources.items():
+        (tmp_path / name).write_bytes(text.encode("utf-8"))
+    rules = all_rules()
+    settings = resolve_settings([tmp_path], rules, None)
+    linter = Linter([rules[code] for code in settings.enabled_codes(rules)], settings)
+    results = run_files(sorted(tmp_path.glob("*.py")), linter, "check")
+    options = ReportOptions(unsafe_fixes=False, quiet=False)
+
+    def report(record: bool) -> str:
+        out = StringIO()
+        # A recording console takes Rich's own path; both print with no colour system, as into a pipe.
+        FORMATS[output_format](Console(file=out, color_system=None, record=record, highlight=False, soft_wrap=True),
+                               results, options)
+        return out.getvalue()
+
+    direct = report(record=False)
+    assert sum(len(result.findings) for result in results) >= 5
+    if output_format == "full":  # the code frames hold the awkward text
+        assert "中" in direct and "\x1b[31m" in direct and "\x07" not in direct and "\r" not in direct
+    assert direct == report(record=True)
