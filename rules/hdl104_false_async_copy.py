@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import ast
-import re
 
 import libcst as cst
 
@@ -62,7 +61,7 @@ class FalseAsyncCopy(Rule):
     name = "false-async-copy"
     summary = "`non_blocking=True` copy from pageable host memory is not truly async; pin the source"
     call_names = frozenset({"cuda", "to"})
-    prefilter = re.compile(r"non_blocking")
+    prefilter = ("non_blocking",)
 
     valid_examples = (
         Valid("import torch\ndef f(device):\n    return torch.zeros(0, dtype=torch.int64).to(device, non_blocking=True)\n"),

@@ -132,7 +132,8 @@ class ScalarWriteIntoCudaTensor(Rule):
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        return cls.prefilter_matches(text) and has_gpu_evidence(text, settings.gpu_device_names)
+        # The evidence first: it is computed once per file (cached) and rules out most files.
+        return has_gpu_evidence(text, settings.gpu_device_names) and cls.prefilter_matches(text)
 
     @classmethod
     def candidates(cls, facts):

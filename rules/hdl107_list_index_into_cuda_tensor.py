@@ -103,7 +103,7 @@ class ListIndexIntoCudaTensor(Rule):
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        return cls.prefilter_matches(text) and has_gpu_evidence(text, settings.gpu_device_names)
+        return has_gpu_evidence(text, settings.gpu_device_names) and cls.prefilter_matches(text)
 
     @classmethod
     def candidates(cls, facts):

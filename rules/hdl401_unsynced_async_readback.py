@@ -61,7 +61,7 @@ class UnsyncedAsyncReadback(Rule):
     name = "unsynced-async-readback"
     summary = "`t.to('cpu', non_blocking=True)` read on the host before a synchronize: a race"
     call_names = frozenset({"to"})
-    prefilter = re.compile(r"non_blocking")
+    prefilter = ("non_blocking",)
 
     valid_examples = (
         Valid("import torch\ndef f(t):\n    c = t.to('cpu', non_blocking=True)\n    torch.cuda.synchronize()\n"

@@ -44,6 +44,7 @@ def test_noqa_on_the_last_line_of_a_multiline_finding(tmp_path):
 
 def test_file_level_exemption_must_be_a_comment_line(tmp_path):
     assert check(tmp_path, f"# h2dlint: noqa\nimport torch\nx = {COPY}\n") == []
+    assert check(tmp_path, f"# H2DLint:NOQA\nimport torch\nx = {COPY}\n") == []  # in any case, as flake8's
     in_string = f'"""\n# h2dlint: noqa\n"""\nimport torch\nx = {COPY}\n'
     assert check(tmp_path, in_string) == [("HDL101", 5)]
     trailing = f"import torch\nx = {COPY}\ny = 1  # h2dlint: noqa\n"
