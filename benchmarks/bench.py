@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import compileall
 import os
 import platform
 import resource
@@ -147,6 +148,17 @@ def _tree_rss(root: int) -> int:
     return total
 
 
+def byte_compile_h2dlint() -> None:
+    """Byte-compile h2dlint's modules, as `pip install` does. Under PYTHONDONTWRITEBYTECODE (set in some
+    environments, this one among them) an editable install would otherwise compile its source again at every
+    start, about 0.1 s of each run that no installed copy pays."""
+    import h2dlint
+    import h2dlint.rules
+
+    for package in (h2dlint, h2dlint.rules):
+        compileall.compile_dir(Path(package.__file__).parent, quiet=1)
+
+
 def version(command: list[str]) -> str:
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     return (completed.stdout or completed.stderr).strip().splitlines()[0] if completed.returncode == 0 else "?"
@@ -158,6 +170,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     source_tree = (args.tree or default_tree()).resolve()
+    byte_compile_h2dlint()
 
     with tempfile.TemporaryDirectory() as scratch:
         tree = Path(scratch) / "tree"
