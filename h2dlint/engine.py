@@ -91,7 +91,7 @@ class Linter:
             try:
                 module, origin = _parse_unit(code, origin, snippet=not self.settings.full_parse)
                 context = RuleContext(source, line_index, facts, self.settings, module, origin)
-                wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+                wrapper = _Wrapper(module, unsafe_skip_copy=True)
                 for rule in active:
                     if rule.code in codes:
                         wrapper.visit(rule(context))
@@ -143,6 +143,17 @@ class Linter:
 
     def applicable(self, fix: Fix | None) -> bool:
         return fix is not None and (fix.applicability is Applicability.SAFE or self.settings.unsafe_fixes)
+
+
+class _Wrapper(MetadataWrapper):
+    """LibCST resolves metadata in rounds, and each round walks the whole module for the batchable providers
+    among those asked for, even when there are none, as with the positions the rules ask for. That empty walk
+    (a sixth of the time of a snippet's visit) is skipped."""
+
+    def visit_batched(self, visitors, before_visit=None, after_leave=None):
+        if isinstance(visitors, (list, tuple)) and not visitors:
+            return self.module
+        return super().visit_batched(visitors, before_visit, after_leave)
 
 
 def _parse_unit(code: str, origin: Position, snippet: bool) -> tuple[cst.Module, Position]:

@@ -332,3 +332,18 @@ def test_a_site_that_is_also_a_condition_keeps_its_own_kind_whatever_else_is_sel
     # depended on which rules passed the prefilters (HDL204's needs the word "torch").
     for full_parse in (False, True):
         assert [finding.code for finding in lint(text, *selection, full_parse=full_parse)] == [code]
+
+
+def test_the_snippet_wrapper_skips_only_the_empty_metadata_walk():
+    """The engine's MetadataWrapper skips LibCST's walk with no batchable provider to run; positions, and
+    batchable providers when a visitor asks for one, still resolve."""
+    import libcst as cst
+    from libcst.metadata import ParentNodeProvider, PositionProvider
+
+    from h2dlint.engine import _Wrapper
+
+    module = cst.parse_module("x = f(\n    1)\n")
+    wrapper = _Wrapper(module, unsafe_skip_copy=True)
+    call = module.body[0].body[0].value
+    assert wrapper.resolve(PositionProvider)[call].end == cst.metadata.CodePosition(2, 6)
+    assert wrapper.resolve(ParentNodeProvider)[call] is module.body[0].body[0]
