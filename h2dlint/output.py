@@ -115,11 +115,11 @@ def _headline(finding: Finding, marker: str = "") -> Line:
 
 
 def _print_lines(console: Console, lines: list[Line]) -> None:
-    """The report's lines, written at once. Where nothing is styled (a pipe, a file) the text Rich would print is
-    written directly: Rich's work per line was most of a long report's cost."""
+    """The report's lines, written at once. Where nothing is styled or wrapped (a pipe, a file) the text Rich
+    would print is written directly: Rich's work per line was most of a long report's cost."""
     if not lines:
         return
-    if console.color_system is None and not console.record:
+    if console.color_system is None and console.soft_wrap and not console.record:
         plain = strip_control_codes("\n".join("".join(text for text, _ in line) for line in lines))
         if "\t" in plain:
             plain = "\n".join(_expand_tabs(line, console.tab_size) if "\t" in line else line
