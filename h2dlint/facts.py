@@ -174,13 +174,14 @@ class CodeContext:
 _CUDA_CALL = re.compile(r"cuda[\s\\]*\(")
 # Blanks, line continuations and parentheses may stand between `device=` / `.to(` and the ordinal.
 _ORDINAL_DEVICES = (re.compile(r"device\s*[=(][\s(\\]*\d"), re.compile(r"\.to\s*\([\s(\\]*\d"))
-_GPU_NAME = re.compile(r"\.\s*(?!_*is_)\w+_(?:gpu|cuda)\b")  # a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
+_GPU_SUFFIX = re.compile(r"_(?:gpu|cuda)\b")  # ends a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
+_FLAG_START = re.compile(r"_*is_")
 _DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start makes the search fast
 _MIRROR_END = re.compile(r"_(?:cpu|host)\b")  # see MIRROR_SUFFIXES
 _LAST_WORD = re.compile(r"\w+$")
 IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)\b", re.MULTILINE)  # a line that starts with an import
 # In a file written for another accelerator, the device copy of a mirrored tensor is not a CUDA tensor.
-OTHER_ACCELERATOR_MARKS = ("torch_npu", "torch.npu", "torch.xpu", "torch.hpu", "torch_mlu", "torch.mlu")
+OTHER_ACCELERATOR_MARK = re.compile(r"torch(?:_(?:npu|mlu)|\.(?:npu|xpu|hpu|mlu))")  # `torch_npu`, `torch.xpu`, ...
 
 
 @functools.lru_cache(maxsize=2)  # asked by several rules in turn about the same text
@@ -192,8 +193,7 @@ def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
             text[match.start() - 1:match.start()] in (".", " ", "\t", "\n", "\r", "\x0c")
             for match in _CUDA_CALL.finditer(text))):
         return True
-    if (("_gpu" in text or "_cuda" in text) and _GPU_NAME.search(text)) \
-            or any(pattern.search(text) for pattern in _ORDINAL_DEVICES):
+    if _names_gpu_attribute(text) or any(pattern.search(text) for pattern in _ORDINAL_DEVICES):
         return True
     if any(name in text for name in gpu_device_names) or may_use_device_collectives(text):
         return True
@@ -213,6 +213,27 @@ def _quotes_cuda(text: str) -> bool:
             return True
         start = text.find("cuda", start + 4)
     return False
+
+
+def _names_gpu_attribute(text: str) -> bool:
+    r"""Whether the text names an attribute `.<word>_gpu` / `.<word>_cuda` whose name does not start like a flag
+    (`_*is_`): what `\.\s*(?!_*is_)\w+_(?:gpu|cuda)\b` finds, looked for backwards from each suffix (a regex that
+    starts with a dot tries every dot of the file)."""
+    for match in _GPU_SUFFIX.finditer(text):
+        start = match.start()
+        while start and _is_word_character(text[start - 1]):
+            start -= 1
+        before = start
+        while before and text[before - 1].isspace():
+            before -= 1
+        if start < match.start() and text[before - 1:before] == "." and not _FLAG_START.match(text, start):
+            return True
+    return False
+
+
+def _is_word_character(character: str) -> bool:
+    """What `\\w` matches (False for the empty text before a file's start or after its end)."""
+    return character.isalnum() or character == "_"
 
 
 @functools.lru_cache(maxsize=2)
@@ -243,15 +264,18 @@ def mirrored_names(text: str) -> frozenset[str]:
         if word is not None and _names_a_tensor(word.group()) and not IMPORT_LINE.match(text, line_start):
             mirrored.add(word.group())
     names = frozenset(name for name in mirrored if _used_alone(text, name))
-    return frozenset() if names and any(mark in text for mark in OTHER_ACCELERATOR_MARKS) else names
+    return frozenset() if names and OTHER_ACCELERATOR_MARK.search(text) else names
 
 
 def _used_alone(text: str, name: str) -> bool:
-    """Whether `name` occurs in the text as a word of its own, not only inside longer names (`seq_lens_cpu`)."""
-    for match in re.finditer(re.escape(name) + r"\b", text):  # a literal start keeps the search fast
-        before = text[match.start() - 1:match.start()]
-        if not (before.isalnum() or before == "_"):
+    """Whether `name` (a word) occurs in the text as a word of its own, not only inside longer names
+    (`seq_lens_cpu`)."""
+    start = text.find(name)
+    while start >= 0:
+        end = start + len(name)
+        if not _is_word_character(text[start - 1:start]) and not _is_word_character(text[end:end + 1]):
             return True
+        start = text.find(name, start + 1)
     return False
 
 

@@ -141,7 +141,7 @@ class Rule(cst.CSTVisitor):
     @classmethod
     def prefilter_matches(cls, text: str) -> bool:
         if isinstance(cls.prefilter, tuple):
-            return any(part in text for part in cls.prefilter) or _spelled_apart(cls.prefilter, text)
+            return _TextTest.of(cls.prefilter).matches(text)
         return bool(cls.prefilter.search(text))
 
     @classmethod
@@ -176,21 +176,49 @@ class Rule(cst.CSTVisitor):
             Finding(path=self.context.path, start=start, end=end, code=self.code, message=message, fix=fix))
 
 
-def _spelled_apart(parts: tuple[str, ...], text: str) -> bool:
-    """Whether the text holds a prefilter part such as `.item(` or `value=` written apart (`.item ()`,
-    `x. item()`, `value = v`, a line continuation before the `(`), or a name imported under another name
-    (`from torch import nonzero as nz`, then `nz(x)`). Asked only when no part occurs as written."""
-    patterns = _SPELLED_APART.get(parts)
-    if patterns is None:
-        names = sorted({part.strip(".(=") for part in parts if part.strip(".(=").isidentifier()
-                        and part != part.strip(".(=")})
-        # One regex per name, starting with the name itself: a literal start makes the search fast.
-        patterns = _SPELLED_APART[parts] = tuple(
-            (name, re.compile(re.escape(name) + r"(?:[\s\\]*[(=]|[\s\\]+as\b)")) for name in names)
-    return any(name in text and pattern.search(text) for name, pattern in patterns)
+class _TextTest:
+    """Whether a text holds one of a prefilter's parts, or a part such as `.item(` or `value=` written apart
+    (`.item ()`, `x. item()`, `value = v`, a line continuation before the `(`), or a name imported under another
+    name (`from torch import nonzero as nz`, then `nz(x)`).
 
+    A search for an absent part reads the whole text, and most parts are absent from most files. Every way of
+    writing the parts around a name (`.cpu(`, `cpu(`) needs the name itself: one read of a text without the name
+    answers for all of them, and the search for a part that is there stops where it is found."""
 
-_SPELLED_APART: dict[tuple[str, ...], tuple[tuple[str, re.Pattern[str]], ...]] = {}
+    _made: ClassVar[dict[tuple[str, ...], _TextTest]] = {}
+
+    def __init__(self, parts: tuple[str, ...]) -> None:
+        self.parts: list[tuple[str, str | None]] = []  # each part, with its name if it has one (in the given order)
+        self.apart: dict[str, re.Pattern[str]] = {}
+        for part in parts:
+            name = part.strip(".(=")
+            if not name.isidentifier() or name == part:
+                self.parts.append((part, None))
+                continue
+            self.parts.append((part, name))
+            # Starting with the name itself: a literal start makes the search fast.
+            self.apart[name] = re.compile(re.escape(name) + r"(?:[\s\\]*[(=]|[\s\\]+as\b)")
+
+    @classmethod
+    def of(cls, parts: tuple[str, ...]) -> _TextTest:
+        test = cls._made.get(parts)
+        if test is None:
+            test = cls._made[parts] = cls(parts)
+        return test
+
+    def matches(self, text: str) -> bool:
+        absent: set[str] = set()
+        for part, name in self.parts:
+            if name is not None:
+                if name in absent:
+                    continue
+                if name not in text:
+                    absent.add(name)
+                    continue
+            if part in text:
+                return True
+        return any(name not in absent and pattern.search(text) is not None for name, pattern in self.apart.items())
+
 
 # Blanks, line continuations and whole comments: what may stand between two tokens of an expression spread over
 # lines. Possessive: a comment is skipped whole or not at all, and nothing is tried twice.

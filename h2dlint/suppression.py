@@ -85,7 +85,7 @@ def noqa_directives(text: str) -> dict[int, list[Noqa]]:
 
 
 def is_file_exempt(text: str) -> bool:
-    if "h2dlint" not in _lowered(text) or not _MAYBE_FILE_NOQA.search(text):
+    if not _H2DLINT_IN_ANY_CASE.search(text) or not _MAYBE_FILE_NOQA.search(text):
         return False
     line_index = LineIndex(text)
     return any(_FILE_NOQA.fullmatch(comment.strip()) and not line_index.line_text(line)[:column].strip()

@@ -85,7 +85,7 @@ class LegacyCudaConstructor(Rule):
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        return "cuda" in text and cls.prefilter_matches(text)
+        return "cuda" in text and _names_a_legacy_type(text)
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts
@@ -123,6 +123,20 @@ class LegacyCudaConstructor(Rule):
             message += " (unsafe: this file uses several CUDA streams; the copy is ordered on the current stream only)"
         return Fix(edits=tuple(sorted([edit, *extra_edits])),
                    applicability=Applicability.UNSAFE if unsafe else Applicability.SAFE, message=message)
+
+
+_LEGACY_TYPE_STARTS = tuple(name.removesuffix("Tensor") for name in LEGACY_DTYPES)
+
+
+def _names_a_legacy_type(text: str) -> bool:
+    """What the prefilter finds (some legacy type name in the text), found from each `Tensor` instead of one read
+    of the text per name."""
+    start = text.find("Tensor")
+    while start >= 0:
+        if text.endswith(_LEGACY_TYPE_STARTS, 0, start):
+            return True
+        start = text.find("Tensor", start + 1)
+    return False
 
 
 def _is_host_sequence(facts, node: ast.expr, line: int, depth: int = 0) -> bool:

@@ -1,0 +1,88 @@
+"""The text tests that decide which files are parsed answer exactly what their plain definitions answer.
+
+They are written for speed (one read of a text per name, searches from a literal, loops instead of regexes that
+start with a frequent character); each is compared here with the plain definition it replaces, on generated
+texts built from the pieces where the two could part.
+"""
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from h2dlint.facts import _names_gpu_attribute, _used_alone
+from h2dlint.rule import _TextTest, all_rules
+
+SETTINGS = settings(max_examples=1000, deadline=None, derandomize=True)
+
+
+def texts(pieces: list[str]):
+    return st.lists(st.sampled_from(pieces), max_size=12).map("".join)
+
+
+def spelled_apart_by_definition(parts: tuple[str, ...], text: str) -> bool:
+    """A part as written, or a named part (`.item(`, `value=`) with blanks or a line continuation before its
+    `(` / `=`, or its name imported under another name."""
+    if any(part in text for part in parts):
+        return True
+    names = {part.strip(".(=") for part in parts if part.strip(".(=").isidentifier() and part != part.strip(".(=")}
+    return any(re.search(re.escape(name) + r"(?:[\s\\]*[(=]|[\s\\]+as\b)", text) for name in names)
+
+
+PARTS = (".item(", "cpu(", ".cpu(", "value=", "alpha", "]", "] *")
+PART_PIECES = ["item", ".item", "(", " ", "\\\n", "cpu", ".", "value", "=", "alpha", "]", " *", "as", "x", "\n"]
+
+
+@SETTINGS
+@given(texts(PART_PIECES))
+def test_a_prefilter_matches_what_its_parts_define(text):
+    assert _TextTest(PARTS).matches(text) == spelled_apart_by_definition(PARTS, text)
+
+
+def test_every_catalogue_prefilter_keeps_its_parts_in_order_and_reads_each_name_once():
+    for rule in all_rules().values():
+        if isinstance(rule.prefilter, tuple):
+            test = _TextTest.of(rule.prefilter)
+            assert [part for part, _ in test.parts] == list(rule.prefilter), rule.code
+            assert all(name in part for part, name in test.parts if name is not None), rule.code
+
+
+GPU_ATTRIBUTE = re.compile(r"\.\s*(?!_*is_)\w+_(?:gpu|cuda)\b")
+GPU_PIECES = [".", "_", " ", "\n", "is", "is_", "_gpu", "_cuda", "gpu", "x", "é", "٣", "(", "__"]
+
+
+@SETTINGS
+@given(texts(GPU_PIECES))
+def test_a_gpu_attribute_is_found_where_its_regex_finds_one(text):
+    assert _names_gpu_attribute(text) == bool(GPU_ATTRIBUTE.search(text))
+
+
+def test_gpu_attributes_by_example():
+    assert _names_gpu_attribute("batch.seq_lens_gpu")
+    assert _names_gpu_attribute("batch. \n seq_lens_cuda)")
+    assert not _names_gpu_attribute("self._is_cuda")  # a flag
+    assert not _names_gpu_attribute("seq_lens_gpu")  # a name, not an attribute
+    assert not _names_gpu_attribute("batch._gpu")  # nothing before the suffix
+    assert not _names_gpu_attribute("batch.seq_lens_gpus")
+
+
+ALONE_PIECES = ["seq", "_lens", "seq_lens", "_cpu", " ", ".", "é", "٣", "x", "\n"]
+
+
+@SETTINGS
+@given(texts(ALONE_PIECES))
+def test_a_name_is_used_alone_where_its_regex_says_so(text):
+    by_regex = any(not (text[match.start() - 1:match.start()].isalnum() or text[match.start() - 1:match.start()] == "_")
+                   for match in re.finditer(r"seq_lens\b", text))
+    assert _used_alone(text, "seq_lens") == by_regex
+
+
+LEGACY_PIECES = ["Float", "Long", "BFloat16", "Tensor", "Bool", "x", " ", "cuda", "torch."]
+
+
+@SETTINGS
+@given(texts(LEGACY_PIECES))
+def test_hdl105_is_asked_where_a_legacy_type_is_named(text):
+    rule = all_rules()["HDL105"]
+    by_definition = "cuda" in text and any(name in text for name in rule.prefilter)
+    assert rule.may_apply(text, None) == by_definition
