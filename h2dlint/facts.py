@@ -221,7 +221,7 @@ def _names_gpu_attribute(text: str) -> bool:
     starts with a dot tries every dot of the file)."""
     for match in _GPU_SUFFIX.finditer(text):
         start = match.start()
-        while start and _is_word_character(text[start - 1]):
+        while start and is_word_character(text[start - 1]):
             start -= 1
         before = start
         while before and text[before - 1].isspace():
@@ -231,7 +231,7 @@ def _names_gpu_attribute(text: str) -> bool:
     return False
 
 
-def _is_word_character(character: str) -> bool:
+def is_word_character(character: str) -> bool:
     """What `\\w` matches (False for the empty text before a file's start or after its end)."""
     return character.isalnum() or character == "_"
 
@@ -273,7 +273,7 @@ def _used_alone(text: str, name: str) -> bool:
     start = text.find(name)
     while start >= 0:
         end = start + len(name)
-        if not _is_word_character(text[start - 1:start]) and not _is_word_character(text[end:end + 1]):
+        if not is_word_character(text[start - 1:start]) and not is_word_character(text[end:end + 1]):
             return True
         start = text.find(name, start + 1)
     return False

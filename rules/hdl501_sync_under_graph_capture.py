@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 
+from h2dlint.facts import is_word_character
 from h2dlint.rule import Invalid, Rule, Valid, matches_across_gaps
 from h2dlint.syncs import SyncReporter
 
@@ -62,7 +63,7 @@ class SyncUnderGraphCapture(SyncReporter, Rule):
         called (`torch.cuda.graph(`, `graphs.graph (`, split over lines or comments) or imported under another
         name (`graph as capture`). `cuda_graph(` and `capture_graph(` are not."""
         return cls.prefilter_matches(text) and any(
-            match.start() == 0 or not (text[match.start() - 1].isalnum() or text[match.start() - 1] == "_")
+            not is_word_character(text[match.start() - 1:match.start()])
             for match in matches_across_gaps(text, *_GRAPH_CALLED_OR_RENAMED))
 
     valid_examples = (
