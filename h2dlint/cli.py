@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -51,6 +52,27 @@ class ReportOptions:
 @click.version_option(__version__, prog_name="h2dlint")
 def main() -> None:
     """Find and fix PyTorch code that stalls the GPU stream (blocking host-to-device copies and more)."""
+
+
+def run() -> None:
+    """The console entry point (and `python -m h2dlint`): `main`, then an exit that skips tearing the interpreter
+    down. Freeing every module and object one by one takes about 40 ms, a tenth of a pre-commit run, and nothing
+    needs it: when `main` stops, the report is written, an output file closed and the cache saved. (mypy exits
+    the same way.)"""
+    try:
+        main()
+    except SystemExit as stop:
+        code = 0 if stop.code is None else stop.code
+    else:
+        code = EXIT_CLEAN
+    if not isinstance(code, int):
+        raise SystemExit(code)  # a message to print: Python's own exit prints it
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        raise SystemExit(code) from None  # a closed pipe: Python's own exit reports it as it always has
+    os._exit(code)
 
 
 @main.command()

@@ -148,6 +148,23 @@ def test_real_subprocess_console_script_and_module(tree):
         assert completed.returncode == 0
 
 
+def test_the_fast_exit_delivers_the_whole_report(tmp_path):
+    # The entry point leaves with os._exit, skipping Python's own flush at exit: a report longer than the
+    # output buffers must still arrive whole, through a pipe and in an output file, with the right exit code.
+    sites = "".join(f"def f{index}(xs, device):\n    return torch.tensor(xs, device=device)\n" for index in range(600))
+    (tmp_path / "many.py").write_text("import torch\n" + sites)
+    command = [sys.executable, "-m", "h2dlint", "check", str(tmp_path / "many.py"), "--no-cache",
+               "--output-format", "concise"]
+    piped = subprocess.run(command, capture_output=True, text=True)
+    assert piped.returncode == 1, piped.stderr
+    assert len(piped.stdout) > 65536  # more than a pipe holds
+    assert piped.stdout.count(" HDL101 ") == 600
+    assert "Found 600 errors." in piped.stdout
+    written = subprocess.run([*command, "-o", str(tmp_path / "report.txt"), "--exit-zero"], capture_output=True)
+    assert written.returncode == 0
+    assert (tmp_path / "report.txt").read_text(encoding="utf-8") == piped.stdout
+
+
 def test_missing_path_is_an_error(tmp_path):
     result = run(tmp_path / "nope.py")
     assert result.exit_code == 2
