@@ -236,11 +236,12 @@ def unified_diff(old: str, new: str, name: str) -> str:
     return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), name, name))
 
 
-def process_file(path, linter: Linter, mode: str, known: Known | None = None) -> FileResult:
+def process_file(path, linter: Linter, mode: str, known: Known | None = None, stamped: bool = True) -> FileResult:
     """Lint one file and, with mode "fix" or "diff", fix it; with "add-noqa", suppress its findings. Never raises.
 
     `known` is (content digest, findings) from the cache: when the file still has that digest, its findings
-    are taken from there instead of linting it again."""
+    are taken from there instead of linting it again. Without `stamped` (no cache to store the result in),
+    the result has no stamp, and the file's content is not hashed."""
     if str(path).endswith(".ipynb"):
         from .notebook import process_notebook
 
@@ -263,7 +264,8 @@ def process_file(path, linter: Linter, mode: str, known: Known | None = None) ->
             return FileResult(name, tuple(left), noqa_added=len(edits))
         result, new_text = fix_in_memory(source, findings, linter, mode)
         if new_text is None:
-            return dataclasses.replace(result, stamp=(status.st_size, status.st_mtime_ns, source.digest))
+            return dataclasses.replace(result, stamp=(status.st_size, status.st_mtime_ns, source.digest)) \
+                if stamped else result
         if mode == "fix":
             write_source_atomically(source, new_text)
         return result

@@ -45,9 +45,9 @@ def _init_worker(linter: Linter) -> None:
     gc.freeze()
 
 
-def _work(job: tuple[Path, str, Known | None]) -> FileResult:
-    path, mode, known = job
-    result = process_file(path, _worker_linter, mode, known)
+def _work(job: tuple[Path, str, Known | None, bool]) -> FileResult:
+    path, mode, known, stamped = job
+    result = process_file(path, _worker_linter, mode, known, stamped)
     _worker_collector.file_done()
     return result
 
@@ -103,7 +103,7 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
     if jobs == 1 or len(to_process) < PARALLEL_THRESHOLD:
         with _collector_paused() as collector:
             for path in to_process:
-                processed.append(process_file(path, linter, mode, known.get(path)))
+                processed.append(process_file(path, linter, mode, known.get(path), cache is not None))
                 step()
                 collector.file_done()
     else:
@@ -111,7 +111,8 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
         to_process.sort(key=_size, reverse=True)
         chunksize = max(1, min(16, len(to_process) // (jobs * 16)))
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(linter,)) as pool:
-            for result in pool.map(_work, [(path, mode, known.get(path)) for path in to_process], chunksize=chunksize):
+            work = [(path, mode, known.get(path), cache is not None) for path in to_process]
+            for result in pool.map(_work, work, chunksize=chunksize):
                 processed.append(result)
                 step()
     if cache is not None:
