@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import click
@@ -46,6 +46,9 @@ class ReportOptions:
     quiet: bool
     show_fixes: bool = False
     texts: dict[str, str] = field(default_factory=dict)  # sources not on disk (stdin), by path
+    # Errors reported after the findings (a missing path, an internal error): then a run without findings
+    # did not pass, and the summary does not say so.
+    problems: int = 0
 
 
 @click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
@@ -158,6 +161,8 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
         if changed is not None:
             results = [changed.only_changed(result) for result in results]
 
+    problems += [f"{result.path}: {result.error}" for result in results if result.error]
+    options = replace(options, problems=len(problems))
     if diff:
         for result in results:
             if result.diff:
@@ -173,7 +178,6 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
     if add_noqa:
         added = sum(result.noqa_added for result in results)
         errors.print(f"Added {added} noqa directive{'s' * (added != 1)}.", markup=False)
-    problems += [f"{result.path}: {result.error}" for result in results if result.error]
     for problem in problems:
         errors.print(f"error: {problem}", markup=False)
 

@@ -189,7 +189,7 @@ def _summary(console: Console, results: list[FileResult], options) -> None:
     if not findings:
         if fixed:
             console.print(f"Found {fixed} error{'s' * (fixed != 1)} ({fixed} fixed, 0 remaining).")
-        elif not options.quiet:
+        elif not options.quiet and not options.problems:
             console.print("All checks passed!")
         return
     total = len(findings) + fixed

@@ -168,3 +168,8 @@ def test_the_fast_exit_delivers_the_whole_report(tmp_path):
 def test_missing_path_is_an_error(tmp_path):
     result = run(tmp_path / "nope.py")
     assert result.exit_code == 2
+    assert "no such file or directory" in result.output
+    assert "All checks passed!" not in result.output
+    (tmp_path / "clean.py").write_text(CLEAN)  # nor does a clean file beside it make the run pass
+    result = run(tmp_path / "clean.py", tmp_path / "nope.py")
+    assert result.exit_code == 2 and "All checks passed!" not in result.output
