@@ -118,6 +118,10 @@ class Rule(cst.CSTVisitor):
     # What a file's text must contain for the rule to be able to fire at all: a regex, or a tuple of
     # substrings of which one must occur (much faster to test than a regex alternation).
     prefilter: ClassVar[re.Pattern[str] | tuple[str, ...]]
+    # True when `candidates` on a parsed file already rules out, and at less cost, every file the text test
+    # would: the candidates are calls of known names, filtered first on what the test looks for. The text test
+    # then only spares parsing, and a file that another rule's test sends to the parser skips it.
+    text_test_spares_only_parsing: ClassVar[bool] = False
     default_enabled: ClassVar[bool] = True
     valid_examples: ClassVar[tuple[Valid, ...]] = ()
     invalid_examples: ClassVar[tuple[Invalid, ...]] = ()

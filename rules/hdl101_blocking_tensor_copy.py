@@ -92,6 +92,7 @@ class BlockingTensorCopy(Rule):
     summary = "`torch.tensor(host_data, device=<gpu>)` blocks the host until the GPU stream drains"
     call_names = frozenset({"tensor", "as_tensor", "new_tensor"})
     prefilter = re.compile(r"\b(?:as_)?tensor\b")
+    text_test_spares_only_parsing = True
 
     valid_examples = (
         Valid("import torch\nx = torch.tensor([1, 2], device='cpu')\n"),

@@ -78,6 +78,7 @@ class BlockingHostTensorCopy(Rule):
     summary = "`.cuda()` / `.to(<gpu>)` of a host tensor without `non_blocking=True` blocks the host"
     call_names = frozenset({"cuda", "to"})
     prefilter = re.compile(r"\.[\s\\]*(?:cuda|to)\b[\s\\]*\(")  # `.to(`, also `.to (`, `x.\<newline>cuda()`
+    text_test_spares_only_parsing = True
 
     valid_examples = (
         Valid("import torch\ndef f(x):\n    return x.cuda()\n"),

@@ -66,6 +66,7 @@ class ConstantUpload(Rule):
     summary = "`torch.tensor(<constant>, device=<gpu>)` copies a constant from the host; use a factory"
     call_names = frozenset({"tensor"})
     prefilter = ("tensor",)
+    text_test_spares_only_parsing = True
 
     valid_examples = (
         Valid("import torch\nx = torch.tensor(0, device='cpu')\n"),

@@ -62,6 +62,7 @@ class FalseAsyncCopy(Rule):
     summary = "`non_blocking=True` copy from pageable host memory is not truly async; pin the source"
     call_names = frozenset({"cuda", "to"})
     prefilter = ("non_blocking",)
+    text_test_spares_only_parsing = True
 
     valid_examples = (
         Valid("import torch\ndef f(device):\n    return torch.zeros(0, dtype=torch.int64).to(device, non_blocking=True)\n"),

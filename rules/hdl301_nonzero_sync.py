@@ -47,6 +47,7 @@ class NonzeroSync(SyncReporter, Rule):
     summary = "`nonzero()` / one-argument `torch.where` reads the result size back to the host"
     kinds = frozenset({NONZERO})
     prefilter = ("nonzero(", "argwhere(", "where(")
+    text_test_spares_only_parsing = True
 
     valid_examples = (
         Valid("import torch\ndef forward(x):\n    return torch.nonzero_static(x.cuda() > 0, size=4)\n"),

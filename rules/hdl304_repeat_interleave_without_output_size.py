@@ -60,6 +60,7 @@ class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):
     summary = "`repeat_interleave` with tensor repeats and no `output_size` copies the total to the host"
     kinds = frozenset({REPEAT})
     prefilter = ("repeat_interleave(",)
+    text_test_spares_only_parsing = True
 
     valid_examples = (
         Valid("import torch\ndef forward(x):\n    return x.repeat_interleave(2, dim=0)\n"),

@@ -58,6 +58,7 @@ class ExplicitSynchronize(SyncReporter, Rule):
     kinds = frozenset({EXPLICIT})
     default_enabled = False
     prefilter = ("synchronize(",)
+    text_test_spares_only_parsing = True
 
     valid_examples = (
         Valid("import torch\ndef benchmark_setup():\n    torch.cuda.synchronize()\n"),

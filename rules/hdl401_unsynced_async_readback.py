@@ -62,6 +62,7 @@ class UnsyncedAsyncReadback(Rule):
     summary = "`t.to('cpu', non_blocking=True)` read on the host before a synchronize: a race"
     call_names = frozenset({"to"})
     prefilter = ("non_blocking",)
+    text_test_spares_only_parsing = True
 
     valid_examples = (
         Valid("import torch\ndef f(t):\n    c = t.to('cpu', non_blocking=True)\n    torch.cuda.synchronize()\n"

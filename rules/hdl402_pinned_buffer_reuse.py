@@ -88,6 +88,7 @@ class PinnedBufferReuse(Rule):
     summary = "a pinned buffer written on the host while a non_blocking copy from it may be in flight: a race"
     call_names = frozenset({"copy_", "to", "cuda"})
     prefilter = ("non_blocking",)
+    text_test_spares_only_parsing = True
     default_enabled = False  # no finding on real code yet to measure its precision on (docs/precision/copies.md)
 
     valid_examples = (

@@ -68,6 +68,7 @@ class CopyMakesNonLeaf(Rule):
     summary = "`torch.tensor(x, requires_grad=True).to(device)` is not a leaf: its `.grad` stays None"
     call_names = frozenset({"cuda", "to"})
     prefilter = re.compile(r"requires_grad\s*=")
+    text_test_spares_only_parsing = True
 
     valid_examples = (
         Valid("import torch\ndef f(device):\n    return torch.tensor([1.0]).to(device).requires_grad_()\n"),

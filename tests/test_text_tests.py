@@ -5,13 +5,21 @@ start with a frequent character); each is compared here with the plain definitio
 texts built from the pieces where the two could part.
 """
 
+import ast
+import importlib.util
 import re
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from h2dlint.facts import _names_gpu_attribute, _used_alone
+from h2dlint.discovery import find_python_files
+from h2dlint.facts import FileFacts, _names_gpu_attribute, _used_alone
 from h2dlint.rule import _TextTest, all_rules
+from h2dlint.settings import Settings
+from h2dlint.source import LineIndex, SourceError, read_source
+
+REPO = Path(__file__).resolve().parents[1]
 
 SETTINGS = settings(max_examples=1000, deadline=None, derandomize=True)
 
@@ -86,3 +94,44 @@ def test_hdl105_is_asked_where_a_legacy_type_is_named(text):
     rule = all_rules()["HDL105"]
     by_definition = "cuda" in text and any(name in text for name in rule.prefilter)
     assert rule.may_apply(text, None) == by_definition
+
+
+def _real_code() -> list[tuple[str, str]]:
+    """(name, text) of real code: every 15th module of the installed torch, the fixtures, and the rules' examples."""
+    spec = importlib.util.find_spec("torch")
+    files = []
+    if spec is not None and spec.submodule_search_locations:
+        files = find_python_files([Path(next(iter(spec.submodule_search_locations)))])[::15]
+    files += find_python_files([REPO / "fixtures"])
+    texts = []
+    for path in files:
+        try:
+            texts.append((str(path), read_source(path).text))
+        except SourceError:
+            continue
+    for rule in all_rules().values():
+        texts += [(f"{rule.code} example", example.code)
+                  for example in (*rule.valid_examples, *rule.invalid_examples)]
+    return texts
+
+
+def test_a_text_test_that_only_spares_parsing_rules_out_no_candidate():
+    # Such a rule is not text-tested on a file parsed for another rule: its candidate search must then find
+    # nothing where its text test would have said no (else the skipped test was sparing analysis too).
+    settings = Settings(select=("ALL",))
+    sparing = [rule for rule in all_rules().values() if rule.text_test_spares_only_parsing]
+    assert {rule.code for rule in sparing} >= {"HDL101", "HDL102", "HDL301", "HDL401"}
+    refused = 0
+    for name, text in _real_code():
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for rule in sparing:
+            if rule.may_apply(text, settings):
+                continue
+            refused += 1
+            facts = FileFacts(tree, text, LineIndex(text))
+            facts.active_codes = frozenset({rule.code})
+            assert not list(rule.candidates(facts)), f"{rule.code} on {name}"
+    assert refused > 1000
