@@ -182,8 +182,8 @@ class Rule(cst.CSTVisitor):
 
 class _TextTest:
     """Whether a text holds one of a prefilter's parts, or a part such as `.item(` or `value=` written apart
-    (`.item ()`, `x. item()`, `value = v`, a line continuation before the `(`), or a name imported under another
-    name (`from torch import nonzero as nz`, then `nz(x)`).
+    (`.item ()`, `x. item()`, `value = v`, a line continuation or, inside brackets, comment lines before the `(`),
+    or a name imported under another name (`from torch import nonzero as nz`, then `nz(x)`).
 
     A search for an absent part reads the whole text, and most parts are absent from most files. Every way of
     writing the parts around a name (`.cpu(`, `cpu(`) needs the name itself: one read of a text without the name
@@ -200,8 +200,10 @@ class _TextTest:
                 self.parts.append((part, None))
                 continue
             self.parts.append((part, name))
-            # Starting with the name itself: a literal start makes the search fast.
-            self.apart[name] = re.compile(re.escape(name) + r"(?:[\s\\]*[(=]|[\s\\]+as\b)")
+            # Starting with the name itself: a literal start makes the search fast. The last branch stops
+            # before a comment; `_written_apart` looks past it.
+            self.apart[name] = re.compile(re.escape(name)
+                                          + r"(?:[\s\\]*[(=]|[\s\\]+as\b|(?P<comment>[\s\\]*(?=#)))")
 
     @classmethod
     def of(cls, parts: tuple[str, ...]) -> _TextTest:
@@ -221,12 +223,28 @@ class _TextTest:
                     continue
             if part in text:
                 return True
-        return any(name not in absent and pattern.search(text) is not None for name, pattern in self.apart.items())
+        return any(name not in absent and _written_apart(pattern, text) for name, pattern in self.apart.items())
+
+
+def _written_apart(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether `pattern` (a name, then its `(`, `=` or ` as`, or a comment) matches, where a match that stops
+    before a comment counts only when a `(`, `=` or `as` follows the comment lines (after a failed one the
+    search resumes past them, so a block of comments is read once)."""
+    position = 0
+    while (match := pattern.search(text, position)) is not None:
+        if match.lastgroup != "comment":
+            return True
+        after = CODE_GAP.match(text, match.end()).end()
+        if _AFTER_COMMENTS.match(text, after):
+            return True
+        position = max(after, match.start() + 1)
+    return False
 
 
 # Blanks, line continuations and whole comments: what may stand between two tokens of an expression spread over
 # lines. Possessive: a comment is skipped whole or not at all, and nothing is tried twice.
 CODE_GAP = re.compile(r"(?:[\s\\]|#[^\r\n]*[\r\n])*+")
+_AFTER_COMMENTS = re.compile(r"[(=]|as\b")  # what makes a name before comment lines a call, a keyword or an import
 
 
 def matches_across_gaps(text: str, first: re.Pattern[str], *then: re.Pattern[str]) -> Iterator[re.Match[str]]:

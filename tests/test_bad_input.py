@@ -308,6 +308,17 @@ def test_runs_of_comment_marks_after_call_names_do_not_stall_the_prefilters(tmp_
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=60)
 
 
+def test_a_name_ending_each_line_of_a_comment_block_does_not_stall_the_tuple_prefilters(tmp_path):
+    # The tuple prefilters look past comment lines between a name and its `(` (`(x.nonzero  # why\n ())`). Were
+    # each `nonzero` of a block like this one to read the block to its end again, 40,000 lines would take minutes
+    # (19 s for 20,000); a failed attempt resumes past the comments it read.
+    (tmp_path / "names.py").write_text("import torch\n" + "# x.nonzero\n" * 40000 + "z = 1\n")
+    code = ("import sys\nfrom h2dlint.cli import main\n"
+            f"sys.argv = ['h2dlint', 'check', {str(tmp_path)!r}, '--select', 'HDL301', '--no-cache', '--exit-zero']\n"
+            "main()\n")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=60)
+
+
 def test_long_commented_out_blocks_do_not_stall_the_prefilters(tmp_path):
     # HDL404 and HDL501 look for `)` then `.to` and for `graph` then `(` across comment lines. One regex holding
     # the comments retried from every `)` or `graph` inside a comment block, to the block's end: 13 s for 10,000

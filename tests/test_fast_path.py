@@ -179,7 +179,9 @@ FILTER_MISSES = [
 ]
 # Spellings the prefilters once missed: blanks or line continuations before `(`, a blank after `.`, names
 # imported under another name; and GPU evidence spelled the same ways. (Comments between a name and its `(` are
-# not looked for: skipping them made the prefilters' time grow with the square of a file's comment lines.)
+# looked for by the tuple prefilters only, resuming past a comment block as HDL404 and HDL501 do below: a regex
+# that skipped them made the prefilters' time grow with the square of a file's comment lines. The regex tests,
+# HDL102's `.to(`, `torch.tensor(..., device=` and the GPU evidence, do not look past comments.)
 SPELLINGS = [
     pytest.param('HDL305', (
         'from torch.cuda import synchronize as cuda_sync\n'
@@ -287,6 +289,11 @@ ACROSS_COMMENTS = [
                  id="copy-after-a-skipped-comment-block"),
     pytest.param("HDL501", "import torch\ndef capture(g, x):\n    with (torch.cuda.graph  # capture\n"
                  "          (g)):\n        n = x.sum().item()\n", 1, id="graph-split-by-a-comment"),
+    # The tuple prefilters look past comment lines between a name and its `(` too.
+    pytest.param("HDL301", "import torch\ndef forward(x):\n    return (x.nonzero  # the indices\n            ())\n", 1,
+                 id="nonzero-split-by-a-comment"),
+    pytest.param("HDL201", "def forward(x):\n    y = x.cuda()\n    return (y.sum().item  # read\n  # back\n    ())\n", 1,
+                 id="item-split-by-comment-lines"),
 ]
 # Imports wherever they sit on their line: without them `th.tensor` is not known to be torch's.
 IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n",

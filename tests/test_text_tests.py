@@ -29,16 +29,18 @@ def texts(pieces: list[str]):
 
 
 def spelled_apart_by_definition(parts: tuple[str, ...], text: str) -> bool:
-    """A part as written, or a named part (`.item(`, `value=`) with blanks or a line continuation before its
-    `(` / `=`, or its name imported under another name."""
+    """A part as written, or a named part (`.item(`, `value=`) with blanks, line continuations or whole comment
+    lines before its `(` / `=`, or its name imported under another name."""
     if any(part in text for part in parts):
         return True
     names = {part.strip(".(=") for part in parts if part.strip(".(=").isidentifier() and part != part.strip(".(=")}
-    return any(re.search(re.escape(name) + r"(?:[\s\\]*[(=]|[\s\\]+as\b)", text) for name in names)
+    gap = r"(?:[\s\\]|#[^\r\n]*[\r\n])"
+    return any(re.search(re.escape(name) + rf"(?:{gap}*[(=]|{gap}+as\b)", text) for name in names)
 
 
 PARTS = (".item(", "cpu(", ".cpu(", "value=", "alpha", "]", "] *")
-PART_PIECES = ["item", ".item", "(", " ", "\\\n", "cpu", ".", "value", "=", "alpha", "]", " *", "as", "x", "\n"]
+PART_PIECES = ["item", ".item", "(", " ", "\\\n", "cpu", ".", "value", "=", "alpha", "]", " *", "as", "x", "\n",
+               "#", " c", "\r"]
 
 
 @SETTINGS
