@@ -114,6 +114,8 @@ def suppress(findings: list[Finding], text: str, path: str, settings: Settings,
 
     `enabled` are the codes this run checks, `known` every code h2dlint has.
     """
+    if not findings and UNUSED_NOQA not in enabled:
+        return []  # most files: nothing to suppress, and no noqa comment to report
     if is_file_exempt(text):
         return []
     directives = noqa_directives(text) if UNUSED_NOQA in enabled or _noqa_on_lines(text, findings) else {}
