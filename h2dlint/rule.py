@@ -193,17 +193,18 @@ class _TextTest:
 
     def __init__(self, parts: tuple[str, ...]) -> None:
         self.parts: list[tuple[str, str | None]] = []  # each part, with its name if it has one (in the given order)
-        self.apart: dict[str, re.Pattern[str]] = {}
+        # Each name's spellings apart: by blanks or line continuations before its `(` / `=` / ` as`, and a comment
+        # right after it (inside brackets, comment lines may stand before the `(`).
+        self.apart: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {}
         for part in parts:
             name = part.strip(".(=")
             if not name.isidentifier() or name == part:
                 self.parts.append((part, None))
                 continue
             self.parts.append((part, name))
-            # Starting with the name itself: a literal start makes the search fast. The last branch stops
-            # before a comment; `_written_apart` looks past it.
-            self.apart[name] = re.compile(re.escape(name)
-                                          + r"(?:[\s\\]*[(=]|[\s\\]+as\b|(?P<comment>[\s\\]*(?=#)))")
+            # Starting with the name itself: a literal start makes the search fast.
+            self.apart[name] = (re.compile(re.escape(name) + r"(?:[\s\\]*[(=]|[\s\\]+as\b)"),
+                                re.compile(re.escape(name) + r"[\s\\]*(?=#)"))
 
     @classmethod
     def of(cls, parts: tuple[str, ...]) -> _TextTest:
@@ -223,22 +224,9 @@ class _TextTest:
                     continue
             if part in text:
                 return True
-        return any(name not in absent and _written_apart(pattern, text) for name, pattern in self.apart.items())
-
-
-def _written_apart(pattern: re.Pattern[str], text: str) -> bool:
-    """Whether `pattern` (a name, then its `(`, `=` or ` as`, or a comment) matches, where a match that stops
-    before a comment counts only when a `(`, `=` or `as` follows the comment lines (after a failed one the
-    search resumes past them, so a block of comments is read once)."""
-    position = 0
-    while (match := pattern.search(text, position)) is not None:
-        if match.lastgroup != "comment":
-            return True
-        after = CODE_GAP.match(text, match.end()).end()
-        if _AFTER_COMMENTS.match(text, after):
-            return True
-        position = max(after, match.start() + 1)
-    return False
+        return any(name not in absent and (by_blanks.search(text) is not None or "#" in text and next(
+            matches_across_gaps(text, before_comment, _AFTER_COMMENTS), None) is not None)
+            for name, (by_blanks, before_comment) in self.apart.items())
 
 
 # Blanks, line continuations and whole comments: what may stand between two tokens of an expression spread over
