@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .facts import Device, FileFacts, Placement, dotted_name
+from .gaps import TokensApart
 
 # torch factories that accept `pin_memory=` (checked against torch 2.13: `as_tensor` and the `*_like` do not).
 PINNABLE_FACTORIES = frozenset({"tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint",
@@ -21,9 +22,9 @@ PINNABLE_FACTORIES = frozenset({"tensor", "zeros", "ones", "empty", "full", "ara
 SYNC_CALLS = frozenset({"synchronize"})  # torch.cuda.synchronize(), event.synchronize(), stream.synchronize()
 
 
-# Superset patterns (they also match `as_tensor`, `xtensor`): a miss would skip a file wrongly.
-_CALL_START = re.compile(r"tensor[\s\\]*\(")
-_IMPORTED_UNDER_ANOTHER_NAME = re.compile(r"tensor[\s\\]+as\b")
+# Superset patterns (they also match `as_tensor`, `xtensor`, `tensoras`): a miss would skip a file wrongly.
+_CALL_START = TokensApart("tensor", r"\(")
+_IMPORTED_UNDER_ANOTHER_NAME = TokensApart("tensor", r"as\b")
 _STRUCTURE = re.compile(
     "|".join([
         r"'''(?:[^\\]|\\.)*?'''",  # triple-quoted strings
@@ -60,8 +61,7 @@ def may_call_tensor_with_device(text: str) -> bool:
     """False only when no `torch.tensor(...)`/`torch.as_tensor(...)` call in `text` can have a `device=`."""
     if _IMPORTED_UNDER_ANOTHER_NAME.search(text):
         return True
-    return any("device" in text[match.end():_closing_parenthesis(text, match.end())]
-               for match in _CALL_START.finditer(text))
+    return any("device" in text[end:_closing_parenthesis(text, end)] for _, end in _CALL_START.spans(text))
 
 
 def dotted(node: cst.BaseExpression) -> str | None:

@@ -13,9 +13,12 @@ import bisect
 import enum
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import PurePath
+
+from .gaps import TokensApart
 
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_BUILTINS = frozenset({"int", "float", "bool"})
@@ -171,12 +174,13 @@ class CodeContext:
 # ordinal written as the device, or a `*_gpu` / `*_cuda` attribute. (Mentions such as `torch.cuda.synchronize`
 # prove nothing.)
 # Several small searches, because one regex alternation is many times slower on large files.
-_CUDA_CALL = re.compile(r"cuda[\s\\]*\(")
-# Blanks, line continuations and parentheses may stand between `device=` / `.to(` and the ordinal.
-_ORDINAL_DEVICES = (re.compile(r"device\s*[=(][\s(\\]*\d"), re.compile(r"\.to\s*\([\s(\\]*\d"))
+_CUDA_CALL = TokensApart("cuda", r"\(")
+# Parentheses may stand between `device=` / `.to(` and the ordinal, besides what may stand between tokens.
+_ORDINAL_DEVICES = (TokensApart("device", "[=(]", r"\d", gap="("), TokensApart(r"\.", r"to\b", r"\(", r"\d", gap="("))
 _GPU_SUFFIX = re.compile(r"_(?:gpu|cuda)\b")  # ends a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
+_GPU_ATTRIBUTE = TokensApart(r"\.", r"(?!_*is_)\w+_(?:gpu|cuda)\b")
 _FLAG_START = re.compile(r"_*is_")
-_DEFINED_NAME = re.compile(r"def\s+(\w+)")  # no leading \b: a literal start makes the search fast
+_DEFINED_NAME = re.compile(r"def[\s\\]+(\w+)")  # no leading \b: a literal start makes the search fast
 _MIRROR_END = re.compile(r"_(?:cpu|host)\b")  # see MIRROR_SUFFIXES
 _LAST_WORD = re.compile(r"\w+$")
 IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)\b", re.MULTILINE)  # a line that starts with an import
@@ -188,16 +192,22 @@ OTHER_ACCELERATOR_MARK = re.compile(r"torch(?:_(?:npu|mlu)|\.(?:npu|xpu|hpu|mlu)
 def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
     """Whether the text may hold what classify_placement proves to be on the GPU (a superset test), given
     the run's configured `gpu-device-names`."""
-    # The cheapest tests first; mirrored_names, the dearest, last.
-    if "cuda" in text and ("current_device" in text or _quotes_cuda(text) or any(
-            text[match.start() - 1:match.start()] in (".", " ", "\t", "\n", "\r", "\x0c")
-            for match in _CUDA_CALL.finditer(text))):
+    # The cheapest tests first; mirrored_names, the dearest, then the searches across comments, last.
+    if "cuda" in text and ("current_device" in text or _quotes_cuda(text)
+                           or _calls_cuda(text, _CUDA_CALL.spans(text, comments=False))):
         return True
-    if _names_gpu_attribute(text) or any(pattern.search(text) for pattern in _ORDINAL_DEVICES):
+    if _names_gpu_attribute(text) or any(next(ordinal.spans(text, comments=False), None)
+                                         for ordinal in _ORDINAL_DEVICES):
         return True
-    if any(name in text for name in gpu_device_names) or may_use_device_collectives(text):
+    if any(name in text for name in gpu_device_names) or may_use_device_collectives(text) or mirrored_names(text):
         return True
-    return bool(mirrored_names(text))
+    return _calls_cuda(text, _CUDA_CALL.spans_across_comments(text)) or any(
+        next(tokens.spans_across_comments(text), None) for tokens in (_GPU_ATTRIBUTE, *_ORDINAL_DEVICES))
+
+
+def _calls_cuda(text: str, spans: Iterable[tuple[int, int]]) -> bool:
+    """Whether some `cuda(` among `spans` is a method call (`.cuda(`, also `. cuda(`), not `xcuda(`."""
+    return any(text[start - 1:start] in (".", " ", "\t", "\n", "\r", "\x0c") for start, _ in spans)
 
 
 def _quotes_cuda(text: str) -> bool:
@@ -217,14 +227,14 @@ def _quotes_cuda(text: str) -> bool:
 
 def _names_gpu_attribute(text: str) -> bool:
     r"""Whether the text names an attribute `.<word>_gpu` / `.<word>_cuda` whose name does not start like a flag
-    (`_*is_`): what `\.\s*(?!_*is_)\w+_(?:gpu|cuda)\b` finds, looked for backwards from each suffix (a regex that
-    starts with a dot tries every dot of the file)."""
+    (`_*is_`), with no comment between the dot and the name: what `_GPU_ATTRIBUTE` finds without comments, looked
+    for backwards from each suffix (a regex that starts with a dot tries every dot of the file)."""
     for match in _GPU_SUFFIX.finditer(text):
         start = match.start()
         while start and is_word_character(text[start - 1]):
             start -= 1
         before = start
-        while before and text[before - 1].isspace():
+        while before and (text[before - 1].isspace() or text[before - 1] == "\\"):
             before -= 1
         if start < match.start() and text[before - 1:before] == "." and not _FLAG_START.match(text, start):
             return True

@@ -11,7 +11,7 @@ import ast
 import importlib
 import pkgutil
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -19,6 +19,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from .facts import FileFacts, Site
+from .gaps import TokensApart, spans_across_gaps
 from .model import Edit, Finding, Fix, Position
 from .source import LineIndex, SourceFile
 
@@ -115,9 +116,9 @@ class Rule(cst.CSTVisitor):
     # Names of called functions or methods (the part after the last dot) at which
     # the rule looks, for the default `candidates`.
     call_names: ClassVar[frozenset[str]] = frozenset()
-    # What a file's text must contain for the rule to be able to fire at all: a regex, or a tuple of
-    # substrings of which one must occur (much faster to test than a regex alternation).
-    prefilter: ClassVar[re.Pattern[str] | tuple[str, ...]]
+    # What a file's text must contain for the rule to be able to fire at all: a regex, tokens that may stand apart,
+    # or a tuple of substrings of which one must occur (much faster to test than a regex alternation).
+    prefilter: ClassVar[re.Pattern[str] | TokensApart | tuple[str, ...]]
     # True when `candidates` on a parsed file already rules out, and at less cost, every file the text test
     # would: the candidates are calls of known names, filtered first on what the test looks for. The text test
     # then only spares parsing, and a file that another rule's test sends to the parser skips it.
@@ -146,7 +147,7 @@ class Rule(cst.CSTVisitor):
     def prefilter_matches(cls, text: str) -> bool:
         if isinstance(cls.prefilter, tuple):
             return _TextTest.of(cls.prefilter).matches(text)
-        return bool(cls.prefilter.search(text))
+        return bool(cls.prefilter.search(text))  # a regex's match, or TokensApart's answer
 
     @classmethod
     def candidates(cls, facts: FileFacts) -> Iterable[ast.expr]:
@@ -225,33 +226,11 @@ class _TextTest:
             if part in text:
                 return True
         return any(name not in absent and (by_blanks.search(text) is not None or "#" in text and next(
-            matches_across_gaps(text, before_comment, _AFTER_COMMENTS), None) is not None)
+            spans_across_gaps(text, before_comment, _AFTER_COMMENTS), None) is not None)
             for name, (by_blanks, before_comment) in self.apart.items())
 
 
-# Blanks, line continuations and whole comments: what may stand between two tokens of an expression spread over
-# lines. Possessive: a comment is skipped whole or not at all, and nothing is tried twice.
-CODE_GAP = re.compile(r"(?:[\s\\]|#[^\r\n]*[\r\n])*+")
-_AFTER_COMMENTS = re.compile(r"[(=]|as\b")  # what makes a name before comment lines a call, a keyword or an import
-
-
-def matches_across_gaps(text: str, first: re.Pattern[str], *then: re.Pattern[str]) -> Iterator[re.Match[str]]:
-    """The matches of `first` that the patterns `then` follow in turn, each after a CODE_GAP (`x)  # note` and
-    `.to(` on the next line). A failed attempt resumes where it stopped: what it skipped was blanks and comments,
-    where any `first` is in a comment. (One regex holding the gaps would retry from every `first` inside a long
-    comment block, in time growing with the square of its lines.)"""
-    position = 0
-    while (match := first.search(text, position)) is not None:
-        end = match.end()
-        for pattern in then:
-            end = CODE_GAP.match(text, end).end()
-            token = pattern.match(text, end)
-            if token is None:
-                break
-            end = token.end()
-        else:
-            yield match
-        position = max(end, match.start() + 1)
+_AFTER_COMMENTS = r"[(=]|as\b"  # what makes a name before comment lines a call, a keyword or an import
 
 
 def all_rules() -> dict[str, type[Rule]]:

@@ -4,11 +4,11 @@ dimensions it has), a list of ints. Shared by the rules about element writes and
 from __future__ import annotations
 
 import ast
-import re
 import weakref
 
 from .facts import (NON_TENSOR_METHODS, NON_TENSOR_TORCH_FUNCTIONS, SAME_DEVICE_ATTRIBUTES, TENSOR_OP_NAMESPACES,
                     Placement, dotted_name)
+from .gaps import TokensApart
 
 # Factories whose result's number of dimensions can be read off their arguments.
 SIZED_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
@@ -20,10 +20,9 @@ SHAPE_NAME_ENDINGS = ("shape", "shapes", "sizes", "dims", "dimensions")
 TENSOR_ONLY_METHODS = frozenset({"float", "half", "bfloat16", "double", "long", "int", "short", "contiguous"})
 NUMBER_BUILTINS = frozenset({"len", "int", "float", "bool", "round", "abs"})
 
-# What the text of an element write `t[i] = v` holds: a `]`, then closing parentheses, blanks or line
-# continuations, then a lone `=` (`(t[i]) = v` and `t[i] \<newline>= v` too). Comments in between are not
-# looked for: skipping them costs time in proportion to the comment lines after every `]`.
-ELEMENT_WRITE = re.compile(r"\][\s)\\]*=[^=]")
+# What the text of an element write `t[i] = v` holds: a `]`, then a lone `=`, with closing parentheses between
+# them (`(t[i]) = v`) besides what may stand between tokens.
+ELEMENT_WRITE = TokensApart(r"\]", "=(?!=)", gap=")")
 
 
 def is_int_literal(node: ast.expr) -> bool:

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import ast
-import re
 
 import libcst as cst
 
 from h2dlint.copies import (copy_device, copy_of, fresh_host_factory, is_literal, keywords_of, pin_guard, pinned,
                             placement_is_host, shown, to_ast, torch_name, with_non_blocking, with_pin_memory)
 from h2dlint.facts import Data, Device, Placement
+from h2dlint.gaps import TokensApart
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -77,7 +77,7 @@ class BlockingHostTensorCopy(Rule):
     name = "blocking-host-tensor-copy"
     summary = "`.cuda()` / `.to(<gpu>)` of a host tensor without `non_blocking=True` blocks the host"
     call_names = frozenset({"cuda", "to"})
-    prefilter = re.compile(r"\.[\s\\]*(?:cuda|to)\b[\s\\]*\(")  # `.to(`, also `.to (`, `x.\<newline>cuda()`
+    prefilter = TokensApart(r"\.", r"(?:cuda|to)\b", r"\(")  # `.to(`, also `.to (`, `x.\<newline>cuda()`
     text_test_spares_only_parsing = True
 
     valid_examples = (

@@ -1,20 +1,18 @@
 from __future__ import annotations
 
 import ast
-import re
 
 import libcst as cst
 
 from h2dlint.copies import copy_of, fresh_host_factory, is_literal, join_args, keywords_of, shown
 from h2dlint.facts import Device, dotted_name
+from h2dlint.gaps import TokensApart
 from h2dlint.model import Applicability, Fix
-from h2dlint.rule import Invalid, Rule, Valid, matches_across_gaps
+from h2dlint.rule import Invalid, Rule, Valid
 
 # A closing parenthesis, then `.to` / `.cuda`: a copy of a call's result (or of a parenthesized one), which a
-# candidate is. Written on one line (or split by blanks and line continuations) it is one regex search; split by
-# comments it takes a slower scan, asked only when the file holds a comment.
-_COPY_OF_CALL = re.compile(r"\)[\s\\]*\.[\s\\]*(?:to|cuda)\b")
-_COPY_OF_CALL_ACROSS_COMMENTS = (re.compile(r"\)"), re.compile(r"\."), re.compile(r"(?:to|cuda)\b"))
+# candidate is.
+_COPY_OF_CALL = TokensApart(r"\)", r"\.", r"(?:to|cuda)\b")
 # What makes the copy's result a leaf again, or shows the non-leaf is intended.
 LEAF_AGAIN = frozenset({"requires_grad_", "detach", "detach_"})
 
@@ -67,7 +65,7 @@ class CopyMakesNonLeaf(Rule):
     name = "copy-makes-non-leaf"
     summary = "`torch.tensor(x, requires_grad=True).to(device)` is not a leaf: its `.grad` stays None"
     call_names = frozenset({"cuda", "to"})
-    prefilter = re.compile(r"requires_grad\s*=")
+    prefilter = TokensApart("requires_grad", "=")
     text_test_spares_only_parsing = True
 
     valid_examples = (
@@ -91,8 +89,7 @@ class CopyMakesNonLeaf(Rule):
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        return cls.prefilter_matches(text) and (_COPY_OF_CALL.search(text) is not None or "#" in text and next(
-            matches_across_gaps(text, *_COPY_OF_CALL_ACROSS_COMMENTS), None) is not None)
+        return cls.prefilter_matches(text) and _COPY_OF_CALL.search(text)
 
     @classmethod
     def candidates(cls, facts):

@@ -3,12 +3,13 @@ from __future__ import annotations
 import re
 
 from h2dlint.facts import is_word_character
-from h2dlint.rule import Invalid, Rule, Valid, matches_across_gaps
+from h2dlint.gaps import spans_across_gaps
+from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import SyncReporter
 
 # `graph` called or imported under another name; the word's start is checked apart (a leading `\b` would make
 # the search many times slower: it could no longer look for the literal first).
-_GRAPH_CALLED_OR_RENAMED = (re.compile(r"graph\b"), re.compile(r"\(|as\b"))
+_GRAPH_CALLED_OR_RENAMED = (re.compile(r"graph\b"), r"\(|as\b")
 
 
 class SyncUnderGraphCapture(SyncReporter, Rule):
@@ -62,9 +63,8 @@ class SyncUnderGraphCapture(SyncReporter, Rule):
         """A capture is `with <name>(...)` where the name resolves to `torch.cuda.graph`: so the word `graph` is
         called (`torch.cuda.graph(`, `graphs.graph (`, split over lines or comments) or imported under another
         name (`graph as capture`). `cuda_graph(` and `capture_graph(` are not."""
-        return cls.prefilter_matches(text) and any(
-            not is_word_character(text[match.start() - 1:match.start()])
-            for match in matches_across_gaps(text, *_GRAPH_CALLED_OR_RENAMED))
+        return cls.prefilter_matches(text) and any(not is_word_character(text[start - 1:start])
+                                                   for start, _ in spans_across_gaps(text, *_GRAPH_CALLED_OR_RENAMED))
 
     valid_examples = (
         Valid("import torch\ndef capture(g, x):\n    with torch.cuda.graph(g):\n        y = x * 2\n"

@@ -319,6 +319,18 @@ def test_a_name_ending_each_line_of_a_comment_block_does_not_stall_the_tuple_pre
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=60)
 
 
+def test_comment_blocks_and_runs_of_marks_do_not_stall_the_searches_across_comments(tmp_path):
+    # Every text test looks for its tokens across comment lines (`(x.cuda  # why\n ())`), where a comment is
+    # followed by one of the tokens. Reading each block again from every first token in it, or a run of `#` again
+    # from each of its marks, would take hours here; each is read once (0.3 s).
+    firsts = (".", "tensor", "cuda", "device", "device=", "]", ")", "requires_grad", ".to(", "tensor as")
+    text = "import torch\n" + "".join(f"# x{first}\n" * 20000 for first in firsts) + "#" * 200000 + "\n# c\n(1)\n"
+    (tmp_path / "comments.py").write_text(text)
+    code = ("import sys\nfrom h2dlint.cli import main\n"
+            f"sys.argv = ['h2dlint', 'check', {str(tmp_path)!r}, '--select', 'ALL', '--no-cache', '--exit-zero']\nmain()\n")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=60)
+
+
 def test_long_commented_out_blocks_do_not_stall_the_prefilters(tmp_path):
     # HDL404 and HDL501 look for `)` then `.to` and for `graph` then `(` across comment lines. One regex holding
     # the comments retried from every `)` or `graph` inside a comment block, to the block's end: 13 s for 10,000

@@ -178,10 +178,7 @@ FILTER_MISSES = [
                  "        .to(device))\r    return w\r", 1, id="comment-in-a-cr-only-file"),
 ]
 # Spellings the prefilters once missed: blanks or line continuations before `(`, a blank after `.`, names
-# imported under another name; and GPU evidence spelled the same ways. (Comments between a name and its `(` are
-# looked for by the tuple prefilters only, resuming past a comment block as HDL404 and HDL501 do below: a regex
-# that skipped them made the prefilters' time grow with the square of a file's comment lines. The regex tests,
-# HDL102's `.to(`, `torch.tensor(..., device=` and the GPU evidence, do not look past comments.)
+# imported under another name; and GPU evidence spelled the same ways. (Comments between tokens are below.)
 SPELLINGS = [
     pytest.param('HDL305', (
         'from torch.cuda import synchronize as cuda_sync\n'
@@ -277,9 +274,25 @@ SPELLINGS = [
         '    with cg(g):\n'
         '        n = x.sum().item()\n'
     ), 1, id='graph-imported-as'),
+    # Found by trying each text test's spellings (2026-12-03): its regex allowed blanks, not line continuations, or
+    # none at all after the dot of `.to(0)`.
+    pytest.param("HDL201", "def forward(x):\n    y = x. to(0)\n    return y.sum().item()\n", 1,
+                 id="ordinal-device-after-a-blank-after-the-dot"),
+    pytest.param("HDL201", "def forward(x):\n    y = x.to\\\n(0)\n    return y.sum().item()\n", 1,
+                 id="ordinal-device-after-a-line-continuation"),
+    pytest.param("HDL201", "def forward(x):\n    y = x.\\\nto(0)\n    return y.sum().item()\n", 1,
+                 id="ordinal-copy-after-a-line-continuation-after-the-dot"),
+    pytest.param("HDL201", "import torch\ndef forward(n):\n    y = torch.zeros(n, device\\\n=0)\n"
+                 "    return y.sum().item()\n", 1, id="device-keyword-before-a-line-continuation"),
+    pytest.param("HDL201", "def forward(self):\n    return self.\\\nlens_gpu.sum().item()\n", 1,
+                 id="gpu-attribute-after-a-line-continuation"),
+    pytest.param("HDL404", "import torch\ndef f(device):\n    w = torch.zeros(3, requires_grad\\\n=True).to(device)\n"
+                 "    return w\n", 1, id="requires-grad-before-a-line-continuation"),
+    pytest.param("HDL302", "import torch\ndef \\\nforward(x, y):\n    keep = torch.isfinite(y) & (y > 0)\n"
+                 "    return x[keep]\n", 1, id="hot-function-name-after-a-line-continuation"),
 ]
-# HDL404 and HDL501 do look across comment lines (`)` then `.to`, `graph` then `(`), resuming after a failed
-# attempt where it stopped; a real match after a comment block that an earlier attempt skipped is still found.
+# Every text test looks across comment lines between tokens, resuming after a failed attempt where it stopped; a
+# real match after a comment block that an earlier attempt skipped is still found.
 ACROSS_COMMENTS = [
     pytest.param("HDL404", "import torch\ndef f(device):\n    w = (torch.zeros(3, requires_grad=True)  # made here\n"
                  "         # and moved\n         .  # here\n         to(device))\n    return w\n", 1,
@@ -294,6 +307,28 @@ ACROSS_COMMENTS = [
                  id="nonzero-split-by-a-comment"),
     pytest.param("HDL201", "def forward(x):\n    y = x.cuda()\n    return (y.sum().item  # read\n  # back\n    ())\n", 1,
                  id="item-split-by-comment-lines"),
+    # ... and so do the regex tests (2026-12-03): HDL102's `.to(`, `torch.tensor(` with `device=`, the element
+    # write of HDL106, the `requires_grad=` of HDL404, and the GPU evidence.
+    pytest.param("HDL102", "import torch\ndef forward(n):\n    return (torch.arange(n).cuda  # c\n     ())\n", 1,
+                 id="cuda-copy-split-by-a-comment"),
+    pytest.param("HDL102", "import torch\ndef forward(n):\n    return (torch.arange(n).  # c\n     cuda())\n", 1,
+                 id="cuda-copy-with-a-comment-after-the-dot"),
+    pytest.param("HDL101", "import torch\ndef forward(ids, d):\n    return (torch.tensor  # c\n     (ids, device=d))\n", 1,
+                 id="tensor-call-split-by-a-comment"),
+    pytest.param("HDL101", "from torch import (tensor  # c\n  as tt)\ndef forward(ids, d):\n"
+                 "    return tt(ids, device=d)\n", 1, id="tensor-imported-as-across-a-comment"),
+    pytest.param("HDL106", "import torch\ndef forward(n):\n    t = torch.zeros(n, device='cuda')\n    (t[0]  # c\n"
+                 "    ) = 1\n    return t\n", 1, id="element-write-split-by-a-comment"),
+    pytest.param("HDL404", "import torch\ndef f(device):\n    w = torch.zeros(3, requires_grad  # c\n=True).to(device)\n"
+                 "    return w\n", 1, id="requires-grad-split-by-a-comment"),
+    pytest.param("HDL201", "def forward(x):\n    y = (x.cuda  # c\n    ())\n    return y.sum().item()\n", 1,
+                 id="cuda-call-evidence-split-by-a-comment"),
+    pytest.param("HDL201", "import torch\ndef forward(n):\n    y = torch.zeros(n, device=  # c\n    0)\n"
+                 "    return y.sum().item()\n", 1, id="ordinal-device-keyword-split-by-a-comment"),
+    pytest.param("HDL201", "def forward(x):\n    y = (x.to  # c\n    (0))\n    return y.sum().item()\n", 1,
+                 id="ordinal-copy-split-by-a-comment"),
+    pytest.param("HDL201", "def forward(self):\n    return (self.  # c\n    lens_gpu.sum().item())\n", 1,
+                 id="gpu-attribute-split-by-a-comment"),
 ]
 # Imports wherever they sit on their line: without them `th.tensor` is not known to be torch's.
 IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n",

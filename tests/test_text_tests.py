@@ -7,15 +7,19 @@ texts built from the pieces where the two could part.
 
 import ast
 import importlib.util
+import itertools
 import re
+import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from h2dlint.discovery import find_python_files
-from h2dlint.facts import FileFacts, _names_gpu_attribute, _used_alone
-from h2dlint.rule import _TextTest, all_rules
+from h2dlint.facts import FileFacts, _names_gpu_attribute, _used_alone, has_gpu_evidence
+from h2dlint.gaps import TokensApart
+from h2dlint.rule import Rule, _TextTest, all_rules
 from h2dlint.settings import Settings
 from h2dlint.source import LineIndex, SourceError, read_source
 
@@ -57,8 +61,9 @@ def test_every_catalogue_prefilter_keeps_its_parts_in_order_and_reads_each_name_
             assert all(name in part for part, name in test.parts if name is not None), rule.code
 
 
-GPU_ATTRIBUTE = re.compile(r"\.\s*(?!_*is_)\w+_(?:gpu|cuda)\b")
-GPU_PIECES = [".", "_", " ", "\n", "is", "is_", "_gpu", "_cuda", "gpu", "x", "é", "٣", "(", "__"]
+GPU_ATTRIBUTE = re.compile(r"\.[\s\\]*(?!_*is_)\w+_(?:gpu|cuda)\b")  # across comments: _GPU_ATTRIBUTE, below
+GPU_PIECES = [".", "_", " ", "\n", "is", "is_", "_gpu", "_cuda", "gpu", "x", "é", "٣", "(", "__", "\\\n", "#", " c",
+              "\r"]
 
 
 @SETTINGS
@@ -74,6 +79,83 @@ def test_gpu_attributes_by_example():
     assert not _names_gpu_attribute("seq_lens_gpu")  # a name, not an attribute
     assert not _names_gpu_attribute("batch._gpu")  # nothing before the suffix
     assert not _names_gpu_attribute("batch.seq_lens_gpus")
+    for gap in GAPS:
+        text = f"(batch.{gap}seq_lens_gpu)"
+        assert has_gpu_evidence(text), repr(gap)
+        assert _names_gpu_attribute(text) or "#" in gap, repr(gap)
+
+
+# Every TokensApart of h2dlint and its rules: a spelling of each of its tokens, and near misses.
+TOKENS_APART_PIECES = {
+    "h2dlint.copies._CALL_START": (["tensor", "("], ["tensors"]),
+    "h2dlint.copies._IMPORTED_UNDER_ANOTHER_NAME": (["tensor", "as"], ["ask"]),
+    "h2dlint.facts._CUDA_CALL": (["cuda", "("], ["."]),
+    "h2dlint.facts._ORDINAL_DEVICES[0]": (["device", "=", "0"], ["(", "=="]),
+    "h2dlint.facts._ORDINAL_DEVICES[1]": ([".", "to", "(", "0"], ["tox", "(("]),
+    "h2dlint.facts._GPU_ATTRIBUTE": ([".", "lens_gpu"], ["is_cuda", "_gpu"]),
+    "h2dlint.values.ELEMENT_WRITE": (["]", "="], [")", "=="]),
+    "h2dlint.rules.hdl102_blocking_host_tensor_copy.BlockingHostTensorCopy.prefilter": ([".", "cuda", "("], ["to", "tox"]),
+    "h2dlint.rules.hdl404_copy_makes_non_leaf._COPY_OF_CALL": ([")", ".", "to"], ["cuda", "tox"]),
+    "h2dlint.rules.hdl404_copy_makes_non_leaf.CopyMakesNonLeaf.prefilter": (["requires_grad", "="], ["=="]),
+}
+BETWEEN_TOKENS = [" ", "\\\n", "\n", "\r", "#", " c", "x"]
+# What may stand between two tokens, and what may come before the first: a comment block that an attempt from
+# a first token in it reads to its end, and an attempt that fails just before the real first token.
+GAPS = ["", " ", " \\\n ", "  # c\n ", "#\r", "\n  # a\n\n  # b\n  "]
+PREFIXES = ["", "x = 1\n", "# {first}\n# {first}\n", "{first}  # c\n", "{first}{first}"]
+
+def _tokens_apart_in_modules() -> list[TokensApart]:
+    """Every TokensApart in h2dlint's modules and the rule catalogue (a module's own, imported ones, rules' prefilters)."""
+    all_rules()
+    found = {}
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith("h2dlint"):
+            for value in vars(module).values():
+                items = value if isinstance(value, tuple) else \
+                    [value.__dict__.get("prefilter")] if isinstance(value, type) and issubclass(value, Rule) else [value]
+                found.update((id(item), item) for item in items if isinstance(item, TokensApart))
+    return list(found.values())
+
+
+def _named(where: str) -> TokensApart:
+    """`module.NAME`, `module.NAME[index]` or `module.Rule.prefilter`, from the keys of TOKENS_APART_PIECES."""
+    module_name, _, name = where.removesuffix(".prefilter").rpartition(".")
+    if module_name not in sys.modules:  # the rule's class name was split off
+        module_name, _, rule = module_name.rpartition(".")
+        return getattr(sys.modules[module_name], rule).prefilter
+    if name.endswith("]"):
+        name, index = name[:-1].split("[")
+        return getattr(sys.modules[module_name], name)[int(index)]
+    value = getattr(sys.modules[module_name], name)
+    return value.prefilter if isinstance(value, type) else value
+
+
+def test_every_tokens_apart_is_compared_with_its_definition():
+    assert {id(tokens) for tokens in _tokens_apart_in_modules()} == {id(_named(where)) for where in TOKENS_APART_PIECES}
+
+
+@pytest.mark.parametrize("where", sorted(TOKENS_APART_PIECES))
+def test_tokens_apart_are_found_where_their_definition_finds_them(where):
+    tokens = _named(where)
+    blank = rf"[\s\\{re.escape(tokens.gap)}]"
+    definition = re.compile(f"(?:{blank}|#[^\r\n]*[\r\n])*".join(tokens.tokens))
+
+    spellings, near_misses = TOKENS_APART_PIECES[where]
+
+    @SETTINGS
+    @given(texts(spellings + near_misses + BETWEEN_TOKENS))
+    def found_where_defined(text):
+        assert tokens.search(text) == bool(definition.search(text))
+        assert set(tokens.spans(text)) >= {match.span() for match in definition.finditer(text)
+                                           if "#" not in match.group()}
+
+    found_where_defined()
+    # Every way of spelling the tokens apart, after each prefix: found, and the span ends where the tokens do.
+    for gaps in itertools.product(GAPS, repeat=len(spellings) - 1):
+        written = spellings[0] + "".join(gap + spelling for gap, spelling in zip(gaps, spellings[1:]))
+        for prefix in PREFIXES:
+            text = prefix.format(first=spellings[0]) + written + "\n"
+            assert (len(text) - 1 - len(written), len(text) - 1) in set(tokens.spans(text)), repr(text)
 
 
 ALONE_PIECES = ["seq", "_lens", "seq_lens", "_cpu", " ", ".", "é", "٣", "x", "\n"]
