@@ -177,6 +177,7 @@ class CodeContext:
 _CUDA_CALL = TokensApart("cuda", r"\(")
 # Parentheses may stand between `device=` / `.to(` and the ordinal, besides what may stand between tokens.
 _ORDINAL_DEVICES = (TokensApart("device", "[=(]", r"\d", gap="("), TokensApart(r"\.", r"to\b", r"\(", r"\d", gap="("))
+_CUDA_DEVICE_STRING = re.compile(r"cuda(?::\d+)?")
 _GPU_SUFFIX = re.compile(r"_(?:gpu|cuda)\b")  # ends a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
 _GPU_ATTRIBUTE = TokensApart(r"\.", r"(?!_*is_)\w+_(?:gpu|cuda)\b")
 _FLAG_START = re.compile(r"_*is_")
@@ -199,10 +200,19 @@ def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
     if _names_gpu_attribute(text) or any(next(ordinal.spans(text, comments=False), None)
                                          for ordinal in _ORDINAL_DEVICES):
         return True
-    if any(name in text for name in gpu_device_names) or may_use_device_collectives(text) or mirrored_names(text):
+    if any(name.search(text) for name in _configured_device_names(gpu_device_names)) \
+            or may_use_device_collectives(text) or mirrored_names(text):
         return True
     return _calls_cuda(text, _CUDA_CALL.spans_across_comments(text)) or any(
         next(tokens.spans_across_comments(text), None) for tokens in (_GPU_ATTRIBUTE, *_ORDINAL_DEVICES))
+
+
+@functools.lru_cache(maxsize=None)
+def _configured_device_names(gpu_device_names: tuple[str, ...]) -> tuple[TokensApart, ...]:
+    """The run's `gpu-device-names` (`self.device`) as text searches: blanks, line continuations and comments may
+    stand around each dot, as they may where the name is used."""
+    return tuple(TokensApart(*[token for part in name.split(".") for token in (r"\.", re.escape(part))][1:])
+                 for name in gpu_device_names)
 
 
 def _calls_cuda(text: str, spans: Iterable[tuple[int, int]]) -> bool:
@@ -364,6 +374,10 @@ class FileFacts:
     def mentions_torch(self) -> bool:
         """Whether the text names torch at all: without it, a value h2dlint cannot place is no tensor to believe in."""
         return "torch" in self.text
+
+    @functools.cached_property
+    def quotes_cuda(self) -> bool:
+        return _quotes_cuda(self.text)
 
     @functools.cached_property
     def uses_several_streams(self) -> bool:
@@ -675,14 +689,18 @@ class FileFacts:
         if isinstance(expr, ast.Constant):
             value = expr.value
             if isinstance(value, str):
-                return Device.CUDA if re.fullmatch(r"cuda(:\d+)?", value.strip()) else Device.NOT_CUDA
+                if not _CUDA_DEVICE_STRING.fullmatch(value):  # PyTorch takes no blanks around the type either
+                    return Device.NOT_CUDA
+                # Spelled with escapes or split in pieces (`'cu' 'da'`), the text shows no CUDA device string to
+                # the GPU evidence, which the fast path goes by: unknown on both paths.
+                return Device.CUDA if self.quotes_cuda else Device.UNKNOWN
             if isinstance(value, int) and not isinstance(value, bool):
                 return Device.CUDA
             return Device.NOT_CUDA if value is None else Device.UNKNOWN
         if isinstance(expr, ast.JoinedStr) and expr.values and isinstance(expr.values[0], ast.Constant):
             prefix = str(expr.values[0].value)
             if prefix.startswith("cuda"):
-                return Device.CUDA
+                return Device.CUDA if self.quotes_cuda else Device.UNKNOWN
             if prefix.startswith(("cpu", "meta")):
                 return Device.NOT_CUDA
             return Device.UNKNOWN
@@ -691,9 +709,11 @@ class FileFacts:
             if qualified == "torch.cuda.current_device":
                 return Device.CUDA
             if qualified == "torch.device":
-                first = expr.args[0] if expr.args else next(
-                    (kw.value for kw in expr.keywords if kw.arg == "type"), None)
-                return self.classify_device(first, line, depth + 1) if first is not None else Device.UNKNOWN
+                if expr.args:
+                    return self.classify_device(expr.args[0], line, depth + 1)
+                # `type=` names the kind of device, a string: an int there is no ordinal.
+                kind = next((kw.value for kw in expr.keywords if kw.arg == "type"), None)
+                return self._classify_bound_device(kind, line, depth) if kind is not None else Device.UNKNOWN
             return Device.UNKNOWN
         if isinstance(expr, ast.IfExp):
             both = {self.classify_device(expr.body, line, depth + 1), self.classify_device(expr.orelse, line, depth + 1)}
@@ -708,9 +728,15 @@ class FileFacts:
         return device
 
     def _classify_bound_device(self, value: ast.expr, line: int, depth: int) -> Device:
-        """A name bound to an int is a count or an index as often as a device ordinal: unknown."""
+        """A name bound to an int (or to a choice of ints, `0 if c else 1`) is a count or an index as often as a
+        device ordinal: unknown. (Only an int written as the device is an ordinal, which the GPU evidence of the
+        text can see.)"""
         if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
             return Device.UNKNOWN
+        if isinstance(value, ast.IfExp):
+            both = {self._classify_bound_device(value.body, line, depth), self._classify_bound_device(value.orelse,
+                                                                                                     line, depth)}
+            return both.pop() if len(both) == 1 else Device.UNKNOWN
         return self.classify_device(value, line, depth + 1)
 
     def classify_data(self, expr: ast.expr, line: int, depth: int = 0) -> Data:

@@ -117,8 +117,9 @@ class Rule(cst.CSTVisitor):
     # the rule looks, for the default `candidates`.
     call_names: ClassVar[frozenset[str]] = frozenset()
     # What a file's text must contain for the rule to be able to fire at all: a regex, tokens that may stand apart,
-    # or a tuple of substrings of which one must occur (much faster to test than a regex alternation).
-    prefilter: ClassVar[re.Pattern[str] | TokensApart | tuple[str, ...]]
+    # or a tuple of substrings (or tokens apart) of which one must occur (much faster to test than a regex
+    # alternation).
+    prefilter: ClassVar[re.Pattern[str] | TokensApart | tuple[str | TokensApart, ...]]
     # True when `candidates` on a parsed file already rules out, and at less cost, every file the text test
     # would: the candidates are calls of known names, filtered first on what the test looks for. The text test
     # then only spares parsing, and a file that another rule's test sends to the parser skips it.
@@ -146,7 +147,7 @@ class Rule(cst.CSTVisitor):
     @classmethod
     def prefilter_matches(cls, text: str) -> bool:
         if isinstance(cls.prefilter, tuple):
-            return _TextTest.of(cls.prefilter).matches(text)
+            return holds_one_of(text, cls.prefilter)
         return bool(cls.prefilter.search(text))  # a regex's match, or TokensApart's answer
 
     @classmethod
@@ -181,23 +182,32 @@ class Rule(cst.CSTVisitor):
             Finding(path=self.context.path, start=start, end=end, code=self.code, message=message, fix=fix))
 
 
+def holds_one_of(text: str, parts: tuple[str | TokensApart, ...]) -> bool:
+    """What a tuple prefilter answers: whether `text` holds one of `parts`, however written (see _TextTest)."""
+    return _TextTest.of(parts).matches(text)
+
+
 class _TextTest:
     """Whether a text holds one of a prefilter's parts, or a part such as `.item(` or `value=` written apart
     (`.item ()`, `x. item()`, `value = v`, a line continuation or, inside brackets, comment lines before the `(`),
-    or a name imported under another name (`from torch import nonzero as nz`, then `nz(x)`).
+    or a name imported under another name (`from torch import nonzero as nz`, then `nz(x)`). A part may also be
+    TokensApart (`]` then `*`).
 
     A search for an absent part reads the whole text, and most parts are absent from most files. Every way of
     writing the parts around a name (`.cpu(`, `cpu(`) needs the name itself: one read of a text without the name
     answers for all of them, and the search for a part that is there stops where it is found."""
 
-    _made: ClassVar[dict[tuple[str, ...], _TextTest]] = {}
+    _made: ClassVar[dict[tuple[str | TokensApart, ...], _TextTest]] = {}
 
-    def __init__(self, parts: tuple[str, ...]) -> None:
+    def __init__(self, parts: tuple[str | TokensApart, ...]) -> None:
         self.parts: list[tuple[str, str | None]] = []  # each part, with its name if it has one (in the given order)
+        self.tokens_apart = [part for part in parts if isinstance(part, TokensApart)]
         # Each name's spellings apart: by blanks or line continuations before its `(` / `=` / ` as`, and a comment
         # right after it (inside brackets, comment lines may stand before the `(`).
         self.apart: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {}
         for part in parts:
+            if isinstance(part, TokensApart):
+                continue
             name = part.strip(".(=")
             if not name.isidentifier() or name == part:
                 self.parts.append((part, None))
@@ -208,7 +218,7 @@ class _TextTest:
                                 re.compile(re.escape(name) + r"[\s\\]*(?=#)"))
 
     @classmethod
-    def of(cls, parts: tuple[str, ...]) -> _TextTest:
+    def of(cls, parts: tuple[str | TokensApart, ...]) -> _TextTest:
         test = cls._made.get(parts)
         if test is None:
             test = cls._made[parts] = cls(parts)
@@ -225,6 +235,8 @@ class _TextTest:
                     continue
             if part in text:
                 return True
+        if any(tokens.search(text) for tokens in self.tokens_apart):
+            return True
         return any(name not in absent and (by_blanks.search(text) is not None or "#" in text and next(
             spans_across_gaps(text, before_comment, _AFTER_COMMENTS), None) is not None)
             for name, (by_blanks, before_comment) in self.apart.items())

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .facts import NON_TENSOR_METHODS, SYNC_BUILTINS, SYNC_METHODS, CodeContext, Data, FileFacts, Placement, defined_function_names, dotted_name, has_gpu_evidence, is_hot_function
+from .gaps import TokensApart
 from .values import TENSOR_ONLY_METHODS, is_certainly_tensor
 
 BOOLEAN_METHODS = frozenset({
@@ -78,10 +79,11 @@ INT_ARGUMENT_BUILTINS = frozenset({"range"})
 SCALAR_KEYWORD_ARGUMENTS = {**{name: frozenset({"alpha"}) for name in ("add", "add_", "sub", "sub_")},
                             **{name: frozenset({"value"}) for name in ("addcmul", "addcmul_", "addcdiv", "addcdiv_")}}
 INT_ARGUMENT_CALL_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in INT_ARGUMENTS) | frozenset(INT_ARGUMENT_METHODS)
-# What a file's text shows where a tensor may be passed as an int (`rand` stands for `randn(`, `randperm(`),
-# or a list repeated a tensor's number of times (`[x] * t`).
+# What a file's text shows where a list may be repeated a tensor's number of times (`[x] * t`, `t * ([x])`), or
+# where a tensor may be passed as an int (`rand` stands for `randn(`, `randperm(`).
+LIST_REPETITION = (TokensApart(r"\]", r"\*", gap=")"), TokensApart(r"\*", r"\[", gap="("))
 INT_ARGUMENT_TEXT = ("range(", "zeros(", "ones(", "empty(", "full(", "full_like(", "rand", "eye(", "split(", ".view(", ".reshape(",
-                     ".expand(", ".repeat(", "new_zeros(", "new_ones(", "new_empty(", "] *", "]*", "* [", "*[")
+                     ".expand(", ".repeat(", "new_zeros(", "new_ones(", "new_empty(", *LIST_REPETITION)
 
 # Site kinds, and the rule that reports each outside graph capture.
 READ, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT = (

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 
-from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.rule import Invalid, Rule, Valid, holds_one_of
 from h2dlint.syncs import CONDITION, INT_ARGUMENT_TEXT, READ, SyncReporter, where
 
 
@@ -94,7 +94,7 @@ class PossibleGpuValueRead(SyncReporter, Rule):
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
         # An implicit conversion is reported on what is certainly a tensor, which takes torch to make.
-        return cls.prefilter_matches(text) or "torch" in text and any(part in text for part in INT_ARGUMENT_TEXT)
+        return cls.prefilter_matches(text) or "torch" in text and holds_one_of(text, INT_ARGUMENT_TEXT)
 
     def report_site(self, node, site, context) -> None:
         if site.kind == CONDITION:

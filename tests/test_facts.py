@@ -37,6 +37,10 @@ def test_aliases_resolve_imports():
     ('"cpu"', Device.NOT_CUDA), ('"meta"', Device.NOT_CUDA), ('torch.device("cpu")', Device.NOT_CUDA),
     ("None", Device.NOT_CUDA), ("x.device", Device.UNKNOWN), ("param", Device.UNKNOWN),
     ('"cuda" if flag else "cpu"', Device.UNKNOWN), ('"cuda" if flag else 1', Device.CUDA),
+    # What the GPU evidence of the text cannot see is not CUDA: a device string PyTorch refuses, one spelled in
+    # pieces (unknown), an int given as the type.
+    ('" cuda"', Device.NOT_CUDA), ('"\\tcuda"', Device.NOT_CUDA), ("'cu' 'da'", Device.UNKNOWN),
+    ("torch.device(type=0)", Device.UNKNOWN),
 ])
 def test_classify_device(value, expected):
     code = f"import torch\ndef f(param, x, flag, rank):\n    TARGET = {value}\n"
@@ -51,6 +55,14 @@ def test_device_names_follow_reaching_bindings():
     facts = facts_for(code)
     assert facts.classify_device(node.elts[0], line) is Device.NOT_CUDA
     assert facts.classify_device(node.elts[1], line) is Device.CUDA
+
+
+def test_a_name_bound_to_ints_is_no_device_ordinal():
+    # A count or an index as often as a device; only an int written as the device is one (as the text shows).
+    code = "def f(c):\n    first = 0\n    either = 0 if c else 1\n    TARGET = (first, either, 1 if c else 0)\n"
+    node, line = expression(code)
+    assert [facts_for(code).classify_device(element, line) for element in node.elts] == [
+        Device.UNKNOWN, Device.UNKNOWN, Device.CUDA]
 
 
 def test_bindings_in_the_other_branch_do_not_reach():
@@ -346,6 +358,9 @@ def test_configured_gpu_device_names_are_cuda_devices():
     assert [facts.classify_device(element, line) for element in node.elts] == [
         Device.CUDA, Device.CUDA, Device.UNKNOWN, Device.NOT_CUDA]
     assert has_gpu_evidence(code, ("device",)) and not has_gpu_evidence(code)
+    # However the name is spaced where it is used, as the `ast` sees it.
+    assert has_gpu_evidence("x.to(self .\\\n  device)", ("self.device",))
+    assert has_gpu_evidence("x.to((self.  # the device\n  device))", ("self.device",))
 
 
 def test_annotations_are_not_indexed_but_defaults_and_bodies_are():
