@@ -23,7 +23,7 @@ SYNC_CALLS = frozenset({"synchronize"})  # torch.cuda.synchronize(), event.synch
 
 
 # Superset patterns (they also match `as_tensor`, `xtensor`, `tensoras`): a miss would skip a file wrongly.
-_CALL_START = TokensApart("tensor", r"\(")
+_CALL_START = TokensApart("tensor", r"\(", gap=")")  # `(torch.tensor)(...)` too
 _IMPORTED_UNDER_ANOTHER_NAME = TokensApart("tensor", r"as\b")
 _STRUCTURE = re.compile(
     "|".join([

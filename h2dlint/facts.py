@@ -174,9 +174,10 @@ class CodeContext:
 # ordinal written as the device, or a `*_gpu` / `*_cuda` attribute. (Mentions such as `torch.cuda.synchronize`
 # prove nothing.)
 # Several small searches, because one regex alternation is many times slower on large files.
-_CUDA_CALL = TokensApart("cuda", r"\(")
-# Parentheses may stand between `device=` / `.to(` and the ordinal, besides what may stand between tokens.
-_ORDINAL_DEVICES = (TokensApart("device", "[=(]", r"\d", gap="("), TokensApart(r"\.", r"to\b", r"\(", r"\d", gap="("))
+# Parentheses may stand between the tokens (`(x.cuda)()`, `device=(0)`), besides what may stand between any two.
+_CUDA_CALL = TokensApart("cuda", r"\(", gap=")")
+_ORDINAL_DEVICES = (TokensApart("device", "[=(]", r"\d", gap="()"),
+                    TokensApart(r"\.", r"to\b", r"\(", r"\d", gap="()"))
 _CUDA_DEVICE_STRING = re.compile(r"cuda(?::\d+)?")
 _GPU_SUFFIX = re.compile(r"_(?:gpu|cuda)\b")  # ends a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
 _GPU_ATTRIBUTE = TokensApart(r"\.", r"(?!_*is_)\w+_(?:gpu|cuda)\b")

@@ -160,6 +160,11 @@ class Rule(cst.CSTVisitor):
         super().__init__()
         self.context = context
 
+    def visit_Annotation(self, node: cst.Annotation) -> bool:
+        # Annotations hold types, never tensor code: the index leaves them out, so no candidate is in one, and a
+        # whole-file visit (--full-parse) must not look inside them either.
+        return False
+
     @classmethod
     def docs(cls) -> str:
         return (cls.__doc__ or "").strip()
@@ -189,7 +194,8 @@ def holds_one_of(text: str, parts: tuple[str | TokensApart, ...]) -> bool:
 
 class _TextTest:
     """Whether a text holds one of a prefilter's parts, or a part such as `.item(` or `value=` written apart
-    (`.item ()`, `x. item()`, `value = v`, a line continuation or, inside brackets, comment lines before the `(`),
+    (`.item ()`, `x. item()`, `value = v`, `(x.item)()`, a line continuation or, inside brackets, comment lines
+    before the `(`),
     or a name imported under another name (`from torch import nonzero as nz`, then `nz(x)`). A part may also be
     TokensApart (`]` then `*`).
 
@@ -214,8 +220,8 @@ class _TextTest:
                 continue
             self.parts.append((part, name))
             # Starting with the name itself: a literal start makes the search fast.
-            self.apart[name] = (re.compile(re.escape(name) + r"(?:[\s\\]*[(=]|[\s\\]+as\b)"),
-                                re.compile(re.escape(name) + r"[\s\\]*(?=#)"))
+            self.apart[name] = (re.compile(re.escape(name) + r"(?:[\s\\)]*[(=]|[\s\\)]+as\b)"),
+                                re.compile(re.escape(name) + r"[\s\\)]*(?=#)"))
 
     @classmethod
     def of(cls, parts: tuple[str | TokensApart, ...]) -> _TextTest:
@@ -238,11 +244,12 @@ class _TextTest:
         if any(tokens.search(text) for tokens in self.tokens_apart):
             return True
         return any(name not in absent and (by_blanks.search(text) is not None or "#" in text and next(
-            spans_across_gaps(text, before_comment, _AFTER_COMMENTS), None) is not None)
+            spans_across_gaps(text, before_comment, _AFTER_COMMENTS, blank=_CALLEE_GAP), None) is not None)
             for name, (by_blanks, before_comment) in self.apart.items())
 
 
 _AFTER_COMMENTS = r"[(=]|as\b"  # what makes a name before comment lines a call, a keyword or an import
+_CALLEE_GAP = r"[\s\\)]"  # what may stand between a called name and its `(`: `(torch.nonzero)(x)`
 
 
 def all_rules() -> dict[str, type[Rule]]:

@@ -77,7 +77,7 @@ class BlockingHostTensorCopy(Rule):
     name = "blocking-host-tensor-copy"
     summary = "`.cuda()` / `.to(<gpu>)` of a host tensor without `non_blocking=True` blocks the host"
     call_names = frozenset({"cuda", "to"})
-    prefilter = TokensApart(r"\.", r"(?:cuda|to)\b", r"\(")  # `.to(`, also `.to (`, `x.\<newline>cuda()`
+    prefilter = TokensApart(r"\.", r"(?:cuda|to)\b", r"\(", gap=")")  # `.to(`, `.to (`, `(x.cuda)()`
     text_test_spares_only_parsing = True
 
     valid_examples = (

@@ -61,10 +61,11 @@ class SyncUnderGraphCapture(SyncReporter, Rule):
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
         """A capture is `with <name>(...)` where the name resolves to `torch.cuda.graph`: so the word `graph` is
-        called (`torch.cuda.graph(`, `graphs.graph (`, split over lines or comments) or imported under another
-        name (`graph as capture`). `cuda_graph(` and `capture_graph(` are not."""
+        called (`torch.cuda.graph(`, `graphs.graph (`, `(torch.cuda.graph)(`, split over lines or comments) or
+        imported under another name (`graph as capture`). `cuda_graph(` and `capture_graph(` are not."""
+        called_or_renamed = spans_across_gaps(text, *_GRAPH_CALLED_OR_RENAMED, blank=r"[\s\\)]")
         return cls.prefilter_matches(text) and any(not is_word_character(text[start - 1:start])
-                                                   for start, _ in spans_across_gaps(text, *_GRAPH_CALLED_OR_RENAMED))
+                                                   for start, _ in called_or_renamed)
 
     valid_examples = (
         Valid("import torch\ndef capture(g, x):\n    with torch.cuda.graph(g):\n        y = x * 2\n"

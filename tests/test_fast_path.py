@@ -308,6 +308,32 @@ SPELLINGS = [
                  "    return t\n", 0, id="device-string-with-an-escape"),
     pytest.param("HDL201", "def forward(x):\n    return x.to('cu' 'da').sum().item()\n", 0,
                  id="device-string-in-pieces"),
+    # Found by a second reader of the other rules (2026-12-03): calls in annotations (the index leaves annotations
+    # out; the visitors now skip them too), an in-place update taken for a pinned buffer, parenthesized callees.
+    pytest.param("HDL105", "import torch\nx: torch.cuda.LongTensor([1, 2]) = 1\n", 0, id="call-in-an-annotation"),
+    pytest.param("HDL101", "import torch\ndef f(n, d, x: torch.tensor([n], device=d) = 0):\n    pass\n", 0,
+                 id="call-in-a-parameter-annotation"),
+    pytest.param("HDL402", "def f(dst, xs):\n    for x in xs:\n        buf += x\n        dst.copy_(buf, non_blocking=True)\n",
+                 0, id="buffer-only-updated-in-place"),
+    pytest.param("HDL301", "import torch\ndef forward(x):\n    y = x.cuda()\n    return (y.nonzero)()\n", 1,
+                 id="parenthesized-method"),
+    pytest.param("HDL305", "import torch\ndef run(xs):\n    for x in xs:\n        (torch.cuda.synchronize)()\n", 1,
+                 id="parenthesized-function"),
+    pytest.param("HDL501", "import torch\ndef capture(g, x):\n    with (torch.cuda.graph)(g):\n        n = x.sum().item()\n",
+                 1, id="parenthesized-graph-capture"),
+    pytest.param("HDL201", "import torch\ndef forward(x):\n    y = (x.cuda)()\n    return y.sum().item()\n", 1,
+                 id="parenthesized-cuda-call-evidence"),
+    pytest.param("HDL102", "import torch\ndef forward(n):\n    return (torch.arange(n).cuda)()\n", 1,
+                 id="parenthesized-cuda-copy"),
+    pytest.param("HDL101", "import torch\ndef forward(ids, d):\n    return (torch.tensor)(ids, device=d)\n", 1,
+                 id="parenthesized-tensor-call"),
+    pytest.param("HDL201", "def forward(x):\n    y = (x.to)(0)\n    return y.sum().item()\n", 1,
+                 id="parenthesized-copy-to-an-ordinal"),
+    # Known and left: LibCST drops a form feed before a statement when it renders a module, so the whole-file
+    # path's positions shift there and it loses the site; the default path reports it.
+    pytest.param("HDL301", "def forward(x):\n    t = x.cuda()\n\x0c    return t.nonzero()\n", 1,
+                 id="form-feed-before-a-statement",
+                 marks=pytest.mark.xfail(strict=True, reason="--full-parse positions shift where LibCST drops a form feed")),
     # Known and left: identifiers are NFKC-normalized by the parser (`ｃuda` is `cuda`), which no text test does.
     pytest.param("HDL201", "def forward(x):\n    return x.\uff43uda().sum().item()\n", 1,
                  id="identifier-normalized-by-the-parser",

@@ -38,13 +38,13 @@ def spelled_apart_by_definition(parts: tuple[str, ...], text: str) -> bool:
     if any(part in text for part in parts):
         return True
     names = {part.strip(".(=") for part in parts if part.strip(".(=").isidentifier() and part != part.strip(".(=")}
-    gap = r"(?:[\s\\]|#[^\r\n]*[\r\n])"
+    gap = r"(?:[\s\\)]|#[^\r\n]*[\r\n])"  # a `)` too: `(x.item)()`
     return any(re.search(re.escape(name) + rf"(?:{gap}*[(=]|{gap}+as\b)", text) for name in names)
 
 
 PARTS = (".item(", "cpu(", ".cpu(", "value=", "alpha", "]", "] *")
 PART_PIECES = ["item", ".item", "(", " ", "\\\n", "cpu", ".", "value", "=", "alpha", "]", " *", "as", "x", "\n",
-               "#", " c", "\r"]
+               "#", " c", "\r", ")"]
 
 
 @SETTINGS
