@@ -195,9 +195,8 @@ def holds_one_of(text: str, parts: tuple[str | TokensApart, ...]) -> bool:
 class _TextTest:
     """Whether a text holds one of a prefilter's parts, or a part such as `.item(` or `value=` written apart
     (`.item ()`, `x. item()`, `value = v`, `(x.item)()`, a line continuation or, inside brackets, comment lines
-    before the `(`),
-    or a name imported under another name (`from torch import nonzero as nz`, then `nz(x)`). A part may also be
-    TokensApart (`]` then `*`).
+    before the `(`), or a name imported under another name (`from torch import nonzero as nz`, then `nz(x)`). A
+    part may also be TokensApart (`]` then `*`).
 
     A search for an absent part reads the whole text, and most parts are absent from most files. Every way of
     writing the parts around a name (`.cpu(`, `cpu(`) needs the name itself: one read of a text without the name
@@ -208,8 +207,8 @@ class _TextTest:
     def __init__(self, parts: tuple[str | TokensApart, ...]) -> None:
         self.parts: list[tuple[str, str | None]] = []  # each part, with its name if it has one (in the given order)
         self.tokens_apart = [part for part in parts if isinstance(part, TokensApart)]
-        # Each name's spellings apart: by blanks or line continuations before its `(` / `=` / ` as`, and a comment
-        # right after it (inside brackets, comment lines may stand before the `(`).
+        # Each name's spellings apart: by blanks, line continuations or a `)` before its `(` / `=` / ` as`, and a
+        # comment right after it (inside brackets, comment lines may stand before the `(`).
         self.apart: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {}
         for part in parts:
             if isinstance(part, TokensApart):
