@@ -70,12 +70,13 @@ class TokensApart:
     def __init__(self, *tokens: str, gap: str = "") -> None:
         self.tokens, self.gap = tokens, gap
         self._blank = blank = rf"[\s\\{re.escape(gap)}]" if gap else BLANK
-        self._together = re.compile(f"{blank}*".join(tokens))
+        grouped = [f"(?:{token})" for token in tokens]  # a token may be an alternation (`\(|as\b`)
+        self._together = re.compile(f"{blank}*".join(grouped))
         self._first_word = tokens[0] if tokens[0].isidentifier() else None  # a text without it holds no match
-        tails = [TokensApart._registered(rf"{blank}*{token}" if gap else token) for token in tokens[1:]]
+        tails = [TokensApart._registered(rf"{blank}*{token}" if gap else token) for token in grouped[1:]]
         # The first gap that holds a comment may be any of them: tokens up to it without comments, then a comment
         # ahead, then the rest across gaps of any kind, of which one follows the last comment.
-        self._across = [(re.compile(f"{blank}*".join(tokens[:count]) + rf"(?={blank}*#)"), tokens[count:],
+        self._across = [(re.compile(f"{blank}*".join(grouped[:count]) + rf"(?={blank}*#)"), tokens[count:],
                          frozenset(tails[count - 1:])) for count in range(1, len(tokens))]
 
     def spans(self, text: str, comments: bool = True) -> Iterator[tuple[int, int]]:

@@ -1,15 +1,13 @@
 from __future__ import annotations
 
-import re
-
 from h2dlint.facts import is_word_character
-from h2dlint.gaps import spans_across_gaps
+from h2dlint.gaps import TokensApart
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import SyncReporter
 
 # `graph` called or imported under another name; the word's start is checked apart (a leading `\b` would make
 # the search many times slower: it could no longer look for the literal first).
-_GRAPH_CALLED_OR_RENAMED = (re.compile(r"graph\b"), r"\(|as\b")
+_GRAPH_CALLED_OR_RENAMED = TokensApart(r"graph\b", r"\(|as\b", gap=")")
 
 
 class SyncUnderGraphCapture(SyncReporter, Rule):
@@ -63,9 +61,8 @@ class SyncUnderGraphCapture(SyncReporter, Rule):
         """A capture is `with <name>(...)` where the name resolves to `torch.cuda.graph`: so the word `graph` is
         called (`torch.cuda.graph(`, `graphs.graph (`, `(torch.cuda.graph)(`, split over lines or comments) or
         imported under another name (`graph as capture`). `cuda_graph(` and `capture_graph(` are not."""
-        called_or_renamed = spans_across_gaps(text, *_GRAPH_CALLED_OR_RENAMED, blank=r"[\s\\)]")
         return cls.prefilter_matches(text) and any(not is_word_character(text[start - 1:start])
-                                                   for start, _ in called_or_renamed)
+                                                   for start, _ in _GRAPH_CALLED_OR_RENAMED.spans(text))
 
     valid_examples = (
         Valid("import torch\ndef capture(g, x):\n    with torch.cuda.graph(g):\n        y = x * 2\n"

@@ -96,6 +96,7 @@ TOKENS_APART_PIECES = {
     "h2dlint.facts._ORDINAL_DEVICES[1]": ([".", "to", "(", "0"], ["tox", "(("]),
     "h2dlint.facts._GPU_ATTRIBUTE": ([".", "lens_gpu"], ["is_cuda", "_gpu"]),
     "h2dlint.values.ELEMENT_WRITE": (["]", "="], [")", "=="]),
+    "h2dlint.rules.hdl501_sync_under_graph_capture._GRAPH_CALLED_OR_RENAMED": (["graph", "("], ["as", "graphs"]),
     "h2dlint.syncs.LIST_REPETITION[0]": (["]", "*"], [")", "**"]),
     "h2dlint.syncs.LIST_REPETITION[1]": (["*", "["], ["(", "**"]),
     "h2dlint.rules.hdl102_blocking_host_tensor_copy.BlockingHostTensorCopy.prefilter": ([".", "cuda", "("], ["to", "tox"]),
@@ -142,7 +143,7 @@ def test_every_tokens_apart_is_compared_with_its_definition():
 def test_tokens_apart_are_found_where_their_definition_finds_them(where):
     tokens = _named(where)
     blank = rf"[\s\\{re.escape(tokens.gap)}]"
-    definition = re.compile(f"(?:{blank}|#[^\r\n]*[\r\n])*".join(tokens.tokens))
+    definition = re.compile(f"(?:{blank}|#[^\r\n]*[\r\n])*".join(f"(?:{token})" for token in tokens.tokens))
 
     spellings, near_misses = TOKENS_APART_PIECES[where]
 
