@@ -39,6 +39,7 @@ class UniqueSync(SyncReporter, Rule):
     summary = "`torch.unique` on a GPU tensor copies the result size to the host"
     kinds = frozenset({UNIQUE})
     prefilter = ("unique(", "unique_consecutive(")
+    evidence = "gpu-or-hot"  # on a tensor of unknown placement, owner() asks for a hot function
     text_test_spares_only_parsing = True
 
     valid_examples = (

@@ -378,6 +378,18 @@ ACROSS_COMMENTS = [
     pytest.param("HDL201", "def forward(self):\n    return (self.  # c\n    lens_gpu.sum().item())\n", 1,
                  id="gpu-attribute-split-by-a-comment"),
 ]
+# Size syncs (HDL301, HDL303) on tensors of unknown placement are reported only in hot functions: without GPU
+# evidence or a hot function in its text, a file is not parsed for them.
+HOT_OR_GPU = [
+    pytest.param("HDL301", "import torch\ndef prepare(x):\n    for _ in range(3):\n        x = x.nonzero()\n"
+                 "    return x\n", 0, id="nonzero-in-a-loop-of-a-cold-function"),
+    pytest.param("HDL301", "import torch\ndef forward(x):\n    return torch.where(x > 0)\n", 1,
+                 id="where-in-forward"),
+    pytest.param("HDL303", "import torch\ndef prepare(x):\n    return x.unique()\n", 0, id="unique-in-a-cold-function"),
+    pytest.param("HDL303", "import torch\ndef gather(x):\n    y = x.to('cuda')\n    return y.unique()\n", 1, id="unique-of-a-cuda-tensor-in-a-cold-function"),
+    pytest.param("HDL303", "import torch\nclass M:\n    def step(self, x):\n        return torch.unique_consecutive(x)\n",
+                 1, id="unique-consecutive-in-step"),
+]
 # Imports wherever they sit on their line: without them `th.tensor` is not known to be torch's.
 IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n",
                         1, id=name)
@@ -388,11 +400,20 @@ IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.ten
 
 
 @pytest.mark.parametrize(("code", "text", "count"),
-                         CASES + FAST_PATH_MISSES + FILTER_MISSES + SPELLINGS + ACROSS_COMMENTS + IMPORTS)
+                         CASES + FAST_PATH_MISSES + FILTER_MISSES + SPELLINGS + ACROSS_COMMENTS + IMPORTS + HOT_OR_GPU)
 def test_fast_and_full_paths_agree(code, text, count):
     fast, full = (lint(text, code, full_parse=full_parse) for full_parse in (False, True))
     assert fast == full
     assert len(full) == count
+
+
+@pytest.mark.parametrize("code", ["HDL301", "HDL303"])
+def test_a_size_sync_in_a_configured_hot_function_is_found_on_both_paths(code):
+    text = "import torch\ndef advance(x):\n    return x.nonzero() if x.dim() else torch.unique(x)\n"
+    assert lint(text, code) == lint(text, code, full_parse=True) == []
+    fast, full = (lint(text, code, hot_functions=("adv*",), full_parse=full_parse) for full_parse in (False, True))
+    assert fast == full
+    assert [finding.code for finding in full] == [code]
 
 
 @pytest.mark.parametrize("text", [
