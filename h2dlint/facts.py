@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import PurePath
 
-from .gaps import TokensApart
+from .gaps import BLANK, TokensApart, spans_across_gaps
 
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_BUILTINS = frozenset({"int", "float", "bool"})
@@ -202,7 +202,7 @@ def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
                                          for ordinal in _ORDINAL_DEVICES):
         return True
     if any(name.search(text) for name in _configured_device_names(gpu_device_names)) \
-            or may_use_device_collectives(text) or mirrored_names(text):
+            or may_use_device_collectives(text) or _reads_a_mirrored_name_as_gpu(text):
         return True
     return _calls_cuda(text, _CUDA_CALL.spans_across_comments(text)) or any(
         next(tokens.spans_across_comments(text), None) for tokens in (_GPU_ATTRIBUTE, *_ORDINAL_DEVICES))
@@ -265,10 +265,13 @@ def may_use_device_collectives(text: str) -> bool:
     run its collectives on host tensors)."""
     if "distributed" not in text or "gloo" in text:
         return False
+    called = [name for name in DEVICE_COLLECTIVES if f"{name}(" in text]  # each search below contains one of these
+    if not called:
+        return False
     prefixes = ["distributed.", *(alias + "." for alias in _DISTRIBUTED_ALIAS.findall(text))]
     if "from torch.distributed" in text:
         prefixes.append("")
-    return any(f"{prefix}{name}(" in text for prefix in prefixes for name in DEVICE_COLLECTIVES)
+    return any(f"{prefix}{name}(" in text for prefix in prefixes for name in called)
 
 
 @functools.lru_cache(maxsize=2)
@@ -286,6 +289,27 @@ def mirrored_names(text: str) -> frozenset[str]:
             mirrored.add(word.group())
     names = frozenset(name for name in mirrored if _used_alone(text, name))
     return frozenset() if names and OTHER_ACCELERATOR_MARK.search(text) else names
+
+
+def _reads_a_mirrored_name_as_gpu(text: str) -> bool:
+    """Whether a name of `mirrored_names` stands where classify_placement may take it for a CUDA tensor: after a dot
+    (`batch.seq_lens`), or where it may be a parameter (`_mirrored_parameter`): before `,`, `)`, `:` or `=`."""
+    for name in mirrored_names(text):
+        together, across_comments = _mirrored_uses(name)
+        if any(pattern.search(text) for pattern in together) or any(
+                next(spans_across_gaps(text, first, then), None) is not None for first, then in across_comments):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=None)
+def _mirrored_uses(name: str) -> tuple[tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], str], ...]]:
+    """The searches for `name` after a dot and before what may follow a parameter: regexes for the spellings without
+    comments, and (first, then) for `spans_across_gaps` from a gap that holds a comment (only brackets allow one)."""
+    word, after_parameter = rf"\b{re.escape(name)}\b", r"[,):]|=(?!=)"
+    together = (re.compile(rf"\.{BLANK}*{word}"), re.compile(rf"{word}{BLANK}*(?:{after_parameter})"))
+    across_comments = ((re.compile(rf"\.(?={BLANK}*#)"), word), (re.compile(rf"{word}(?={BLANK}*#)"), after_parameter))
+    return together, across_comments
 
 
 def _used_alone(text: str, name: str) -> bool:

@@ -170,6 +170,23 @@ def test_a_parameter_is_the_device_copy_only_when_its_mirror_is_a_host_copy_of_i
     assert facts_for(code).classify_placement(node, line) is expected
 
 
+@pytest.mark.parametrize(("code", "expected"), [
+    ("def f(b):\n    return b.lens, lens_cpu\n", True),
+    ("def f(b):\n    return (b.\\\n            lens), lens_cpu\n", True),
+    ("def f(b):\n    return (b.  # c\n            lens.sum()), lens_cpu\n", True),
+    ("def f(lens, lens_cpu):\n    pass\n", True),
+    ("def f(lens: int = 0):\n    return lens_cpu\n", True),
+    ("f = lambda lens: lens_cpu\n", True),
+    ("def f(*lens  # c\n      ):\n    return lens_cpu\n", True),
+    ("lens_cpu = load()\nprint(lens + 1)\n", False),
+    ("lens_cpu = load()\nlens.append(lens_cpu)\n", False),
+    ("lens_cpu = load()\nif lens == 1:\n    lens_of_x = 2\n", False),
+    ("x = a.lens_cpu + b.plens\nlens  # comment\n", False),
+])
+def test_a_mirrored_name_is_gpu_evidence_where_it_follows_a_dot_or_may_be_a_parameter(code, expected):
+    assert has_gpu_evidence(code) is expected
+
+
 def test_no_host_mirror_placement_for_other_accelerators():
     code = "import torch_npu\ndef step(batch):\n    TARGET = batch.seq_lens\n    return batch.seq_lens_cpu\n"
     node, line = expression(code)

@@ -390,6 +390,19 @@ HOT_OR_GPU = [
     pytest.param("HDL303", "import torch\nclass M:\n    def step(self, x):\n        return torch.unique_consecutive(x)\n",
                  1, id="unique-consecutive-in-step"),
 ]
+# A name with a host mirror (`seq_lens` beside `seq_lens_cpu`) is the evidence of a CUDA tensor only where it is
+# read after a dot or may be a parameter; elsewhere the file holds no GPU evidence and is not parsed for HDL201.
+MIRRORED = [
+    pytest.param("HDL201", "def step(batch):\n    n = batch.seq_lens_cpu\n    return batch.seq_lens.sum().item()\n", 1,
+                 id="mirrored-attribute"),
+    pytest.param("HDL201", "def step(batch):\n    n = batch.seq_lens_cpu\n    return (batch.  # c\n"
+                 "        seq_lens.sum().item())\n", 1, id="mirrored-attribute-split-by-a-comment"),
+    pytest.param("HDL201", "def step(tags, tags_host):\n    return tags.sum().item()\n", 1, id="mirrored-parameter"),
+    pytest.param("HDL201", "def step(tags  # c\n         , tags_host=None):\n    return tags.sum().item()\n", 1,
+                 id="mirrored-parameter-split-by-a-comment"),
+    pytest.param("HDL201", "def step(tags_host):\n    tags = load()\n    return tags.sum().item()\n", 0,
+                 id="mirrored-name-bound-locally"),
+]
 # Imports wherever they sit on their line: without them `th.tensor` is not known to be torch's.
 IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n",
                         1, id=name)
@@ -400,7 +413,7 @@ IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.ten
 
 
 @pytest.mark.parametrize(("code", "text", "count"),
-                         CASES + FAST_PATH_MISSES + FILTER_MISSES + SPELLINGS + ACROSS_COMMENTS + IMPORTS + HOT_OR_GPU)
+                         CASES + FAST_PATH_MISSES + FILTER_MISSES + SPELLINGS + ACROSS_COMMENTS + IMPORTS + HOT_OR_GPU + MIRRORED)
 def test_fast_and_full_paths_agree(code, text, count):
     fast, full = (lint(text, code, full_parse=full_parse) for full_parse in (False, True))
     assert fast == full
