@@ -170,7 +170,7 @@ class CodeContext:
 
 
 # What a file's text must contain for classify_placement to prove any tensor is on the GPU: a
-# `.cuda(` call, a quoted device string starting "cuda", `torch.cuda.current_device`, an integer
+# `.cuda(` call, a quoted device string (`"cuda:0"`, `f"cuda:{i}"`), `torch.cuda.current_device`, an integer
 # ordinal written as the device, or a `*_gpu` / `*_cuda` attribute. (Mentions such as `torch.cuda.synchronize`
 # prove nothing.)
 # Several small searches, because one regex alternation is many times slower on large files.
@@ -222,16 +222,26 @@ def _calls_cuda(text: str, spans: Iterable[tuple[int, int]]) -> bool:
 
 
 def _quotes_cuda(text: str) -> bool:
-    """Whether a quote, then nothing but whitespace, comes before some `cuda` in the text (a device string
-    such as `"cuda:0"`): what the regex `["']\\s*cuda` finds, looked for backwards from each `cuda`, several
-    times faster than that regex, whose first character is a class."""
+    """Whether some string in the text can be what classify_device takes for a CUDA device: `"cuda"` or
+    `"cuda:N"` whole (PyTorch takes no blanks around the type), `"cuda:"` (which `"cuda:" f"{rank}"` starts),
+    or an f-string that starts with `cuda` (`f"cuda:{rank}"`). Looked for from each `cuda`: a regex whose first
+    character is a class (a quote) is several times slower."""
     start = text.find("cuda")
     while start >= 0:
-        before = start
-        while before and text[before - 1].isspace():
-            before -= 1
-        if before and text[before - 1] in "\"'":
-            return True
+        if start and text[start - 1] in "\"'":
+            end = start + 4
+            if text[end:end + 1] == ":":
+                end += 1
+                while text[end:end + 1].isdigit():
+                    end += 1
+            if text[end:end + 1] in ("\"", "'"):
+                return True
+            before = start - 1
+            while before and text[before - 1] in "\"'":
+                before -= 1
+            if text[before - 1:before] in ("f", "F") or (text[before - 1:before] in ("r", "R")
+                                                         and text[before - 2:before - 1] in ("f", "F")):
+                return True
         start = text.find("cuda", start + 4)
     return False
 

@@ -187,6 +187,16 @@ def test_a_mirrored_name_is_gpu_evidence_where_it_follows_a_dot_or_may_be_a_para
     assert has_gpu_evidence(code) is expected
 
 
+@pytest.mark.parametrize(("code", "expected"), [
+    ("d = 'cuda'\n", True), ('d = "cuda:1"\n', True), ('d = """cuda"""\n', True), ("d = f'cuda:{rank}'\n", True),
+    ("d = rF'cuda{rank}'\n", True), ("d = 'cuda:' f'{rank}'\n", True), ("d = 'cuda' f':{rank}'\n", True),
+    ("name = 'cuda_graph'\n", False), ("d = ' cuda'\n", False), ("kind = 'cuda:{}'.format(rank)\n", False),
+    ("x = torch.cuda.is_available()\n", False), ("msg = f'using {dev} cuda'\n", False),
+])
+def test_a_quoted_cuda_is_gpu_evidence_where_the_string_can_be_a_device(code, expected):
+    assert has_gpu_evidence(code) is expected
+
+
 def test_no_host_mirror_placement_for_other_accelerators():
     code = "import torch_npu\ndef step(batch):\n    TARGET = batch.seq_lens\n    return batch.seq_lens_cpu\n"
     node, line = expression(code)

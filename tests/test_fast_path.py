@@ -403,6 +403,17 @@ MIRRORED = [
     pytest.param("HDL201", "def step(tags_host):\n    tags = load()\n    return tags.sum().item()\n", 0,
                  id="mirrored-name-bound-locally"),
 ]
+# A quoted `cuda` is GPU evidence only in a string that can be a device (`"cuda:1"`, `f"cuda:{rank}"`).
+DEVICE_STRINGS = [
+    pytest.param("HDL201", "def step(x, rank):\n    y = x.to(f'cuda:{rank}')\n    return y.sum().item()\n", 1,
+                 id="f-string-device"),
+    pytest.param("HDL201", "def step(x, rank):\n    y = x.to('cuda:' f'{rank}')\n    return y.sum().item()\n", 1,
+                 id="device-string-in-pieces-ending-in-an-f-string"),
+    pytest.param("HDL201", "def step(x):\n    y = x.to(\"cuda:1\")\n    return y.sum().item()\n", 1,
+                 id="ordinal-device-string"),
+    pytest.param("HDL201", "def step(x, g):\n    y = x.to(g['cuda_graph'])\n    return y.sum().item()\n", 0,
+                 id="string-that-starts-with-cuda"),
+]
 # Imports wherever they sit on their line: without them `th.tensor` is not known to be torch's.
 IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n",
                         1, id=name)
@@ -413,7 +424,7 @@ IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.ten
 
 
 @pytest.mark.parametrize(("code", "text", "count"),
-                         CASES + FAST_PATH_MISSES + FILTER_MISSES + SPELLINGS + ACROSS_COMMENTS + IMPORTS + HOT_OR_GPU + MIRRORED)
+                         CASES + FAST_PATH_MISSES + FILTER_MISSES + SPELLINGS + ACROSS_COMMENTS + IMPORTS + HOT_OR_GPU + MIRRORED + DEVICE_STRINGS)
 def test_fast_and_full_paths_agree(code, text, count):
     fast, full = (lint(text, code, full_parse=full_parse) for full_parse in (False, True))
     assert fast == full
