@@ -13,7 +13,7 @@ import bisect
 import enum
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import PurePath
@@ -195,7 +195,7 @@ def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
     """Whether the text may hold what classify_placement proves to be on the GPU (a superset test), given
     the run's configured `gpu-device-names`."""
     # The cheapest tests first; mirrored_names, the dearest, then the searches across comments, last.
-    if "cuda" in text and ("current_device" in text or _quotes_cuda(text)
+    if "cuda" in text and ("current_device" in text or _quotes_a_device_where_one_is_read(text)
                            or _calls_cuda(text, _CUDA_CALL.spans(text, comments=False))):
         return True
     if _names_gpu_attribute(text) or any(next(ordinal.spans(text, comments=False), None)
@@ -222,27 +222,48 @@ def _calls_cuda(text: str, spans: Iterable[tuple[int, int]]) -> bool:
 
 
 def _quotes_cuda(text: str) -> bool:
-    """Whether some string in the text can be what classify_device takes for a CUDA device: `"cuda"` or
-    `"cuda:N"` whole (PyTorch takes no blanks around the type), `"cuda:"` (which `"cuda:" f"{rank}"` starts),
-    or an f-string that starts with `cuda` (`f"cuda:{rank}"`). Looked for from each `cuda`: a regex whose first
-    character is a class (a quote) is several times slower."""
+    """Whether some string in the text can be what classify_device takes for a CUDA device (see
+    `_device_strings`)."""
+    return next(_device_strings(text), None) is not None
+
+
+def _device_strings(text: str) -> Iterator[int]:
+    """Where the quotes open of each string that can be what classify_device takes for a CUDA device: `"cuda"` or
+    `"cuda:N"` whole (PyTorch takes no blanks around the type), `"cuda:"` (which `"cuda:" f"{rank}"` starts), or an
+    f-string that starts with `cuda` (`f"cuda:{rank}"`). Looked for from each `cuda`: a regex whose first character
+    is a class (a quote) is several times slower."""
     start = text.find("cuda")
     while start >= 0:
         if start and text[start - 1] in "\"'":
+            quotes = start - 1
+            while quotes and text[quotes - 1] in "\"'":
+                quotes -= 1
             end = start + 4
             if text[end:end + 1] == ":":
                 end += 1
                 while text[end:end + 1].isdigit():
                     end += 1
-            if text[end:end + 1] in ("\"", "'"):
-                return True
-            before = start - 1
-            while before and text[before - 1] in "\"'":
-                before -= 1
-            if text[before - 1:before] in ("f", "F") or (text[before - 1:before] in ("r", "R")
-                                                         and text[before - 2:before - 1] in ("f", "F")):
-                return True
+            if text[end:end + 1] in ("\"", "'") or text[quotes - 1:quotes] in ("f", "F") or (
+                    text[quotes - 1:quotes] in ("r", "R") and text[quotes - 2:quotes - 1] in ("f", "F")):
+                yield quotes
         start = text.find("cuda", start + 4)
+
+
+def _quotes_a_device_where_one_is_read(text: str) -> bool:
+    """Whether a string of `_device_strings` stands where classify_device may read it: after `=` (a keyword
+    argument, an assignment), `(` (a first argument), `else`, or another string, or first on its line. Not where
+    no device is read: compared (`device.type == "cuda"`), a later argument, in a collection, returned."""
+    for quotes in _device_strings(text):
+        before = quotes
+        while before and text[before - 1] in "fFrRbBuU":  # the string's prefix
+            before -= 1
+        while before and text[before - 1] in " \t":
+            before -= 1
+        previous = text[before - 1:before]
+        if previous in ("", "\n", "\r", "\x0c", "\\", "(", "\"", "'") \
+                or previous == "=" and text[before - 2:before - 1] not in ("=", "!", "<", ">") \
+                or text[before - 4:before] == "else" and not is_word_character(text[before - 5:before - 4]):
+            return True
     return False
 
 

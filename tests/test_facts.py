@@ -197,6 +197,18 @@ def test_a_quoted_cuda_is_gpu_evidence_where_the_string_can_be_a_device(code, ex
     assert has_gpu_evidence(code) is expected
 
 
+@pytest.mark.parametrize(("code", "expected"), [
+    ("y = x.to('cuda')\n", True), ("t = torch.zeros(3, device=  'cuda')\n", True), ("d = 1 if c else 'cuda'\n", True),
+    ("d = 1 if c else'cuda'\n", True), ("f(a,\n  'cuda')\n", True), ("d = (\n    # c\n    'cuda')\n", True),
+    ("d = '' 'cuda'\n", True), ("print((d := 'cuda'))\n", True), ("d = \\\n    'cuda'\n", True),
+    # where classify_device reads no device: compared, a later argument, in a collection, returned
+    ("if d.type == 'cuda':\n    pass\n", False), ("ok = d != 'cuda'\n", False), ("xs = ('cpu', 'cuda')\n", False),
+    ("def f():\n    return 'cuda'\n", False), ("x = {'a': 'cuda'}\n", False), ("y = 'cpu' if d == 'cuda' else d\n", False),
+])
+def test_a_device_string_is_gpu_evidence_where_a_device_may_be_read(code, expected):
+    assert has_gpu_evidence(code) is expected
+
+
 def test_no_host_mirror_placement_for_other_accelerators():
     code = "import torch_npu\ndef step(batch):\n    TARGET = batch.seq_lens\n    return batch.seq_lens_cpu\n"
     node, line = expression(code)

@@ -403,7 +403,8 @@ MIRRORED = [
     pytest.param("HDL201", "def step(tags_host):\n    tags = load()\n    return tags.sum().item()\n", 0,
                  id="mirrored-name-bound-locally"),
 ]
-# A quoted `cuda` is GPU evidence only in a string that can be a device (`"cuda:1"`, `f"cuda:{rank}"`).
+# A quoted `cuda` is GPU evidence only in a string that can be a device (`"cuda:1"`, `f"cuda:{rank}"`), where a
+# device may be read (not compared).
 DEVICE_STRINGS = [
     pytest.param("HDL201", "def step(x, rank):\n    y = x.to(f'cuda:{rank}')\n    return y.sum().item()\n", 1,
                  id="f-string-device"),
@@ -413,6 +414,10 @@ DEVICE_STRINGS = [
                  id="ordinal-device-string"),
     pytest.param("HDL201", "def step(x, g):\n    y = x.to(g['cuda_graph'])\n    return y.sum().item()\n", 0,
                  id="string-that-starts-with-cuda"),
+    pytest.param("HDL201", "def step(x):\n    y = x.to(  # where\n        'cuda')\n    return y.sum().item()\n", 1,
+                 id="device-string-first-on-its-line"),
+    pytest.param("HDL201", "def step(x, d):\n    y = x.to(d)\n    if d.type == 'cuda':\n        return y.sum().item()\n",
+                 0, id="device-string-compared"),
 ]
 # Imports wherever they sit on their line: without them `th.tensor` is not known to be torch's.
 IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n",
