@@ -56,6 +56,19 @@ def _closing_parenthesis(text: str, start: int) -> int:
     return len(text)
 
 
+_TO_CALL = TokensApart(r"\.", r"to\b", r"\(", gap=")")  # `(x.to)(...)` too
+_DEVICE_IMPORTED_UNDER_ANOTHER_NAME = TokensApart("device", r"as\b")
+
+
+def may_copy_to_a_named_device(text: str) -> bool:
+    """False only when no `.to(...)` call in `text` can copy to a device that `copy_device` leaves unknown in a file
+    without GPU evidence (where it finds no CUDA device): the target must then be a name such as `device`, `dev`,
+    `self.out_device`, `device_id` (in any case) or a `torch.device(...)` call, so the arguments hold `dev`."""
+    if _DEVICE_IMPORTED_UNDER_ANOTHER_NAME.search(text):  # `from torch import device as D`, then `x.to(D(...))`
+        return True
+    return any("dev" in text[end:_closing_parenthesis(text, end)].lower() for _, end in _TO_CALL.spans(text))
+
+
 @functools.lru_cache(maxsize=2)  # asked by HDL101 and HDL103 in turn about the same text
 def may_call_tensor_with_device(text: str) -> bool:
     """False only when no `torch.tensor(...)`/`torch.as_tensor(...)` call in `text` can have a `device=`."""

@@ -4,9 +4,10 @@ import ast
 
 import libcst as cst
 
-from h2dlint.copies import (copy_device, copy_of, fresh_host_factory, is_literal, keywords_of, pin_guard, pinned,
-                            placement_is_host, shown, to_ast, torch_name, with_non_blocking, with_pin_memory)
-from h2dlint.facts import Data, Device, Placement
+from h2dlint.copies import (copy_device, copy_of, fresh_host_factory, is_literal, keywords_of,
+                            may_copy_to_a_named_device, pin_guard, pinned, placement_is_host, shown, to_ast, torch_name,
+                            with_non_blocking, with_pin_memory)
+from h2dlint.facts import Data, Device, Placement, has_gpu_evidence
 from h2dlint.gaps import TokensApart
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -124,6 +125,13 @@ class BlockingHostTensorCopy(Rule):
                 "        masks.append((torch.arange(n) >= pos).int())\n    return torch.concat(masks).to(device=device)\n",
                 None),
     )
+
+    @classmethod
+    def may_apply(cls, text: str, settings) -> bool:
+        # Without GPU evidence there is no `.cuda(` call, and a `.to(` copies to a device copy_device does not rule
+        # out only when its target is named like one.
+        return cls.prefilter_matches(text) and (has_gpu_evidence(text, settings.gpu_device_names)
+                                                or may_copy_to_a_named_device(text))
 
     @classmethod
     def candidates(cls, facts):

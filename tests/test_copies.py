@@ -2,6 +2,8 @@
 
 import pytest
 
+from h2dlint.copies import may_copy_to_a_named_device
+
 from .helpers import fix, lint
 
 CHAIN = ("import torch\ndef f(ids, device):\n    x = (\n        torch.tensor([1, 2])\n        .to(device)\n    )\n"
@@ -41,3 +43,14 @@ def test_moving_the_device_after_other_arguments_is_safe_only_for_torch_device(d
             f"def f(ids):\n    return th.tensor(ids, device={device}, dtype=th.int64)\n")
     [finding] = lint(code, "HDL101")
     assert ("the device is now evaluated after the other arguments" not in finding.fix.message) is safe
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("x.to(device)", True), ("x.to(self.dev)", True), ("x.to(torch.device(k))", True), ("x.to(DEVICE)", True),
+    ("x.to(dtype=d, device=d2)", True), ("(x.to)(out_dev)", True), ("x.to(  # c\n  device)", True),
+    ("x.to(f(')'), device=d)", True), ("from torch import device as D\nx.to(D(0))", True),
+    ("x.to(torch.float32)", False), ("x.to('cpu')", False), ("x.to(y)", False), ("x.to(other.dtype)", False),
+    ("x.to(memory_format=m)\ndevice = 1", False), ("x.to(y)  # to device", False), ("x.tox(device)", False),
+])
+def test_without_gpu_evidence_a_copy_needs_a_target_named_like_a_device(text, expected):
+    assert may_copy_to_a_named_device(text) is expected

@@ -419,6 +419,23 @@ DEVICE_STRINGS = [
     pytest.param("HDL201", "def step(x, d):\n    y = x.to(d)\n    if d.type == 'cuda':\n        return y.sum().item()\n",
                  0, id="device-string-compared"),
 ]
+# Without GPU evidence, HDL102 needs a `.to(` whose target copy_device may take for a device: a name such as
+# `device`, `self.out_dev`, `DEVICE_ID`, or a `torch.device(...)` call, however imported.
+NAMED_DEVICES = [
+    pytest.param("HDL102", "import torch\ndef f(device):\n    return torch.arange(4).to(device)\n", 1, id="to-device"),
+    pytest.param("HDL102", "import torch\nclass M:\n    def f(self):\n        return torch.arange(4).to(self.out_dev)\n",
+                 1, id="to-an-attribute-named-like-a-device"),
+    pytest.param("HDL102", "import torch\ndef f(DEVICE_ID):\n    return torch.arange(4).to(dtype=torch.int, device=DEVICE_ID)\n",
+                 1, id="device-keyword-after-another"),
+    pytest.param("HDL102", "import torch\nfrom torch import device as D\ndef f(k):\n    return torch.arange(4).to(D(k))\n",
+                 1, id="torch-device-imported-under-another-name"),
+    pytest.param("HDL102", "import torch\ndef f(device):\n    return (torch.arange(4).to  # c\n        (  # where\n"
+                 "        device))\n", 1, id="to-device-split-by-comments"),
+    pytest.param("HDL102", "import torch\ndef f(device):\n    d = device\n    return torch.arange(4).to(d)\n", 0,
+                 id="to-a-name-not-named-like-a-device"),
+    pytest.param("HDL102", "import torch\ndef f(x):\n    return torch.arange(4).to(torch.float16), x.to(')')\n", 0,
+                 id="to-a-dtype"),
+]
 # Imports wherever they sit on their line: without them `th.tensor` is not known to be torch's.
 IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n",
                         1, id=name)
@@ -429,7 +446,7 @@ IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.ten
 
 
 @pytest.mark.parametrize(("code", "text", "count"),
-                         CASES + FAST_PATH_MISSES + FILTER_MISSES + SPELLINGS + ACROSS_COMMENTS + IMPORTS + HOT_OR_GPU + MIRRORED + DEVICE_STRINGS)
+                         CASES + FAST_PATH_MISSES + FILTER_MISSES + SPELLINGS + ACROSS_COMMENTS + IMPORTS + HOT_OR_GPU + MIRRORED + DEVICE_STRINGS + NAMED_DEVICES)
 def test_fast_and_full_paths_agree(code, text, count):
     fast, full = (lint(text, code, full_parse=full_parse) for full_parse in (False, True))
     assert fast == full

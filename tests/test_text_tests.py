@@ -91,6 +91,8 @@ def test_gpu_attributes_by_example():
 TOKENS_APART_PIECES = {
     "h2dlint.copies._CALL_START": (["tensor", "("], ["tensors"]),
     "h2dlint.copies._IMPORTED_UNDER_ANOTHER_NAME": (["tensor", "as"], ["ask"]),
+    "h2dlint.copies._TO_CALL": ([".", "to", "("], ["tox", "(("]),
+    "h2dlint.copies._DEVICE_IMPORTED_UNDER_ANOTHER_NAME": (["device", "as"], ["ask", "devices"]),
     "h2dlint.facts._CUDA_CALL": (["cuda", "("], ["."]),
     "h2dlint.facts._ORDINAL_DEVICES[0]": (["device", "=", "0"], ["(", "=="]),
     "h2dlint.facts._ORDINAL_DEVICES[1]": ([".", "to", "(", "0"], ["tox", "(("]),
