@@ -170,9 +170,10 @@ class CodeContext:
 
 
 # What a file's text must contain for classify_placement to prove any tensor is on the GPU: a
-# `.cuda(` call, a quoted device string (`"cuda:0"`, `f"cuda:{i}"`), `torch.cuda.current_device`, an integer
-# ordinal written as the device, or a `*_gpu` / `*_cuda` attribute. (Mentions such as `torch.cuda.synchronize`
-# prove nothing.)
+# `.cuda(` call, a device string where a device may be read (`device="cuda:0"`, `.to(f"cuda:{i}")`),
+# `torch.cuda.current_device`, an integer ordinal written as the device, a `*_gpu` / `*_cuda` attribute, a
+# collective's argument, or a name with a host mirror read as a tensor. (Mentions such as
+# `torch.cuda.synchronize` or `device.type == "cuda"` prove nothing.)
 # Several small searches, because one regex alternation is many times slower on large files.
 # Parentheses may stand between the tokens (`(x.cuda)()`, `device=(0)`), besides what may stand between any two.
 _CUDA_CALL = TokensApart("cuda", r"\(", gap=")")
@@ -194,7 +195,7 @@ OTHER_ACCELERATOR_MARK = re.compile(r"torch(?:_(?:npu|mlu)|\.(?:npu|xpu|hpu|mlu)
 def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
     """Whether the text may hold what classify_placement proves to be on the GPU (a superset test), given
     the run's configured `gpu-device-names`."""
-    # The cheapest tests first; mirrored_names, the dearest, then the searches across comments, last.
+    # The cheapest tests first; the mirrored names, the dearest, then the searches across comments, last.
     if "cuda" in text and ("current_device" in text or _quotes_a_device_where_one_is_read(text)
                            or _calls_cuda(text, _CUDA_CALL.spans(text, comments=False))):
         return True
