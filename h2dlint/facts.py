@@ -222,12 +222,6 @@ def _calls_cuda(text: str, spans: Iterable[tuple[int, int]]) -> bool:
     return any(text[start - 1:start] in (".", " ", "\t", "\n", "\r", "\x0c") for start, _ in spans)
 
 
-def _quotes_cuda(text: str) -> bool:
-    """Whether some string in the text can be what classify_device takes for a CUDA device (see
-    `_device_strings`)."""
-    return next(_device_strings(text), None) is not None
-
-
 def _device_strings(text: str) -> Iterator[int]:
     """Where the quotes open of each string that can be what classify_device takes for a CUDA device: `"cuda"` or
     `"cuda:N"` whole (PyTorch takes no blanks around the type), `"cuda:"` (which `"cuda:" f"{rank}"` starts), or an
@@ -434,7 +428,9 @@ class FileFacts:
 
     @functools.cached_property
     def quotes_cuda(self) -> bool:
-        return _quotes_cuda(self.text)
+        """What the GPU evidence asks of a device string: without it, a string that spells `cuda` some other way
+        (escapes, pieces) is no CUDA device, so no file without GPU evidence has one."""
+        return _quotes_a_device_where_one_is_read(self.text)
 
     @functools.cached_property
     def uses_several_streams(self) -> bool:

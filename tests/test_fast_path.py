@@ -418,6 +418,8 @@ DEVICE_STRINGS = [
                  id="device-string-first-on-its-line"),
     pytest.param("HDL201", "def step(x, d):\n    y = x.to(d)\n    if d.type == 'cuda':\n        return y.sum().item()\n",
                  0, id="device-string-compared"),
+    pytest.param("HDL201", "def step(x, d):\n    if d.type == 'cuda':\n        y = x.to('\\u0063uda')\n"
+                 "        return y.sum().item()\n", 0, id="escaped-device-string-beside-a-compared-one"),
 ]
 # Without GPU evidence, HDL102 needs a `.to(` whose target copy_device may take for a device: a name such as
 # `device`, `self.out_dev`, `DEVICE_ID`, or a `torch.device(...)` call, however imported.
