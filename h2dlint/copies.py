@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
@@ -66,7 +67,7 @@ def may_copy_to_a_named_device(text: str) -> bool:
     `self.out_device`, `device_id` (in any case) or a `torch.device(...)` call, so the arguments hold `dev`."""
     if _DEVICE_IMPORTED_UNDER_ANOTHER_NAME.search(text):  # `from torch import device as D`, then `x.to(D(...))`
         return True
-    return any("dev" in text[end:_closing_parenthesis(text, end)].lower() for _, end in _TO_CALL.spans(text))
+    return any("dev" in arguments.lower() for arguments in _arguments_of(_TO_CALL, text))
 
 
 @functools.lru_cache(maxsize=2)  # asked by HDL101 and HDL103 in turn about the same text
@@ -74,7 +75,13 @@ def may_call_tensor_with_device(text: str) -> bool:
     """False only when no `torch.tensor(...)`/`torch.as_tensor(...)` call in `text` can have a `device=`."""
     if _IMPORTED_UNDER_ANOTHER_NAME.search(text):
         return True
-    return any("device" in text[end:_closing_parenthesis(text, end)] for _, end in _CALL_START.spans(text))
+    return any("device" in arguments for arguments in _arguments_of(_CALL_START, text))
+
+
+def _arguments_of(calls: TokensApart, text: str) -> Iterator[str]:
+    """The text of each call's arguments, for `calls` ending at a call's `(` (to the end of the text when unsure)."""
+    for _, end in calls.spans(text):
+        yield text[end:_closing_parenthesis(text, end)]
 
 
 def dotted(node: cst.BaseExpression) -> str | None:
