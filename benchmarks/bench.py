@@ -9,6 +9,10 @@ Measured: cold runs (no cache; Ruff both in its default output format, which pri
 with each diagnostic, and with one line per diagnostic), warm runs (nothing changed), one changed file,
 `--fix` with a warm cache, a pre-commit-sized run (5 files), and h2dlint's peak
 memory (all its processes together, sampled from /proc).
+
+h2dlint runs on the interpreter that runs this script. `--python PATH` (repeatable) adds the cold run on
+other interpreters, each with h2dlint installed, to the same rounds: how fast h2dlint is depends on how the
+interpreter was built (a build without profile-guided optimization parses about a third slower).
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ def default_tree() -> Path:
     return tree
 
 
-def h2dlint(*args: str) -> list[str]:
-    return [sys.executable, "-m", "h2dlint", "check", "--output-format", "concise", "--exit-zero", "-q", *args]
+def h2dlint(*args: str, python: str = sys.executable) -> list[str]:
+    return [python, "-m", "h2dlint", "check", "--output-format", "concise", "--exit-zero", "-q", *args]
 
 
 def ruff(*args: str) -> list[str]:
@@ -71,9 +75,8 @@ def timed_with_cpu(command: list[str], cwd: Path) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def count_lines(command: list[str], cwd: Path) -> int:
-    completed = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
-    return len(completed.stdout.splitlines())
+def output_of(command: list[str], cwd: Path) -> str:
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False).stdout
 
 
 def parse_floor(files: list[Path]) -> tuple[int, int, float]:
@@ -164,6 +167,16 @@ def byte_compile_h2dlint() -> None:
         compileall.compile_dir(Path(package.__file__).parent, quiet=1)
 
 
+def on_interpreter(python: str, *args: str) -> str:
+    """What this script prints when run with `args` on interpreter `python` (its last line)."""
+    completed = subprocess.run([python, __file__, *args], capture_output=True, text=True, check=True)
+    return completed.stdout.strip().splitlines()[-1]
+
+
+def describe_interpreter() -> str:
+    return f"{sys.executable} (Python {platform.python_version()}, {platform.python_compiler()})"
+
+
 def version(command: list[str]) -> str:
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     return (completed.stdout or completed.stderr).strip().splitlines()[0] if completed.returncode == 0 else "?"
@@ -173,9 +186,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("tree", nargs="?", type=Path)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--python", action="append", default=[], metavar="PATH",
+                        help="another interpreter (with h2dlint installed) to time the cold run on; repeatable")
+    parser.add_argument("--on-interpreter", choices=("prepare", "parse-floor"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.on_interpreter == "prepare":  # run by this script on each interpreter of --python
+        byte_compile_h2dlint()
+        print(describe_interpreter())
+        return 0
+    if args.on_interpreter == "parse-floor":
+        print(*parse_floor(sorted(args.tree.rglob("*.py"))))
+        return 0
     source_tree = (args.tree or default_tree()).resolve()
     byte_compile_h2dlint()
+    others = {python: on_interpreter(python, "--on-interpreter", "prepare") for python in args.python}
 
     with tempfile.TemporaryDirectory() as scratch:
         tree = Path(scratch) / "tree"
@@ -193,6 +217,8 @@ def main() -> int:
             timings.setdefault(name, []).append(seconds)
 
         cold_runs = [("h2dlint cold", h2dlint("--no-cache", str(tree))),
+                     *((f"h2dlint cold on {python}", h2dlint("--no-cache", str(tree), python=python))
+                       for python in others),
                      ("ruff cold", ruff("--no-cache", str(tree))),
                      ("ruff cold concise", ruff("--no-cache", "--output-format", "concise", str(tree)))]
         for round_number in range(args.rounds):
@@ -218,8 +244,14 @@ def main() -> int:
         changed_lines = sum(1 for line in fixed.stdout.splitlines() if line.startswith(b">"))
         memory = peak_memory_mb(h2dlint("--no-cache", str(tree)), work)
 
-        parsed_files, parsed_lines, parse_seconds = parse_floor(files)
-        ruff_diagnostics = count_lines(ruff("--no-cache", "--output-format", "concise", str(tree)), work)
+        parse_floors = {sys.executable: parse_floor(files)}
+        for python in others:
+            parsed, parsed_lines, seconds = on_interpreter(python, str(tree), "--on-interpreter", "parse-floor").split()
+            parse_floors[python] = int(parsed), int(parsed_lines), float(seconds)
+        report = output_of(h2dlint("--no-cache", str(tree)), work)
+        differing = [python for python in others if output_of(h2dlint("--no-cache", str(tree), python=python),
+                                                              work) != report]
+        ruff_report = output_of(ruff("--no-cache", "--output-format", "concise", str(tree)), work)
 
         torchfix_seconds = None
         if shutil.which("torchfix"):
@@ -230,12 +262,14 @@ def main() -> int:
     from h2dlint import __version__
 
     print(f"tree: {source_tree} ({len(files)} files, {lines:,} lines)")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"h2dlint {__version__}, {version(ruff('--version')[:1] + ['--version'])}; {args.rounds} rounds, medians")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores; h2dlint {__version__} on "
+          f"{describe_interpreter()}; {version(ruff('--version')[:1] + ['--version'])}; {args.rounds} rounds, medians")
     print()
     print("| run | h2dlint | ruff | ratio (h2dlint / ruff) |")
     print("| --- | ---: | ---: | ---: |")
     for label, ours, theirs in (("cold (no cache)", "h2dlint cold", "ruff cold"),
+                                *((f"cold, h2dlint on {describe}", f"h2dlint cold on {python}", "ruff cold")
+                                  for python, describe in others.items()),
                                 ("warm (nothing changed)", "h2dlint warm", "ruff warm")):
         print(f"| {label} | {median[ours]:.2f} s | {median[theirs]:.2f} s | {median[ours] / median[theirs]:.2f} |")
     print(f"| cold, Ruff printing one line per diagnostic (`--output-format concise`) | {median['h2dlint cold']:.2f} s "
@@ -247,17 +281,22 @@ def main() -> int:
     if torchfix_seconds is not None:
         print(f"| TorchFix on 100 files | {torchfix_seconds:.2f} s | | |")
     print()
-    print(f"CPU seconds of a cold run (all processes): h2dlint {median['h2dlint cold cpu']:.2f} s, "
-          f"Ruff {median['ruff cold cpu']:.2f} s. Of h2dlint's, `ast.parse` of the {parsed_files} files "
-          f"({parsed_lines:,} lines) its prefilters admit takes {parse_seconds:.2f} s in one process: "
-          f"on {os.cpu_count()} cores, at least {parse_seconds / (os.cpu_count() or 1):.2f} s of wall time.")
-    paired = [ours / theirs for ours, theirs in zip(timings["h2dlint cold"], timings["ruff cold"])]
-    print(f"Cold ratio round by round (the two runs of a round back to back, so a change in the machine's load "
-          f"between rounds cancels): {', '.join(f'{ratio:.2f}' for ratio in paired)}; "
-          f"median {statistics.median(paired):.2f}.")
-    print(f"Ruff reports {ruff_diagnostics:,} diagnostics on this tree; in its default output format it prints each "
-          "with a code frame, which is most of the difference between its two cold rows.")
-    return 0
+    runs = {sys.executable: "h2dlint cold", **{python: f"h2dlint cold on {python}" for python in others}}
+    for python, name in runs.items():
+        parsed_files, parsed_lines, parse_seconds = parse_floors[python]
+        paired = [ours / theirs for ours, theirs in zip(timings[name], timings["ruff cold"])]
+        print(f"On {python}: CPU seconds of a cold run (all processes): h2dlint {median[name + ' cpu']:.2f} s, "
+              f"Ruff {median['ruff cold cpu']:.2f} s. Of h2dlint's, `ast.parse` of the {parsed_files} files "
+              f"({parsed_lines:,} lines) its prefilters admit takes {parse_seconds:.2f} s in one process: "
+              f"on {os.cpu_count()} cores, at least {parse_seconds / (os.cpu_count() or 1):.2f} s of wall time. "
+              f"Cold ratio round by round (the two runs of a round back to back, so a change in the machine's load "
+              f"between rounds cancels): {', '.join(f'{ratio:.2f}' for ratio in paired)}; "
+              f"median {statistics.median(paired):.2f}.")
+    for python in differing:
+        print(f"WARNING: h2dlint on {python} reports differently from h2dlint on {sys.executable}.")
+    print(f"Ruff reports {len(ruff_report.splitlines()):,} diagnostics on this tree; in its default output format it "
+          "prints each with a code frame, which is most of the difference between its two cold rows.")
+    return 1 if differing else 0
 
 
 if __name__ == "__main__":
