@@ -1,4 +1,5 @@
-"""benchmarks/stages.py times the real pipeline: it must see every call and leave the findings unchanged."""
+"""benchmarks/stages.py times the real pipeline: it must see every call and leave the findings unchanged.
+benchmarks/bench.py's hook for other interpreters reports the parse floor of the files the text tests admit."""
 
 import json
 import re
@@ -6,8 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from h2dlint.engine import Linter
 from h2dlint.rule import all_rules
 from h2dlint.settings import Settings
+from h2dlint.source import read_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -35,3 +38,17 @@ def test_stages_sees_every_file_and_rule_and_finds_what_the_cli_finds():
     measured = float(re.search(r"^\| the whole loop, timed around it \| \| ([\d.]+) s \|", stages,
                                re.MULTILINE).group(1))
     assert abs(total - measured) <= 0.05 + 0.05 * measured
+
+
+def test_bench_parse_floor_on_another_interpreter_counts_the_files_the_text_tests_admit():
+    # bench.py --python asks each interpreter for its own parse floor through this hook.
+    floor = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench.py"), str(FIXTURES),
+                            "--on-interpreter", "parse-floor"], capture_output=True, text=True, check=True,
+                           cwd=ROOT).stdout.split()
+    settings = Settings()
+    linter = Linter([all_rules()[code] for code in settings.enabled_codes(all_rules())], settings)
+    admitted = [text for text in (read_source(path).text for path in FIXTURES.rglob("*.py"))
+                if linter._active_rules(text)]
+    assert 0 < len(admitted) < len(list(FIXTURES.rglob("*.py")))
+    assert (int(floor[0]), int(floor[1])) == (len(admitted), sum(text.count("\n") for text in admitted))
+    assert float(floor[2]) > 0
