@@ -102,7 +102,8 @@ def main() -> int:
     total = sum(clock.seconds.values())
     print(f"tree: {tree} ({len(files)} files); rules: {', '.join(rule.code for rule in enabled)}; "
           f"{findings} findings")
-    print(f"Python {sys.version.split()[0]}; CPU seconds in one process, each stage without the stages it calls")
+    print(f"Python {sys.version.split()[0]} ({sys.executable}); CPU seconds in one process, each stage without the "
+          "stages it calls")
     print()
     print("| stage | calls | CPU | share |")
     print("| --- | ---: | ---: | ---: |")
