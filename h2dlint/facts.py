@@ -13,6 +13,7 @@ import bisect
 import enum
 import functools
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -183,7 +184,10 @@ _CUDA_DEVICE_STRING = re.compile(r"cuda(?::\d+)?")
 _GPU_SUFFIX = re.compile(r"_(?:gpu|cuda)\b")  # ends a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
 _GPU_ATTRIBUTE = TokensApart(r"\.", r"(?!_*is_)\w+_(?:gpu|cuda)\b")
 _FLAG_START = re.compile(r"_*is_")
-_DEFINED_NAME = re.compile(r"def[\s\\]+(\w+)")  # no leading \b: a literal start makes the search fast
+# The name after each `def`: up to a blank, `(`, `[` or `\` (`\w` misses identifier characters such as combining
+# marks). The name is looked ahead at, so that a `def` ending a word (`# undef`) cannot swallow the next `def` as its
+# name. No leading `\b`: a literal start makes the search fast.
+_DEFINED_NAME = re.compile(r"def(?=[\s\\]+([^\s(\[\\]+))")
 _MIRROR_END = re.compile(r"_(?:cpu|host)\b")  # see MIRROR_SUFFIXES
 _LAST_WORD = re.compile(r"\w+$")
 IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)\b", re.MULTILINE)  # a line that starts with an import
@@ -352,8 +356,10 @@ def _used_alone(text: str, name: str) -> bool:
 
 @functools.lru_cache(maxsize=2)
 def defined_function_names(text: str) -> frozenset[str]:
-    """The names after every `def` in the text (and a few more, which only makes tests on them permissive)."""
-    return frozenset(_DEFINED_NAME.findall(text))
+    """The names after every `def` in the text, as the parser reads them (NFKC: `def ｆorward` is `forward`), and a few
+    more, which only makes tests on them permissive."""
+    return frozenset(name if name.isascii() else unicodedata.normalize("NFKC", name)
+                     for name in _DEFINED_NAME.findall(text))
 
 
 HOT_FUNCTION_NAMES = frozenset({"forward", "backward", "__call__", "step", "training_step", "train_step",
