@@ -388,7 +388,8 @@ HOT_OR_GPU = [
     pytest.param("HDL303", "import torch\ndef prepare(x):\n    return x.unique()\n", 0, id="unique-in-a-cold-function"),
     pytest.param("HDL303", "import torch\ndef gather(x):\n    y = x.to('cuda')\n    return y.unique()\n", 1, id="unique-of-a-cuda-tensor-in-a-cold-function"),
     pytest.param("HDL303", "import torch\nclass M:\n    def step(self, x):\n        return torch.unique_consecutive(x)\n",
-                 1, id="unique-consecutive-in-step"),    # The name after each `def`, as the parser reads it: not swallowed by a word ending in `def` just before
+                 1, id="unique-consecutive-in-step"),
+    # The name after each `def`, as the parser reads it: not swallowed by a word ending in `def` just before
     # (found by a second reader), with identifier characters `\w` does not match, NFKC-normalized.
     pytest.param("HDL301", "import torch\n# undef\ndef forward(x):\n    return torch.where(x > 0)\n", 1,
                  id="def-after-a-word-ending-in-def"),
