@@ -61,14 +61,15 @@ class FindingsCache:
         with contextlib.suppress(OSError):  # a cache that cannot be touched (read-only) still serves
             os.utime(self.file)
 
-    def lookup(self, path: Path) -> tuple[Finding, ...] | None:
-        """The cached findings when the file is unchanged since it was cached, else None."""
+    def lookup(self, path: Path, model_key: str = "") -> tuple[Finding, ...] | None:
+        """The cached findings when the file, and what the project model says of it (`model_key`), are unchanged
+        since they were cached; else None."""
         key = str(path.absolute())
         self.seen.add(key)
         entry = self.entries.get(key)
-        if entry is None:
+        if entry is None or len(entry) != 5 or entry[4] != model_key:
             return None
-        size, mtime_ns, digest, findings = entry
+        size, mtime_ns, digest, findings, _ = entry
         try:
             status = path.stat()
         except OSError:
@@ -89,8 +90,9 @@ class FindingsCache:
         """The content digest cached for `path` (after a successful lookup: that of the file now)."""
         return self.entries[str(path.absolute())][2]
 
-    def store(self, path: Path, digest: str, size: int, mtime_ns: int, findings) -> None:
-        self.entries[str(path.absolute())] = [size, mtime_ns, digest, [finding_to_json(f) for f in findings]]
+    def store(self, path: Path, digest: str, size: int, mtime_ns: int, findings, model_key: str = "") -> None:
+        self.entries[str(path.absolute())] = [size, mtime_ns, digest, [finding_to_json(f) for f in findings],
+                                              model_key]
         self.changed = True
 
     def save(self) -> None:

@@ -18,6 +18,7 @@ from .discovery import find_python_files
 from .engine import Linter
 from .output import FORMATS
 from .progress import progress_bar
+from .project import project_model_for
 from .rule import all_rules
 from .runner import run_files
 from .settings import SettingsError
@@ -156,6 +157,9 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
                 sys.exit(EXIT_ERROR)
             files = [path for path in files if changed.touches(path)]
         cache = None if no_cache else FindingsCache(Path.cwd(), build_fingerprint(settings, enabled))
+        if settings.project_model and files:
+            linter.project = project_model_for(list(paths) or [Path(".")], settings,
+                                               cache.folder if cache is not None else None, jobs)
         with progress_bar(errors, len(files)) as step:
             results = run_files(files, linter, mode, jobs, cache, on_done=step)
         if changed is not None:

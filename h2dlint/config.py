@@ -94,6 +94,16 @@ def _output_format(key: str, value, where: str) -> str:
     return value
 
 
+def _path(key: str, value, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise SettingsError(f"{where}: `{key}` must be a folder (a string), got {value!r}")
+    return value
+
+
+def _paths(key: str, value, where: str) -> tuple[str, ...]:
+    return _strings(key, value, where)
+
+
 # key in the file -> (Settings field, how to read the value)
 KEYS = {
     "select": ("select", _codes),
@@ -107,6 +117,10 @@ KEYS = {
     "pin-memory-helpers": ("pin_memory_helpers", _strings),
     "hot-functions": ("hot_functions", _strings),
     "gpu-device-names": ("gpu_device_names", _strings),
+    "project-model": ("project_model", _bool),
+    "project-root": ("model_root", _path),
+    "src": ("source_roots", _paths),
+    "gpu-attributes": ("gpu_attributes", _strings),
 }
 
 
@@ -156,5 +170,10 @@ def resolve_settings(paths: list[Path], rules, config: Path | None = None, **cli
     exclude += values.pop("extend_exclude", ()) + (cli.pop("extend_exclude", None) or ())
     values.update({name: value for name, value in cli.items() if value not in (None, ())})
     root = config.parent if config is not None else Path.cwd()
+    # Folders in the configuration are relative to the file that names them.
+    if "model_root" in values:
+        values["model_root"] = str((root / values["model_root"]).resolve())
+    if "source_roots" in values:
+        values["source_roots"] = tuple(str((root / folder).resolve()) for folder in values["source_roots"])
     return replace(Settings(), **values, exclude=exclude, config_file=str(config) if config else None,
                    project_root=str(root))

@@ -123,6 +123,9 @@ class Scope:
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
     # Names passed as a tensor to a torch.distributed collective, with the statement of each such call.
     collective_arguments: dict[str, list[tuple[ast.Call, ast.stmt]]] = field(default_factory=dict)
+    # The assignments made directly in the function's body (in no block): by first line, their last line. Every
+    # later line of the function runs after such an assignment, so it hides the bindings before it.
+    straight: dict[int, int] = field(default_factory=dict)
     # `xs.append(v)` as a binding of v; `xs.extend(...)` / `xs.insert(...)` as one of None (not followed).
     list_additions: dict[str, list[Binding]] = field(default_factory=dict)
 
@@ -148,7 +151,8 @@ class CodeContext:
     function: str | None  # innermost enclosing function's name; None at module level
     in_loop: bool
     in_graph_capture: bool
-    hot_function: bool  # `forward`, `__call__`, a training/decoding step, or configured as hot
+    hot_function: bool  # `forward`, `__call__`, a training/decoding step, configured as hot, or called from one
+    hot_chain: str | None = None  # when hot through calls (the project model): `A.forward -> B.prepare`
 
     @property
     def hot(self) -> bool:
@@ -166,7 +170,7 @@ class CodeContext:
         if self.in_loop:
             where.append("in a loop")
         if self.hot_function:
-            where.append(f"in `{self.function}`")
+            where.append(f"in `{self.function}`" + (f", hot: {self.hot_chain}" if self.hot_chain else ""))
         return " and ".join(where)
 
 
@@ -425,6 +429,10 @@ class FileFacts:
         self._contexts_by_shape: dict[tuple[str | None, bool, bool, frozenset[str]], CodeContext] = {}
         self._line_map: _LineMap | None = None  # built on first use
         self.sites: dict[tuple[int, int, int, int], Site] = {}  # by (line, column, end line, end column)
+        # What the project model says about this file (h2dlint.project.FileView), when a model was built.
+        self.project = None
+        # How the placements classified since the log was last cleared were inferred through the project model.
+        self.inferences: list[str] = []
         self._index(tree)
 
     @functools.cached_property
@@ -488,8 +496,12 @@ class FileFacts:
                 self._function_nodes.append(node)
                 if kind is not ast.Lambda:
                     self.functions.append((node.lineno, node.end_lineno or node.lineno, node.name))
-            elif kind in (ast.For, ast.AsyncFor, ast.While):
+            elif kind is ast.While:
                 self.loops.append((node.lineno, node.end_lineno or node.lineno))
+            elif kind in (ast.For, ast.AsyncFor):
+                # A `for` evaluates its iterable once, before the first pass: its header is not in the loop.
+                first = node.body[0].lineno if node.body[0].lineno > node.lineno else node.lineno
+                self.loops.append((first, node.end_lineno or node.lineno))
             elif kind is ast.If:
                 if node.orelse:
                     self.if_arms.append(((node.body[0].lineno, node.body[-1].end_lineno or node.lineno),
@@ -581,6 +593,9 @@ class FileFacts:
 
     def _bind_statements(self, body: list[ast.stmt], scope: Scope) -> None:
         """Record bindings made by `body`, not descending into nested functions or classes."""
+        for statement in body:
+            if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                scope.straight[statement.lineno] = statement.end_lineno or statement.lineno
         stack: list[ast.AST] = list(body)
         while stack:
             node = stack.pop()
@@ -681,19 +696,27 @@ class FileFacts:
         and, inside a loop, those made anywhere in that loop.
         """
         scope = self._binding_scope(name, line)
-        return None if scope is None else [binding.value for binding in self._reaching(scope.bindings[name], line)]
+        return None if scope is None else [binding.value
+                                           for binding in self._reaching(scope.bindings[name], line, scope)]
 
     def reaching_bindings(self, name: str, line: int) -> list[Binding] | None:
         scope = self._binding_scope(name, line)
-        return None if scope is None else self._reaching(scope.bindings[name], line)
+        return None if scope is None else self._reaching(scope.bindings[name], line, scope)
 
-    def _reaching(self, bindings: list[Binding], line: int) -> list[Binding]:
+    def _reaching(self, bindings: list[Binding], line: int, scope: Scope | None = None) -> list[Binding]:
         """The bindings that can reach `line`: those made on earlier lines, and, inside a loop, those made
-        anywhere in that loop; not those in the other arm of an `if`."""
+        anywhere in that loop; not those in the other arm of an `if`, nor those hidden by an assignment made
+        directly in the function's body between them and `line` (`x = x.cuda()` hides the parameter `x`)."""
         loops, other_arms = self._blocks_at(line)
-        return [binding for binding in bindings
-                if (binding.line < line or any(first <= binding.line <= last for first, last in loops))
-                and not any(first <= binding.line <= last for first, last in other_arms)]
+        reaching = [binding for binding in bindings
+                    if (binding.line < line or any(first <= binding.line <= last for first, last in loops))
+                    and not any(first <= binding.line <= last for first, last in other_arms)]
+        if scope is not None and len(reaching) > 1:
+            last_straight = max((binding.line for binding in reaching
+                                 if scope.straight.get(binding.line, line) < line), default=None)
+            if last_straight is not None:
+                reaching = [binding for binding in reaching if binding.line >= last_straight]
+        return reaching
 
     def _blocks_at(self, line: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """The loops around `line`, and the arms of `if`s whose other arm holds `line` (code there never runs
@@ -917,6 +940,10 @@ class FileFacts:
                 by_bindings = self._classify_self_attribute(expr.attr, line, depth)
                 if by_bindings is not Placement.UNKNOWN:
                     return by_bindings
+            if self.project is not None:
+                by_model = self._model_attribute(expr, line)
+                if by_model is not Placement.UNKNOWN:
+                    return by_model
             return Placement.GPU if expr.attr in mirrored_names(self.text) else Placement.UNKNOWN
         if isinstance(expr, ast.Subscript):
             return self.classify_placement(expr.value, line, depth + 1)
@@ -1150,14 +1177,67 @@ class FileFacts:
         function, function_first, loop_first, in_graph_capture = self._line_map.at(line)
         # A loop counts when it runs inside the innermost function, not around that function's definition.
         in_loop = loop_first >= function_first
+        hot_function = function is not None and is_hot_function(function, hot_functions)
+        chain = None
+        if not hot_function and function is not None and self.project is not None:
+            qualname = self.qualname_at(line)
+            hot = self.project.hot(qualname) if qualname else None
+            if hot is not None:
+                hot_function, chain = True, hot.describe()
         # Most lines of a function share one context: it is made once.
-        context = self._contexts_by_shape.get((function, in_loop, in_graph_capture, hot_functions))
+        shape = (function, in_loop, in_graph_capture, hot_functions, chain)
+        context = self._contexts_by_shape.get(shape)
         if context is None:
-            context = self._contexts_by_shape[function, in_loop, in_graph_capture, hot_functions] = CodeContext(
+            context = self._contexts_by_shape[shape] = CodeContext(
                 function=function, in_loop=in_loop, in_graph_capture=in_graph_capture,
-                hot_function=function is not None and is_hot_function(function, hot_functions))
+                hot_function=hot_function, hot_chain=chain)
         self._contexts[key] = context
         return context
+
+    def qualname_at(self, line: int) -> str | None:
+        """The name the project model knows the function around `line` by (`Class.method`, `function`): the
+        outermost function there, with the classes around it; None at module level or in a class made in a
+        function."""
+        functions = [node for node in self._functions_around(line) if not isinstance(node, ast.Lambda)]
+        if not functions:
+            return None
+        return self._qualname_of(functions[0])
+
+    def _qualname_of(self, node: ast.AST) -> str | None:
+        names = [node.name]
+        parent = self.parents.get(node)
+        while parent is not None and not isinstance(parent, ast.Module):
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                return None
+            if isinstance(parent, ast.ClassDef):
+                names.append(parent.name)
+            parent = self.parents.get(parent)
+        return ".".join(reversed(names))
+
+    def class_at(self, line: int) -> str | None:
+        """The qualified name (in the project model) of the class whose method holds `line`, if any."""
+        qualname = self.qualname_at(line)
+        if self.project is None or qualname is None or "." not in qualname:
+            return None
+        return self.project.class_of(qualname.rpartition(".")[0])
+
+    def _model_attribute(self, expr: ast.Attribute, line: int) -> Placement:
+        """Where `<receiver>.attr` lives by the project model: the receiver's class is that of `self`, of an
+        annotated parameter, or unknown (then the attribute's name decides, see ProjectModel.attribute)."""
+        receiver = expr.value
+        class_name = None
+        if isinstance(receiver, ast.Name):
+            if receiver.id == "self":
+                class_name = self.class_at(line)
+            else:
+                annotation = self.parameter_annotation(receiver.id, line)
+                dotted = dotted_name(annotation) if annotation is not None else None
+                class_name = self.project.resolve_type(dotted) if dotted else None
+        placed = self.project.attribute(class_name, expr.attr)
+        if placed is None:
+            return Placement.UNKNOWN
+        self.inferences.append(f"{placed.where}, {placed.why}" if placed.why else placed.where)
+        return Placement.GPU if placed.placement == "gpu" else Placement.HOST
 
     def site_at(self, start, end) -> Site | None:
         """The candidate spanning exactly `start` to `end` (Positions), if one was registered."""

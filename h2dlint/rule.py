@@ -125,6 +125,11 @@ class Rule(cst.CSTVisitor):
     # then only spares parsing, and a file that another rule's test sends to the parser skips it.
     text_test_spares_only_parsing: ClassVar[bool] = False
     default_enabled: ClassVar[bool] = True
+    # The project-model facts the rule asks for (see h2dlint.project): "hotness" (which functions run every step,
+    # through calls from other files) and "placement" (tensors placed on the GPU by another file's class). A file
+    # where the model knows such facts is checked by the rule whenever its word test passes, since the file's own
+    # text cannot show them.
+    MODEL_DEPENDENCIES: ClassVar[frozenset[str]] = frozenset()
     valid_examples: ClassVar[tuple[Valid, ...]] = ()
     invalid_examples: ClassVar[tuple[Invalid, ...]] = ()
 

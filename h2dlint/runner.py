@@ -88,8 +88,9 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
     results: list[FileResult] = []
     to_process: list[Path] = []
     known: dict[Path, Known] = {}  # cached findings of files processed only to be fixed or given noqa comments
+    model_keys = {path: linter.model_key(path) for path in files} if cache is not None else {}
     for path in files:
-        cached = cache.lookup(path) if cache is not None else None
+        cached = cache.lookup(path, model_keys[path]) if cache is not None else None
         if cached is not None and not _left_to_do(cached, linter, mode):
             results.append(FileResult(str(path), cached))
             step()
@@ -99,6 +100,8 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
                 known[path] = (cache.digest(path), cached)
 
     jobs = jobs or os.cpu_count() or 1
+    if to_process and linter.project is not None:
+        linter.project.build()
     processed: list[FileResult] = []
     if jobs == 1 or len(to_process) < PARALLEL_THRESHOLD:
         with _collector_paused() as collector:
@@ -118,6 +121,9 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
     if cache is not None:
         for path, result in zip(to_process, processed):
             if result.stamp is not None and result.error is None:
-                cache.store(path, result.stamp[2], result.stamp[0], result.stamp[1], result.findings)
+                cache.store(path, result.stamp[2], result.stamp[0], result.stamp[1], result.findings,
+                            model_keys[path])
         cache.save()
+        if linter.project is not None:
+            linter.project.save()
     return sorted(results + processed, key=lambda result: result.path)

@@ -30,6 +30,13 @@ class Settings:
     config_file: str | None = None  # the configuration file these settings came from, if any
     project_root: str = "."  # the folder relative globs (exclude, per-file-ignores) are anchored at
     full_parse: bool = False  # parse whole files with LibCST instead of candidate calls only
+    # The project model (h2dlint.project): whether to build one, over which folder ("": the closest folder above
+    # the checked paths holding a pyproject.toml or .git), which folders module names start at (`src` layouts),
+    # and attributes (`name` or `Class.name`) declared to hold CUDA tensors.
+    project_model: bool = True
+    model_root: str = ""
+    source_roots: tuple[str, ...] = ()
+    gpu_attributes: tuple[str, ...] = ()
 
     def cache_key(self) -> str:
         """The settings a file's findings depend on, as text: a change to any of them invalidates cached findings.

@@ -111,6 +111,9 @@ class SyncSite:
     what: str  # how the code reads, e.g. "`.item()`", "`torch.nonzero`"
     placement: Placement  # of the tensor whose value or size is read
     repeats: ast.expr | None = None  # for REPEAT: the repeats tensor
+    # How the project model placed the tensor on the GPU (the attribute's definition and why), when this file
+    # alone does not show it.
+    inferred_from: str | None = None
 
 
 def sync_sites(facts: FileFacts) -> dict[tuple[int, int, int, int], SyncSite]:
@@ -263,7 +266,8 @@ class _Finder:
             self.kinds = frozenset(kind for kind, codes in KIND_CODES.items() if codes & active)
         # Without GPU evidence in its text, nothing in a file classifies as a CUDA tensor: the checks that
         # only ever add sites on CUDA tensors are skipped.
-        self.gpu_possible = has_gpu_evidence(facts.text, facts.gpu_device_names)
+        self.gpu_possible = has_gpu_evidence(facts.text, facts.gpu_device_names) or (
+            facts.project is not None and "placement" in facts.project.opened_for())
         # Only HDL204 reports reads, conditions and explicit syncs outside hot code, and only HDL202 and HDL204
         # conditions on tensors of unknown placement.
         self.outside_hot = active is None or OUTSIDE_HOT_CODE in active
@@ -312,8 +316,11 @@ class _Finder:
         return context
 
     def add(self, node: ast.expr, kind: str, what: str, receiver: ast.expr | None, **extra) -> None:
+        self.facts.inferences.clear()
         placement = self.facts.classify_placement(receiver, node.lineno) if receiver is not None \
             else Placement.UNKNOWN
+        if placement is Placement.GPU and self.facts.inferences:
+            extra["inferred_from"] = self.facts.inferences[0]
         if kind == READ and placement is Placement.UNKNOWN and (
                 self.facts.classify_data(receiver, node.lineno) in (Data.HOST, Data.LIKELY_HOST)
                 or "proxy" in _words(_identifier(receiver))):
@@ -607,6 +614,7 @@ class SyncReporter:
     """
 
     kinds: frozenset[str] = frozenset()
+    MODEL_DEPENDENCIES = frozenset({"hotness", "placement"})
     # What the file's text must show besides the prefilter: "gpu" (a CUDA placement somewhere),
     # "gpu-or-hot" (that, or a hot function), or "" (nothing more).
     evidence: str = ""
@@ -638,7 +646,14 @@ class SyncReporter:
             return
         context = self.context.facts.context_at(start.line)
         if owner(site, context, self.context.facts) == self.code:
+            self._site = site
             self.report_site(node, site, context)
+
+    def report(self, node, message: str, fix=None) -> None:
+        site = getattr(self, "_site", None)
+        if site is not None and site.inferred_from:
+            message += f" [on the GPU per the project model: {site.inferred_from}]"
+        super().report(node, message, fix)
 
     def report_site(self, node, site: SyncSite, context: CodeContext) -> None:
         raise NotImplementedError

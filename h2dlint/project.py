@@ -1,0 +1,974 @@
+"""The project model: what one file cannot tell about itself.
+
+Where a tensor lives and which code runs every step are facts of the whole project: a
+batch's `seq_lens` is made on the GPU in one module and read back in thirty others, and a
+backend's metadata set-up is hot because the model runner's per-step path calls it.
+
+Every Python file under the project root is summarized once (`summarize`): its imports,
+classes (bases, attribute types, what each attribute is assigned), functions (the calls
+they make, as written) and the places that set a default device. A summary depends on the
+file's content only, so summaries are cached by content (`SummaryCache`). The summaries are
+then merged into a `ProjectModel`, which resolves calls across files (imports, `self`,
+attribute types, annotations, `super()`), propagates hotness from the roots along the calls
+(keeping the shortest chain, for the message), and places class attributes on the GPU or
+the host. A rule asks the model through the file's `FileView`.
+
+The model never reads a file's text: it is built from `ast` trees only.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import gc
+import hashlib
+import marshal
+import os
+import tempfile
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__
+
+# Names of functions that run once (construction, loading, checkpointing): hotness does not flow into them.
+RUN_ONCE_NAMES = frozenset({"__init__", "__post_init__", "__new__", "setup", "reset_parameters", "post_init",
+                            "_init_weights", "load_weights", "load_state_dict", "_load_from_state_dict",
+                            "process_weights_after_loading", "from_pretrained", "state_dict", "save_pretrained"})
+# Words of a function's name that say it is set-up, I/O or diagnostics, not per-step work.
+NOT_PER_STEP_WORDS = frozenset({"init", "initialize", "setup", "load", "loader", "loading", "save", "export", "dump",
+                                "checkpoint", "repr", "str", "print", "test", "tests", "bench", "benchmark", "profile",
+                                "plot", "capture", "warmup", "build", "create", "register", "configure"})
+# A call through a receiver of unknown type resolves by the method's name only when so few classes define it
+# that the name itself says which ones are meant.
+MAX_CLASSES_BY_NAME = 3
+# Method names so common that a call by name alone says nothing about which class is meant.
+TOO_COMMON_METHODS = frozenset({"get", "set", "update", "run", "call", "append", "extend", "pop", "items", "keys",
+                                "values", "copy", "clear", "add", "remove", "close", "start", "stop", "reset",
+                                "to", "cuda", "cpu", "item", "tolist", "view", "reshape", "size", "numel", "sum",
+                                "mean", "max", "min", "any", "all", "format", "join", "split", "strip", "read", "write"})
+GPU, HOST = "gpu", "host"
+_TORCH_FACTORIES = frozenset({"tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn",
+                              "randint", "zeros_like", "ones_like", "empty_like", "full_like", "linspace", "eye"})
+_HOST_METHODS = frozenset({"cpu", "pin_memory", "numpy", "tolist"})
+_MIRROR_SUFFIXES = ("_cpu", "_host")
+# The summary walk's view of the tree: the fields that may hold nodes, by node type, and the node types with no
+# children worth visiting.
+_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asname", "module", "level", "kind",
+                           "type_comment", "conversion", "is_async", "simple", "kwd_attrs", "rest", "annotation",
+                           "returns", "names"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_LEAVES = frozenset({ast.Name, ast.Constant})
+SUMMARY_VERSION = 3
+
+
+# ----- one file's summary -----------------------------------------------------------------------------------------
+#
+# A summary is plain data (dicts, lists, tuples, strings, ints), so that it can be cached with marshal:
+#   module:   the file's dotted module name
+#   imports:  {local name: qualified name}
+#   classes:  {class qualname: {"line", "bases": [dotted as written], "attrs": {attr: [placement, line, why]},
+#              "types": {attr: dotted type as written}}}
+#   functions: {qualname: {"line", "end", "class": class qualname or "", "calls": [call reference],
+#               "params": {parameter: dotted annotation}, "replay": bool}}
+#   default_device: [line of each `torch.set_default_device(...)` / `with torch.device(...)`]
+#   device_context_calls: [(function qualname or "", call reference)] made inside `with torch.device(...)`
+#
+# A call reference is a string: "n:f" (a name), "d:a.b.f" (a dotted path from a name), "s:m" (`self.m`),
+# "sa:x.m" (`self.x.m`), "p:x.m" (`x.m` on a parameter `x`), "u:m" (`super().m`), "a:m" (`<other>.m`).
+
+
+def module_name_for(path: Path, source_roots: Iterable[Path] = ()) -> str:
+    """The dotted module name of `path`: relative to the deepest source root that holds it, else found by walking
+    up through the folders that hold an `__init__.py`, as Python finds a package's modules."""
+    path = Path(os.path.abspath(path))
+    parts = [path.stem] if path.stem != "__init__" else []
+    roots = sorted((Path(os.path.abspath(root)) for root in source_roots), key=lambda root: -len(root.parts))
+    for root in roots:
+        if root in path.parents:
+            relative = path.parent.relative_to(root).parts
+            return ".".join([*relative, *parts])
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts)
+
+
+def summarize(tree: ast.Module, module: str, is_package: bool = False) -> dict:
+    """The summary of one parsed file (see the layout above)."""
+    return _Summarizer(module, is_package).run(tree)
+
+
+class _Summarizer:
+    def __init__(self, module: str, is_package: bool) -> None:
+        self.module = module
+        self.package = module if is_package else module.rpartition(".")[0]
+        self.imports: dict[str, str] = {}
+        self.classes: dict[str, dict] = {}
+        self.functions: dict[str, dict] = {}
+        self.default_device: list[int] = []
+        self.device_context_calls: list[tuple[str, str]] = []
+        self.reads: set[str] = set()  # attribute names read anywhere in the file
+
+    def run(self, tree: ast.Module) -> dict:
+        self._body(tree.body, prefix="", class_name="")
+        module_calls = self.functions.pop("<module>", None)
+        if module_calls is not None and module_calls["calls"]:
+            self.functions[""] = module_calls  # module-level code: only its device contexts matter
+        return {"module": self.module, "imports": self.imports, "classes": self.classes,
+                "functions": self.functions, "default_device": self.default_device, "reads": sorted(self.reads),
+                "device_context_calls": self.device_context_calls}
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.imports[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    self.imports.setdefault(top, top)
+            return
+        base = node.module or ""
+        if node.level:
+            package = self.package.split(".") if self.package else []
+            package = package[:len(package) - node.level + 1] if node.level > 1 else package
+            base = ".".join([*package, *([node.module] if node.module else [])])
+        for alias in node.names:
+            if alias.name != "*":
+                self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+
+    def _body(self, body: list[ast.stmt], prefix: str, class_name: str) -> None:
+        for statement in body:
+            if isinstance(statement, ast.ClassDef):
+                self._class(statement, prefix)
+            elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._function(statement, prefix, class_name)
+            elif isinstance(statement, (ast.If, ast.Try)) and _defines(statement):
+                # `if TYPE_CHECKING:`, `try: ... except ImportError:` around definitions
+                for block in (statement.body, statement.orelse, getattr(statement, "finalbody", []),
+                              *(handler.body for handler in getattr(statement, "handlers", []))):
+                    self._body(block, prefix, class_name)
+                if isinstance(statement, ast.If) and not class_name:
+                    self._scan("<module>", "", ast.Expr(statement.test), params={})
+            elif not class_name:
+                self._module_statement(statement)
+            else:
+                self._class_statement(statement, class_name)
+
+    def _class(self, node: ast.ClassDef, prefix: str) -> None:
+        name = f"{prefix}{node.name}"
+        self.classes[name] = {"line": node.lineno, "bases": [_dotted(base) or "" for base in node.bases],
+                              "attrs": {}, "types": {}}
+        self._body(node.body, prefix=f"{name}.", class_name=name)
+        attrs = self.classes[name]["attrs"]
+        for attr in list(attrs):
+            for suffix in _MIRROR_SUFFIXES:
+                mirror = attrs.get(attr + suffix)
+                if mirror is not None and attrs[attr][0] == "" and mirror[0] != GPU:
+                    attrs[attr] = [GPU, attrs[attr][1], f"`{name}.{attr}` has a host mirror `{attr}{suffix}`"]
+
+    def _class_statement(self, statement: ast.stmt, class_name: str) -> None:
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            self._attribute(class_name, statement.target.id, statement.value, statement.lineno, statement.annotation)
+        elif isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    self._attribute(class_name, target.id, statement.value, statement.lineno, None)
+
+    def _attribute(self, class_name: str, attr: str, value: ast.expr | None, line: int,
+                   annotation: ast.expr | None) -> None:
+        entry = self.classes[class_name]
+        if annotation is not None:
+            annotated = _dotted(annotation)
+            if annotated:
+                entry["types"].setdefault(attr, annotated)
+        if isinstance(value, ast.Call):
+            made = _dotted(value.func)
+            if made and made.rpartition(".")[2][:1].isupper():
+                entry["types"].setdefault(attr, made)
+        placement, why = value_placement(value) if value is not None else ("", "")
+        known = entry["attrs"].get(attr)
+        if known is None or known[0] == "":
+            entry["attrs"][attr] = [placement, line, why]
+        elif placement and placement != known[0]:
+            entry["attrs"][attr] = ["mixed", line, ""]
+
+    def _module_statement(self, statement: ast.stmt) -> None:
+        self._scan("<module>", "", statement, params={})
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, prefix: str, class_name: str) -> None:
+        qualname = f"{prefix}{node.name}"
+        arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+        params = {arg.arg: _dotted(arg.annotation) for arg in arguments if arg.annotation is not None}
+        params = {name: annotation for name, annotation in params.items() if annotation}
+        record = {"line": node.lineno, "end": node.end_lineno or node.lineno, "class": class_name, "calls": [],
+                  "params": params, "replay": False}
+        self.functions[qualname] = record
+        self_name = arguments[0].arg if class_name and arguments else None
+        for statement in node.body:
+            self._scan(qualname, class_name, statement, params, self_name)
+
+    def _scan(self, qualname: str, class_name: str, statement: ast.stmt, params: dict,
+              self_name: str | None = None) -> None:
+        """Record what `statement` does that the model needs: the calls it makes (nested functions and lambdas
+        count as their function's), the imports, the attributes it reads and those it assigns on `self`, and the
+        default-device contexts it opens. One walk, over the fields that may hold nodes."""
+        record = self.functions.setdefault(qualname, {"line": 0, "end": 0, "class": class_name, "calls": [],
+                                                     "params": {}, "replay": False})
+        calls, reads = record["calls"], self.reads
+        stack: list[tuple[ast.AST, bool]] = [(statement, False)]
+        while stack:
+            node, in_device_context = stack.pop()
+            kind = node.__class__
+            if kind is ast.Attribute:
+                if node.ctx.__class__ is ast.Load:
+                    reads.add(node.attr)
+            elif kind is ast.Call:
+                reference = self._call_reference(node, params, self_name)
+                if reference is not None:
+                    calls.append(reference)
+                    if in_device_context:
+                        self.device_context_calls.append((qualname, reference))
+                    if reference.endswith(".set_default_device") or reference == "n:set_default_device":
+                        self.default_device.append(node.lineno)
+                    elif reference.endswith(".replay") and not node.args:
+                        record["replay"] = True
+            elif kind is ast.ClassDef:
+                continue  # a class defined in a function: its own methods are not summarized
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                self._import(node)
+                continue
+            elif kind is ast.With or kind is ast.AsyncWith:
+                if any(_is_device_context(item.context_expr) for item in node.items):
+                    self.default_device.append(node.lineno)
+                    in_device_context = True
+            elif (kind is ast.Assign or kind is ast.AnnAssign) and class_name and self_name:
+                for target in node.targets if kind is ast.Assign else [node.target]:
+                    if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name \
+                            and target.value.id == self_name:
+                        annotation = node.annotation if kind is ast.AnnAssign else None
+                        self._attribute(class_name, target.attr, node.value, node.lineno, annotation)
+            fields = _FIELDS.get(kind)
+            if fields is None:
+                fields = _FIELDS[kind] = tuple(name for name in kind._fields if name not in _NOT_CHILDREN)
+            for name in fields:
+                value = getattr(node, name)
+                if value.__class__ is list:
+                    for child in value:
+                        if child is not None and child.__class__ not in _LEAVES:
+                            stack.append((child, in_device_context))
+                elif value is not None and value.__class__ not in _LEAVES and isinstance(value, ast.AST):
+                    stack.append((value, in_device_context))
+
+    def _call_reference(self, call: ast.Call, params: dict, self_name: str | None) -> str | None:
+        func = call.func
+        if isinstance(func, ast.Name):
+            return f"n:{func.id}"
+        if not isinstance(func, ast.Attribute):
+            return None
+        receiver, method = func.value, func.attr
+        if isinstance(receiver, ast.Name):
+            if receiver.id == self_name:
+                return f"s:{method}"
+            if receiver.id in params:
+                return f"p:{receiver.id}.{method}"
+            return f"d:{receiver.id}.{method}"  # a module, a class, or an object: told apart when merged
+        if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
+            return f"u:{method}"
+        if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name):
+            if receiver.value.id == self_name:
+                return f"sa:{receiver.attr}.{method}"
+            dotted = _dotted(receiver)
+            if dotted:
+                return f"d:{dotted}.{method}"
+        return f"a:{method}"
+
+
+def value_placement(value: ast.expr) -> tuple[str, str]:
+    """Where a value assigned to an attribute lives, when its expression says so: (GPU or HOST, why), or ("", "")."""
+    if not isinstance(value, ast.Call):
+        return "", ""
+    func = value.func
+    device = next((kw.value for kw in value.keywords if kw.arg == "device"), None)
+    if isinstance(func, ast.Attribute):
+        if func.attr == "cuda":
+            return GPU, "made with `.cuda()`"
+        if func.attr in _HOST_METHODS:
+            return HOST, f"made with `.{func.attr}()`"
+        if func.attr == "to":
+            target = value.args[0] if value.args else device
+            kind = _device_kind(target)
+            if kind:
+                return kind, f"moved with `.to({_describe(target)})`"
+            if any(kw.arg == "non_blocking" and _true(kw.value) for kw in value.keywords) and target is not None:
+                return GPU, f"moved with `.to({_describe(target)}, non_blocking=True)`"
+            return "", ""
+    name = (_dotted(func) or "").rpartition(".")[2]
+    if name in _TORCH_FACTORIES and device is not None:
+        kind = _device_kind(device)
+        if kind:
+            return kind, f"made with `{name}(..., device={_describe(device)})`"
+    return "", ""
+
+
+def _device_kind(expr: ast.expr | None) -> str:
+    """GPU or HOST for a device written out (`"cuda:0"`, `torch.device("cpu")`, `torch.cuda.current_device()`),
+    "" for any other expression."""
+    if isinstance(expr, ast.Call):
+        dotted = _dotted(expr.func) or ""
+        if dotted.endswith("current_device") and "cuda" in dotted:
+            return GPU
+        if dotted.endswith("device") and expr.args:
+            return _device_kind(expr.args[0])
+        return ""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        kind = expr.value.split(":")[0]
+        return GPU if kind == "cuda" else HOST if kind == "cpu" else ""
+    if isinstance(expr, ast.JoinedStr) and expr.values and isinstance(expr.values[0], ast.Constant) \
+            and str(expr.values[0].value).startswith("cuda"):
+        return GPU
+    return ""
+
+
+def _describe(expr: ast.expr | None) -> str:
+    if expr is None:
+        return ""
+    if isinstance(expr, ast.Constant):
+        return repr(expr.value)
+    return _dotted(expr) or "..."
+
+
+def _true(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is True
+
+
+def _is_device_context(expr: ast.expr) -> bool:
+    """`torch.device(...)` used as a context manager: factories inside allocate on that device by default."""
+    return isinstance(expr, ast.Call) and (_dotted(expr.func) or "").endswith("device") \
+        and (_dotted(expr.func) or "").split(".")[0] in ("torch", "device")
+
+
+def _dotted(node: ast.expr | None) -> str | None:
+    """`a.b.c` for a name or attribute chain (subscripts dropped: `Optional[Foo]` -> `Foo`); None otherwise."""
+    if isinstance(node, ast.Subscript):
+        inner = node.slice
+        if isinstance(inner, ast.Tuple):
+            inner = next((element for element in inner.elts
+                          if not (isinstance(element, ast.Constant) and element.value is None)), None)
+        return _dotted(inner)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value if node.value.replace(".", "").isidentifier() else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # `Foo | None`
+        return _dotted(node.left) if not (isinstance(node.left, ast.Constant) and node.left.value is None) \
+            else _dotted(node.right)
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _defines(statement: ast.If | ast.Try) -> bool:
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for node in ast.walk(statement))
+
+
+def _words(name: str) -> list[str]:
+    return [word for word in name.lower().replace(".", "_").split("_") if word]
+
+
+def runs_once(name: str) -> bool:
+    """A function that by its name runs once or is set-up, I/O or diagnostics: hotness does not flow into it."""
+    return name in RUN_ONCE_NAMES or any(word in NOT_PER_STEP_WORDS for word in _words(name))
+
+
+# ----- the merged model ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hot:
+    """Why a function is hot: the chain of calls from a root, the root first."""
+
+    chain: tuple[str, ...]
+    root_reason: str  # what makes the root hot: "named like a per-step function", "replays a CUDA graph", ...
+
+    def describe(self) -> str:
+        return " -> ".join(_short(name) for name in self.chain)
+
+
+@dataclass(frozen=True)
+class AttributePlacement:
+    placement: str  # GPU or HOST
+    where: str  # `Class.attr` (module:line)
+    why: str
+
+
+@dataclass
+class ProjectModel:
+    summaries: dict[str, dict]  # by file path (absolute)
+    is_root: object = None  # function name -> reason or None; set by the builder (configured names)
+    gpu_attributes: frozenset[str] = frozenset()  # configured attribute names that are CUDA tensors
+    functions: dict[str, dict] = field(default_factory=dict)  # qualified name -> record (with "file", "module")
+    classes: dict[str, dict] = field(default_factory=dict)
+    hot: dict[str, Hot] = field(default_factory=dict)
+    attribute_placements: dict[str, dict[str, AttributePlacement]] = field(default_factory=dict)
+    by_attribute_name: dict[str, AttributePlacement | None] = field(default_factory=dict)
+    methods_by_name: dict[str, list[str]] = field(default_factory=dict)
+    subclasses: dict[str, list[str]] = field(default_factory=dict)
+    under_device_context: dict[str, str] = field(default_factory=dict)  # function -> where the context is
+    gpu_attribute_names: frozenset[str] = frozenset()  # attributes some class of the project places on the GPU
+    _imports_by_module: dict[str, dict[str, str]] = field(default_factory=dict)
+    _placement_digest: str | None = None
+
+    @classmethod
+    def build(cls, summaries: dict[str, dict], is_root, gpu_attributes: Iterable[str] = ()) -> ProjectModel:
+        model = cls(summaries, is_root, frozenset(gpu_attributes))
+        model._index()
+        model._place_attributes()
+        model._propagate_hotness()
+        model._propagate_device_contexts()
+        return model
+
+    # -- indexing --
+
+    def _index(self) -> None:
+        for path, summary in self.summaries.items():
+            module = summary["module"]
+            self._imports_by_module[module] = summary["imports"]
+            for name, record in summary["classes"].items():
+                self.classes[f"{module}.{name}"] = {**record, "module": module, "file": path, "name": name}
+            for name, record in summary["functions"].items():
+                qualified = f"{module}.{name}" if name else f"{module}.<module>"
+                self.functions[qualified] = {**record, "module": module, "file": path, "name": name}
+        for qualified, record in self.classes.items():
+            record["resolved_bases"] = [base for base in (self._resolve_name(record["module"], dotted)
+                                                          for dotted in record["bases"] if dotted) if base]
+            for base in record["resolved_bases"]:
+                self.subclasses.setdefault(base, []).append(qualified)
+        for qualified, record in self.functions.items():
+            if record["class"]:
+                self.methods_by_name.setdefault(qualified.rpartition(".")[2], []).append(qualified)
+
+    def _resolve_name(self, module: str, dotted: str) -> str | None:
+        """The qualified name a dotted name written in `module` refers to, when the project defines it (a class or
+        a function); None otherwise."""
+        summary_imports = self._imports(module)
+        head, _, rest = dotted.partition(".")
+        candidates = []
+        if head in summary_imports:
+            qualified_head = summary_imports[head]
+            candidates.append(f"{qualified_head}.{rest}" if rest else qualified_head)
+        candidates.append(f"{module}.{dotted}")
+        for candidate in candidates:
+            for _ in range(3):  # `from pkg import Foo` where pkg/__init__ re-exports it from pkg.sub
+                if candidate in self.classes or candidate in self.functions:
+                    return candidate
+                head_module, _, name = candidate.rpartition(".")
+                reexported = self._imports(head_module).get(name)
+                if reexported is None or reexported == candidate:
+                    break
+                candidate = reexported
+        return None
+
+    def _imports(self, module: str) -> dict[str, str]:
+        return self._imports_by_module.get(module, {})
+
+    def mro(self, class_name: str) -> list[str]:
+        """The class and its bases the project defines, nearest first."""
+        order, queue, seen = [], deque([class_name]), set()
+        while queue:
+            name = queue.popleft()
+            if name in seen or name not in self.classes:
+                continue
+            seen.add(name)
+            order.append(name)
+            queue.extend(self.classes[name]["resolved_bases"])
+        return order
+
+    def _is_module_class(self, class_name: str) -> bool:
+        """An `nn.Module` subclass: some base, however far up, is written `nn.Module` / `torch.nn.Module`."""
+        for name in self.mro(class_name):
+            record = self.classes[name]
+            imports = self._imports(record["module"])
+            for base in record["bases"]:
+                head, _, rest = base.partition(".")
+                qualified = f"{imports.get(head, head)}.{rest}" if rest else imports.get(head, head)
+                if qualified in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                    return True
+        return False
+
+    # -- calls --
+
+    def callees(self, function: str) -> list[str]:
+        record = self.functions[function]
+        found: list[str] = []
+        for reference in record["calls"]:
+            found.extend(self._resolve_call(record, reference))
+        return found
+
+    def _resolve_call(self, record: dict, reference: str) -> list[str]:
+        kind, _, name = reference.partition(":")
+        module, class_name = record["module"], record["class"]
+        own_class = f"{module}.{class_name}" if class_name else ""
+        if kind in ("n", "d"):
+            target = self._resolve_name(module, name)
+            if target is None and kind == "d" and name.split(".")[0] not in self._imports(module):
+                return self._by_method_name(name.rpartition(".")[2])  # `<object>.method(...)`
+            if target is None or target in self.classes:
+                return []  # a constructor runs once per object: no hotness flows into it
+            return [target]
+        if kind == "s":
+            return self._methods(own_class, name, overrides=True)
+        if kind == "u":
+            bases = self.classes.get(own_class, {}).get("resolved_bases", [])
+            return next((found for base in bases if (found := self._methods(base, name, overrides=False))), [])
+        if kind in ("sa", "p"):
+            holder, _, method = name.partition(".")
+            if kind == "sa":
+                type_name = next((self.classes[owner]["types"].get(holder) for owner in self.mro(own_class)
+                                  if holder in self.classes[owner]["types"]), None)
+                type_module = next((self.classes[owner]["module"] for owner in self.mro(own_class)
+                                    if holder in self.classes[owner]["types"]), module)
+            else:
+                type_name, type_module = record["params"].get(holder), module
+            resolved = self._resolve_name(type_module, type_name) if type_name else None
+            if resolved in self.classes:
+                return self._methods(resolved, method, overrides=True)
+            return self._by_method_name(method)
+        if kind == "a":
+            return self._by_method_name(name)
+        return []
+
+    def _methods(self, class_name: str, method: str, overrides: bool) -> list[str]:
+        """`method` as found on `class_name` (its own or inherited) and, with `overrides`, as overridden in its
+        subclasses: any of them may run for a call on `self`."""
+        found = next((f"{owner}.{method}" for owner in self.mro(class_name) if f"{owner}.{method}" in self.functions),
+                     None)
+        result = [found] if found else []
+        if overrides:
+            queue, seen = deque(self.subclasses.get(class_name, [])), set()
+            while queue:
+                sub = queue.popleft()
+                if sub in seen:
+                    continue
+                seen.add(sub)
+                if f"{sub}.{method}" in self.functions:
+                    result.append(f"{sub}.{method}")
+                queue.extend(self.subclasses.get(sub, []))
+        return result
+
+    def _by_method_name(self, method: str) -> list[str]:
+        if method in TOO_COMMON_METHODS or method.startswith("__"):
+            return []
+        candidates = self.methods_by_name.get(method, [])
+        owners = {candidate.rpartition(".")[0] for candidate in candidates}
+        return candidates if 0 < len(owners) <= MAX_CLASSES_BY_NAME else []
+
+    # -- hotness --
+
+    def _root_reason(self, qualified: str, record: dict) -> str | None:
+        name = record["name"].rpartition(".")[2]
+        if not name:
+            return None
+        reason = self.is_root(name) if self.is_root is not None else None
+        if reason:
+            return reason
+        if record["replay"]:
+            return "replays a CUDA graph"
+        if name == "forward" and record["class"] and self._is_module_class(f"{record['module']}.{record['class']}"):
+            return "`forward` of an `nn.Module`"
+        return None
+
+    def _propagate_hotness(self) -> None:
+        queue: deque[str] = deque()
+        for qualified, record in self.functions.items():
+            reason = self._root_reason(qualified, record)
+            if reason and not _in_tests(record["file"]):
+                self.hot[qualified] = Hot((qualified,), reason)
+                queue.append(qualified)
+        while queue:  # breadth first: each function keeps the shortest chain from a root
+            caller = queue.popleft()
+            for callee in self.callees(caller):
+                if callee in self.hot:
+                    continue
+                record = self.functions[callee]
+                if runs_once(record["name"].rpartition(".")[2]) or _in_tests(record["file"]):
+                    continue
+                self.hot[callee] = Hot((*self.hot[caller].chain, callee), self.hot[caller].root_reason)
+                queue.append(callee)
+
+    def _propagate_device_contexts(self) -> None:
+        """Functions that may run under `with torch.device(...)` opened elsewhere: the ones called inside such a
+        block, the constructors of the classes made there, and what those call, transitively."""
+        queue: deque[str] = deque()
+        for path, summary in self.summaries.items():
+            module = summary["module"]
+            for function, reference in summary["device_context_calls"]:
+                record = self.functions.get(f"{module}.{function}" if function else f"{module}.<module>")
+                if record is None:
+                    continue
+                for target in self._context_targets(record, reference):
+                    if target not in self.under_device_context:
+                        self.under_device_context[target] = f"{module}.{function or '<module>'}"
+                        queue.append(target)
+        while queue:
+            caller = queue.popleft()
+            record = self.functions[caller]
+            for reference in record["calls"]:
+                for target in self._context_targets(record, reference):
+                    if target not in self.under_device_context:
+                        self.under_device_context[target] = self.under_device_context[caller]
+                        queue.append(target)
+
+    def _context_targets(self, record: dict, reference: str) -> list[str]:
+        kind, _, name = reference.partition(":")
+        if kind in ("n", "d"):
+            target = self._resolve_name(record["module"], name)
+            if target in self.classes:
+                return [f"{owner}.__init__" for owner in self.mro(target)[:1] if f"{owner}.__init__" in self.functions]
+        return [target for target in self._resolve_call(record, reference)]
+
+    # -- placement --
+
+    def _place_attributes(self) -> None:
+        by_name: dict[str, list[AttributePlacement]] = {}
+        for qualified, record in self.classes.items():
+            placements = {}
+            for attr, (placement, line, why) in record["attrs"].items():
+                if placement in (GPU, HOST):
+                    where = f"`{record['name']}.{attr}` ({record['module']}:{line})"
+                    placements[attr] = AttributePlacement(placement, where, why)
+                    by_name.setdefault(attr, []).append(placements[attr])
+                elif placement == "mixed":
+                    by_name.setdefault(attr, []).append(AttributePlacement("mixed", "", ""))
+            self.attribute_placements[qualified] = placements
+        for attr, found in by_name.items():
+            kinds = {placement.placement for placement in found}
+            self.by_attribute_name[attr] = found[0] if kinds == {GPU} else None
+        self.gpu_attribute_names = frozenset(attr for attr, found in by_name.items()
+                                             if any(placed.placement == GPU for placed in found)) | self.gpu_attributes
+
+    def attribute(self, class_name: str | None, attr: str) -> AttributePlacement | None:
+        """Where `<object>.attr` lives: from the class of the object when known (its own or inherited attribute),
+        else from the attribute's name when every class of the project that places an attribute of that name puts
+        it on the GPU."""
+        if attr in self.gpu_attributes:
+            return AttributePlacement(GPU, f"`{attr}`", "configured in `gpu-attributes`")
+        if class_name is not None:
+            for owner in self.mro(class_name):
+                placed = self.attribute_placements.get(owner, {}).get(attr)
+                if placed is not None:
+                    return placed
+            if class_name in self.classes:
+                return None
+        if len(attr) < 4 or attr in _TOO_COMMON_ATTRIBUTES:
+            return None
+        return self.by_attribute_name.get(attr)
+
+    def placement_digest(self) -> str:
+        """A digest of every attribute placement and class hierarchy of the project: what a finding on an attribute
+        of another file's class may depend on."""
+        if self._placement_digest is None:
+            digest = hashlib.blake2b(digest_size=12)
+            for qualified in sorted(self.attribute_placements):
+                for attr, placed in sorted(self.attribute_placements[qualified].items()):
+                    digest.update(f"{qualified}.{attr}={placed.placement}:{placed.where};".encode())
+            for qualified in sorted(self.classes):
+                digest.update(f"{qualified}<{self.classes[qualified]['resolved_bases']}>".encode())
+            digest.update(repr(sorted(self.gpu_attributes)).encode())
+            self._placement_digest = digest.hexdigest()
+        return self._placement_digest
+
+    # -- per file --
+
+    def view(self, path: str) -> FileView:
+        return FileView(self, os.path.abspath(path))
+
+
+_TOO_COMMON_ATTRIBUTES = frozenset({"data", "weight", "bias", "grad", "device", "dtype", "shape", "value", "values",
+                                    "input", "output", "state", "buffer", "cache", "mask", "tensor"})
+
+
+def _short(qualified: str) -> str:
+    """`pkg.mod.Class.method` -> `Class.method`; `pkg.mod.function` -> `function`."""
+    parts = qualified.split(".")
+    for index, part in enumerate(parts):
+        if part[:1].isupper():
+            return ".".join(parts[index:])
+    return parts[-1]
+
+
+def _in_tests(path: str) -> bool:
+    parts = Path(path).parts
+    name = parts[-1] if parts else ""
+    return any(part in ("test", "tests", "testing") for part in parts[:-1]) or name.startswith("test_") \
+        or name.endswith("_test.py") or name == "conftest.py"
+
+
+class FileView:
+    """What the project model says about one file, asked by its rules."""
+
+    def __init__(self, model: ProjectModel, path: str) -> None:
+        self.model = model
+        self.path = path
+        summary = model.summaries.get(path)
+        self.module = summary["module"] if summary else None
+        self.summary = summary
+
+    def qualified(self, local_qualname: str) -> str:
+        return f"{self.module}.{local_qualname}"
+
+    def hot(self, local_qualname: str) -> Hot | None:
+        if self.module is None:
+            return None
+        return self.model.hot.get(self.qualified(local_qualname))
+
+    def class_of(self, local_class: str) -> str | None:
+        return self.qualified(local_class) if self.module is not None else None
+
+    def resolve_type(self, dotted: str) -> str | None:
+        if self.module is None:
+            return None
+        resolved = self.model._resolve_name(self.module, dotted)
+        return resolved if resolved in self.model.classes else None
+
+    def attribute(self, class_name: str | None, attr: str) -> AttributePlacement | None:
+        return self.model.attribute(class_name, attr)
+
+    def device_context(self, local_qualname: str) -> str | None:
+        """Where a `with torch.device(...)` that may be open around this function is, if the model sees one."""
+        if self.module is None:
+            return None
+        return self.model.under_device_context.get(self.qualified(local_qualname))
+
+    def opened_for(self) -> frozenset[str]:
+        """The facts the model knows of this file that its own words cannot show: "hotness" when a function of it
+        is hot through calls, "placement" when it reads an attribute some class of the project places on the GPU.
+        The text tests of the rules that ask for those facts then give way to their word tests alone."""
+        if self.summary is None:
+            return frozenset()
+        facts = set()
+        if any((hot := self.hot(name)) and len(hot.chain) > 1 for name in self.summary["functions"] if name):
+            facts.add("hotness")
+        if not self.model.gpu_attribute_names.isdisjoint(self.summary["reads"]):
+            facts.add("placement")
+        return frozenset(facts)
+
+    def key(self) -> str:
+        """What the findings of this file depend on in the model, as a digest: the hotness (and chains) of its
+        functions, and every attribute placement of the project. A findings cache entry is valid only with the
+        same key."""
+        digest = hashlib.blake2b(digest_size=12)
+        if self.summary is not None:
+            for name in sorted(self.summary["functions"]):
+                hot = self.hot(name) if name else None
+                digest.update(f"{name}={hot.chain if hot else ''};".encode())
+                context = self.device_context(name) if name else None
+                digest.update(f"{context or ''};".encode())
+        digest.update(self.model.placement_digest().encode())
+        return digest.hexdigest()
+
+
+# ----- building and caching ---------------------------------------------------------------------------------------
+
+
+class SummaryCache:
+    """Summaries by file, valid while the file's size and modification time are unchanged; one marshal file."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.file = folder / f"summaries-{__version__}-{SUMMARY_VERSION}.marshal" if folder is not None else None
+        self.entries: dict[str, tuple] = {}
+        self.changed = False
+        if self.file is not None:
+            with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
+                self.entries = marshal.loads(self.file.read_bytes())
+
+    def lookup(self, path: str, size: int, mtime_ns: int) -> dict | None:
+        entry = self.entries.get(path)
+        if entry is not None and entry[0] == size and entry[1] == mtime_ns:
+            return entry[2]
+        return None
+
+    def store(self, path: str, size: int, mtime_ns: int, summary: dict) -> None:
+        self.entries[path] = (size, mtime_ns, summary)
+        self.changed = True
+
+    def save(self, live: set[str]) -> None:
+        if self.file is None:
+            return
+        if set(self.entries) - live:
+            self.entries = {path: entry for path, entry in self.entries.items() if path in live}
+            self.changed = True
+        if not self.changed:
+            return
+        with contextlib.suppress(OSError):
+            self.file.parent.mkdir(exist_ok=True)
+            handle, temp = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
+            with os.fdopen(handle, "wb") as out:
+                out.write(marshal.dumps(self.entries))
+            os.replace(temp, self.file)
+
+
+def summarize_file(path: str, source_roots: tuple[str, ...]) -> dict | None:
+    """The summary of the file at `path`; None when it cannot be read or parsed (the linter reports that)."""
+    from .source import SourceError, read_source
+
+    try:
+        source = read_source(Path(path))
+        tree = ast.parse(source.text)
+    except (OSError, SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    module = module_name_for(Path(path), [Path(root) for root in source_roots])
+    return summarize(tree, module, is_package=Path(path).name == "__init__.py")
+
+
+def _summarize_job(job: tuple[str, tuple[str, ...]]) -> dict | None:
+    return summarize_file(*job)
+
+
+def _init_summary_worker() -> None:
+    # As in the lint workers (runner.py): parsing makes many short-lived objects, which the cyclic collector
+    # would keep traversing for nothing.
+    gc.disable()
+    gc.freeze()
+
+
+def build_model(files: Iterable[Path], source_roots: tuple[str, ...], is_root, gpu_attributes: Iterable[str] = (),
+                cache_folder: Path | None = None, jobs: int = 1) -> ProjectModel:
+    """Summarize `files` (from the cache where unchanged) and merge the summaries."""
+    cache = SummaryCache(cache_folder)
+    summaries: dict[str, dict] = {}
+    missing: list[tuple[str, int, int]] = []
+    for file in files:
+        path = os.path.abspath(file)
+        try:
+            status = os.stat(path)
+        except OSError:
+            continue
+        summary = cache.lookup(path, status.st_size, status.st_mtime_ns)
+        if summary is not None:
+            summaries[path] = summary
+        else:
+            missing.append((path, status.st_size, status.st_mtime_ns))
+    if missing:
+        jobs_list = [(path, source_roots) for path, _, _ in missing]
+        if jobs > 1 and len(missing) >= 24:
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=jobs, initializer=_init_summary_worker) as pool:
+                results = list(pool.map(_summarize_job, jobs_list, chunksize=8))
+        else:
+            was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                results = [_summarize_job(job) for job in jobs_list]
+            finally:
+                if was_enabled:
+                    gc.enable()
+        for (path, size, mtime_ns), summary in zip(missing, results):
+            if summary is not None:
+                summaries[path] = summary
+                cache.store(path, size, mtime_ns, summary)
+    cache.save(set(summaries))
+    return ProjectModel.build(summaries, is_root, gpu_attributes)
+
+
+def find_project_root(paths: list[Path], settings) -> Path:
+    """The folder the model covers: `project-root` when configured, else the closest folder above the checked
+    paths that holds a pyproject.toml or a .git, else the deepest folder holding every checked path."""
+    if settings.model_root:
+        return Path(settings.model_root)
+    from .config import common_folder
+
+    start = common_folder(paths)
+    for folder in (start, *start.parents):
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    return start
+
+
+class Project:
+    """The project model of a run, built only when a file must be linted.
+
+    An unchanged project (the same files, sizes and modification times, the same settings) has the same model, so
+    the model keys of its files (what their cached findings were computed with) are kept from the last run, and a
+    run whose findings all come from the cache never builds the model."""
+
+    def __init__(self, files: list[Path], settings, cache_folder: Path | None, jobs: int) -> None:
+        self.files, self.settings, self.cache_folder, self.jobs = files, settings, cache_folder, jobs
+        self._model: ProjectModel | None = None
+        self._keys: dict[str, str] = {}
+        self._state = self._state_digest()
+        self._state_file = cache_folder / f"model-{__version__}.marshal" if cache_folder is not None else None
+        if self._state_file is not None:
+            with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
+                state, keys = marshal.loads(self._state_file.read_bytes())
+                if state == self._state:
+                    self._keys = keys
+
+    def _state_digest(self) -> str:
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(repr((SUMMARY_VERSION, self.settings.hot_functions, self.settings.gpu_attributes,
+                            self.settings.source_roots)).encode())
+        for file in self.files:
+            with contextlib.suppress(OSError):
+                status = os.stat(file)
+                digest.update(f"{file}:{status.st_size}:{status.st_mtime_ns};".encode())
+        return digest.hexdigest()
+
+    @property
+    def model(self) -> ProjectModel:
+        if self._model is None:
+            from .facts import is_hot_function
+
+            configured = frozenset(self.settings.hot_functions)
+
+            def is_root(name: str) -> str | None:
+                if is_hot_function(name, configured) and not is_hot_function(name):
+                    return "configured in `hot-functions`"
+                return "named like a per-step function" if is_hot_function(name) else None
+
+            self._model = build_model(self.files, tuple(self.settings.source_roots), is_root,
+                                      self.settings.gpu_attributes, self.cache_folder, self.jobs)
+        return self._model
+
+    def view(self, path: str) -> FileView:
+        return self.model.view(path)
+
+    def build(self) -> None:
+        """Build the model now (before worker processes start, so that they share it)."""
+        self._model = self.model
+
+    def key(self, path) -> str:
+        absolute = os.path.abspath(path)
+        key = self._keys.get(absolute)
+        if key is None:
+            key = self._keys[absolute] = self.model.view(absolute).key()
+        return key
+
+    def save(self) -> None:
+        """Keep the keys of this run's files for the next run, when the project is unchanged by then."""
+        if self._state_file is None or self._model is None:
+            return
+        with contextlib.suppress(OSError):
+            self._state_file.parent.mkdir(exist_ok=True)
+            handle, temp = tempfile.mkstemp(dir=self._state_file.parent, suffix=".tmp")
+            with os.fdopen(handle, "wb") as out:
+                out.write(marshal.dumps((self._state, self._keys)))
+            os.replace(temp, self._state_file)
+
+
+def project_model_for(paths: list[Path], settings, cache_folder: Path | None, jobs: int | None) -> Project:
+    """The project the checked `paths` belong to: every Python file under its root (the excludes and .gitignore
+    apply); its model is built from their summaries, taken from the cache where unchanged."""
+    from .discovery import find_python_files
+
+    root = find_project_root(paths, settings)
+    files = [Path(os.path.abspath(path)) for path in find_python_files(
+        [root], settings.exclude, settings.respect_gitignore, [], exclude_base=Path(settings.project_root))
+        if path.suffix in (".py", ".pyi")]
+    return Project(files, settings, cache_folder, jobs or os.cpu_count() or 1)

@@ -1,0 +1,191 @@
+"""The project model: facts that cross files (where a tensor lives, which code runs every step), through the CLI."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from h2dlint.cli import main
+from h2dlint.project import module_name_for, summarize
+
+BATCH = '''\
+import torch
+from dataclasses import dataclass
+
+
+@dataclass
+class ForwardBatch:
+    seq_lens: torch.Tensor = None
+    seq_lens_cpu: torch.Tensor = None
+'''
+
+BACKEND = '''\
+from pkg.batch import ForwardBatch
+
+
+class Backend:
+    def plan(self, forward_batch: ForwardBatch):
+        return forward_batch.seq_lens.max().item()
+
+    def plan_later(self, forward_batch: ForwardBatch):
+        return self.plan(forward_batch)
+
+    def warm_up(self, forward_batch: ForwardBatch):
+        return forward_batch.seq_lens.tolist()
+'''
+
+RUNNER = '''\
+import torch
+from pkg.backend import Backend
+
+
+class ModelRunner(torch.nn.Module):
+    def __init__(self, batch):
+        self.backend = Backend()
+        self.backend.warm_up(batch)
+
+    def forward(self, batch):
+        return self.backend.plan_later(batch)
+'''
+
+
+def make_project(root: Path, **files: str) -> Path:
+    (root / "pyproject.toml").write_text("")
+    package = root / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name, text in files.items():
+        (package / f"{name}.py").write_text(text)
+    return package
+
+
+def check(root: Path, *args: str, cache: bool = False, monkeypatch=None) -> list[dict]:
+    options = ["check", str(root / "pkg"), "--output-format", "json", "--exit-zero", *args]
+    if not cache:
+        options.append("--no-cache")
+    result = CliRunner().invoke(main, options, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def by_file(findings: list[dict]) -> dict[str, list[tuple[int, str]]]:
+    found: dict[str, list[tuple[int, str]]] = {}
+    for finding in findings:
+        found.setdefault(Path(finding["filename"]).name, []).append((finding["location"]["row"], finding["code"]))
+    return found
+
+
+def test_a_read_in_another_files_hot_path_of_a_tensor_placed_in_a_third_file_is_reported(tmp_path):
+    make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)
+    findings = check(tmp_path)
+    assert by_file(findings) == {"backend.py": [(6, "HDL201")]}
+    message = findings[0]["message"]
+    # the shortest chain of calls from the root, and where the model placed the tensor
+    assert "hot: ModelRunner.forward -> Backend.plan_later -> Backend.plan" in message
+    assert "`ForwardBatch.seq_lens` (pkg.batch:7)" in message and "host mirror `seq_lens_cpu`" in message
+
+
+def test_without_the_project_model_the_same_read_goes_unreported(tmp_path):
+    make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)
+    (tmp_path / "pyproject.toml").write_text("[tool.h2dlint]\nproject-model = false\n")
+    assert check(tmp_path) == []
+
+
+def test_code_called_only_from_a_constructor_is_not_hot(tmp_path):
+    make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)
+    lines = [line for line, _ in by_file(check(tmp_path)).get("backend.py", [])]
+    assert 12 not in lines  # warm_up's `.tolist()`: called from ModelRunner.__init__ only
+
+
+def test_a_change_to_a_class_in_one_file_changes_findings_in_another_with_the_cache(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)
+    assert by_file(check(tmp_path, cache=True)) == {"backend.py": [(6, "HDL201")]}
+    # The host mirror goes away: nothing says any more that seq_lens is on the GPU. backend.py is unchanged.
+    (tmp_path / "pkg" / "batch.py").write_text(BATCH.replace("    seq_lens_cpu: torch.Tensor = None\n", ""))
+    assert check(tmp_path, cache=True) == []
+    # And back, now with the placement written where the tensor is made.
+    (tmp_path / "pkg" / "batch.py").write_text(
+        BATCH.replace("    seq_lens_cpu: torch.Tensor = None\n", "")
+        + "\n    def prepare(self, lens):\n        self.seq_lens = torch.tensor(lens, device='cuda')\n")
+    findings = check(tmp_path, "--select", "HDL201", cache=True)
+    assert by_file(findings) == {"backend.py": [(6, "HDL201")]}
+    assert "made with `tensor(..., device='cuda')`" in findings[0]["message"]
+
+
+def test_a_change_to_the_calls_in_one_file_changes_hotness_in_another_with_the_cache(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)
+    assert by_file(check(tmp_path, cache=True)) == {"backend.py": [(6, "HDL201")]}
+    (tmp_path / "pkg" / "runner.py").write_text(RUNNER.replace("return self.backend.plan_later(batch)",
+                                                               "return batch"))
+    assert check(tmp_path, cache=True) == []
+
+
+def test_hot_functions_configured_are_roots_and_gpu_attributes_are_placed(tmp_path):
+    helper = '''\
+class Sampler:
+    def sample_step(self, state):
+        return self.pick(state)
+
+    def pick(self, state):
+        return state.logits_buf.argmax().item()
+'''
+    make_project(tmp_path, sampler=helper)
+    assert check(tmp_path) == []
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.h2dlint]\nhot-functions = ["sample_step"]\ngpu-attributes = ["logits_buf"]\n')
+    findings = check(tmp_path)
+    assert by_file(findings) == {"sampler.py": [(6, "HDL201")]}
+    assert "hot: Sampler.sample_step -> Sampler.pick" in findings[0]["message"]
+    assert "configured in `gpu-attributes`" in findings[0]["message"]
+
+
+def test_unknown_configuration_keys_are_still_an_error(tmp_path):
+    make_project(tmp_path, batch=BATCH)
+    (tmp_path / "pyproject.toml").write_text('[tool.h2dlint]\nproject-roots = ["."]\n')
+    result = CliRunner().invoke(main, ["check", str(tmp_path / "pkg")])
+    assert result.exit_code == 2 and "unknown key `project-roots`" in result.output
+
+
+def test_module_names_follow_packages_or_configured_source_roots(tmp_path):
+    (tmp_path / "src" / "app" / "models").mkdir(parents=True)
+    (tmp_path / "src" / "app" / "__init__.py").write_text("")
+    (tmp_path / "src" / "app" / "models" / "__init__.py").write_text("")
+    module = tmp_path / "src" / "app" / "models" / "llama.py"
+    module.write_text("")
+    assert module_name_for(module) == "app.models.llama"
+    assert module_name_for(module, [tmp_path / "src"]) == "app.models.llama"
+    assert module_name_for(tmp_path / "src" / "app" / "models" / "__init__.py") == "app.models"
+
+
+def test_relative_imports_resolve_against_the_package():
+    summary = summarize(ast.parse("from .batch import ForwardBatch\nfrom .. import utils\n"), "pkg.sub.backend")
+    assert summary["imports"] == {"ForwardBatch": "pkg.sub.batch.ForwardBatch", "utils": "pkg.utils"}
+    package = summarize(ast.parse("from .batch import ForwardBatch\n"), "pkg.sub", is_package=True)
+    assert package["imports"] == {"ForwardBatch": "pkg.sub.batch.ForwardBatch"}
+
+
+@pytest.mark.parametrize("body, reported", [
+    ("x = x.cuda()\n    return x.sum().item()", True),  # rebound to its GPU copy: on the GPU afterwards
+    ("x = x.cuda().cpu()\n    return x.sum().item()", False),  # rebound to a host copy
+    ("if x.dim():\n        x = x.cuda()\n    return x.sum().item()", False),  # rebound on one path only
+])
+def test_a_name_rebound_in_the_function_body_has_its_new_placement(tmp_path, body, reported):
+    make_project(tmp_path, model=f"import torch\n\ndef forward(x):\n    {body}\n")
+    last_line = 4 + body.count("\n")
+    found = by_file(check(tmp_path, "--select", "HDL201"))
+    assert ((last_line, "HDL201") in found.get("model.py", [])) is reported
+
+
+def test_the_iterable_of_a_for_runs_once_not_once_per_iteration(tmp_path):
+    code = ("import torch\n\ndef forward(seqs, lens):\n    for a, n in zip(seqs, lens.cuda().tolist()):\n"
+            "        pass\n")
+    make_project(tmp_path, model=code)
+    findings = check(tmp_path, "--select", "HDL201")
+    assert len(findings) == 1 and "(in `forward`)" in findings[0]["message"]
+    assert "in a loop" not in findings[0]["message"]
