@@ -12,8 +12,8 @@ memory (all its processes together, sampled from /proc).
 
 h2dlint runs on the interpreter that runs this script. `--python PATH` (repeatable) adds the cold run on
 other interpreters, each with h2dlint installed, to the same rounds: how fast h2dlint is depends on how the
-interpreter was built (pyenv's default build, without profile-guided or link-time optimization, took 1.3 to
-1.6 times as long to parse as Debian's optimized build of the same Python on one machine).
+interpreter was built (pyenv's default build, without profile-guided or link-time optimization, parses
+markedly slower than a distribution's optimized build of the same Python; see docs/performance.md).
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def _tree_rss(root: int) -> int:
 def byte_compile_h2dlint() -> None:
     """Byte-compile h2dlint's modules, as `pip install` does. Under PYTHONDONTWRITEBYTECODE (set in some
     environments, this one among them) an editable install would otherwise compile its source again at every
-    start, about 0.1 s of each run that no installed copy pays."""
+    start, a cost no installed copy pays."""
     import h2dlint
     import h2dlint.rules
 

@@ -60,9 +60,9 @@ def main() -> None:
 
 def run() -> None:
     """The console entry point (and `python -m h2dlint`): `main`, then an exit that skips tearing the interpreter
-    down. Freeing every module and object one by one takes about 40 ms, a tenth of a pre-commit run, and nothing
-    needs it: when `main` stops, the report is written, an output file closed and the cache saved. (mypy exits
-    the same way.)"""
+    down. Freeing every module and object one by one is a noticeable share of a short run (a pre-commit hook's),
+    and nothing needs it: when `main` stops, the report is written, an output file closed and the cache saved.
+    (mypy exits the same way.)"""
     try:
         main()
     except SystemExit as stop:
@@ -270,7 +270,7 @@ def rule(code, show_all) -> None:
         sys.exit(EXIT_ERROR)
     text = f"# {rule_class.name} ({rule_class.code})\n\n{_dedent(rule_class.docs())}"
     if console.is_terminal:
-        from rich.markdown import Markdown  # imported here: it adds a tenth of a second to every start
+        from rich.markdown import Markdown  # imported here: importing it slows every start
 
         console.print(Markdown(text))
     else:

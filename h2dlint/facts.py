@@ -1,6 +1,6 @@
 """What h2dlint knows about one file, computed once from Python's `ast`.
 
-`ast` parses about ten times faster than LibCST, so the facts rules need about
+`ast` parses much faster than LibCST, so the facts rules need about
 the whole file (import aliases, what a local name is bound to, whether a call's
 result is read back to the host at once) come from here, while the rules
 themselves are LibCST visitors over the candidate calls only.
@@ -1318,8 +1318,8 @@ _LEAF_FIELDS = frozenset({"ctx", "op", "ops"})  # expression contexts and operat
 _SCALAR_FIELDS = frozenset({"id", "attr", "name", "arg", "asname", "module", "level", "kind", "type_comment",
                             "conversion", "is_async", "simple", "kwd_attrs", "rest"})  # never nodes
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # by node type: the fields that hold nodes or lists of nodes
-# Type annotations hold types, never tensor code: the index walk leaves them out. They are 8% of the nodes of
-# sglang's `srt` and 41% of its subscripts (`Optional[torch.Tensor]`), each of which the sync finder and HDL107
+# Type annotations hold types, never tensor code: the index walk leaves them out. Typed code holds many of them,
+# and many of its subscripts are annotations (`Optional[torch.Tensor]`), each of which the sync finder and HDL107
 # would otherwise examine as a possible mask or list index.
 _ANNOTATION_FIELDS = {ast.arg: {"annotation"}, ast.AnnAssign: {"annotation"}, ast.FunctionDef: {"returns"},
                       ast.AsyncFunctionDef: {"returns"}}

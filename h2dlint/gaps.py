@@ -4,8 +4,7 @@ The text tests that decide which files are parsed must find every spelling the p
 would miss findings that a whole-file parse reports. Between two tokens Python accepts blanks and line
 continuations anywhere, and inside brackets comments too (`(x.cuda  # why\n ())`). One regex with blank gaps finds
 the usual spellings; spellings with comments are looked for only in a text where a comment is followed by a token
-that one of these searches continues with, which few texts hold (491 of the 9,955 files of sglang, transformers
-and torch).
+that one of these searches continues with, which few real files hold.
 
 Comments are told by their `#` alone, without tokenizing: a `#` inside a string, followed on its line by a token
 sequence that is itself split by a comment, can hide that sequence from these searches.

@@ -128,7 +128,7 @@ class LineIndex:
         text = self.text
         if "\r" in text:
             return [0] + [match.end() for match in _NEWLINE.finditer(text)]
-        # The common case, twice as fast: each line starts after the previous line and its "\n".
+        # The common case, and faster: each line starts after the previous line and its "\n".
         starts = [0, *accumulate(map((1).__add__, map(len, text.split("\n"))))]
         starts.pop()  # the "start" after the last line
         return starts

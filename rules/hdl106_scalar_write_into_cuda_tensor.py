@@ -132,7 +132,7 @@ class ScalarWriteIntoCudaTensor(Rule):
 
     @classmethod
     def may_apply(cls, text: str, settings) -> bool:
-        # The evidence first: it is cached for the file, asked by several rules, and rules out half of the files.
+        # The evidence first: it is cached for the file, asked by several rules, and rules out many files.
         return has_gpu_evidence(text, settings.gpu_device_names) and cls.prefilter_matches(text)
 
     @classmethod

@@ -65,7 +65,7 @@ def _verify_fixtures(paths: list[Path], seeds: int, output_format: str, console:
         console.out(json.dumps([{**result.to_json(), "gpu_skipped_reason": None if cuda else reason}
                                 for result in results], indent=2), highlight=False)
     else:
-        from rich.table import Column, Table  # only for this report: 5 ms at every start of h2dlint otherwise
+        from rich.table import Column, Table  # only for this report: importing it slows every start otherwise
 
         table = Table(Column("case", no_wrap=True), "equal", "sync-free (after)", "caught (before)", "host ms before", "host ms after",
                       "result", title="h2dlint verify: fixtures")
