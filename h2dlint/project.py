@@ -650,13 +650,16 @@ class ProjectModel:
             kinds = {placement.placement for placement in found}
             self.by_attribute_name[attr] = found[0] if kinds == {GPU} else None
         self.gpu_attribute_names = frozenset(attr for attr, found in by_name.items()
-                                             if any(placed.placement == GPU for placed in found)) | self.gpu_attributes
+                                             if any(placed.placement == GPU for placed in found)) | frozenset(
+            configured.rpartition(".")[2] for configured in self.gpu_attributes)
 
     def attribute(self, class_name: str | None, attr: str) -> AttributePlacement | None:
         """Where `<object>.attr` lives: from the class of the object when known (its own or inherited attribute),
         else from the attribute's name when every class of the project that places an attribute of that name puts
         it on the GPU."""
-        if attr in self.gpu_attributes:
+        owner = class_name.rpartition(".")[2] if class_name else None
+        if attr in self.gpu_attributes or owner and f"{owner}.{attr}" in self.gpu_attributes or owner is None and any(
+                configured.endswith(f".{attr}") for configured in self.gpu_attributes):
             return AttributePlacement(GPU, f"`{attr}`", "configured in `gpu-attributes`")
         if class_name is not None:
             for owner in self.mro(class_name):
