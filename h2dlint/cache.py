@@ -146,17 +146,18 @@ def finding_to_json(finding: Finding) -> list:
     if finding.fix is not None:
         fix = [finding.fix.applicability.value, finding.fix.message,
                [[*_position(edit.start), *_position(edit.end), edit.content] for edit in finding.fix.edits]]
-    return [*_position(finding.start), *_position(finding.end), finding.code, finding.message, fix]
+    return [*_position(finding.start), *_position(finding.end), finding.code, finding.message, fix,
+            [list(pair) for pair in finding.evidence]]
 
 
 def finding_from_json(item: list, path: str) -> Finding:
-    start_line, start_column, end_line, end_column, code, message, fix = item
+    start_line, start_column, end_line, end_column, code, message, fix, evidence = item
     if fix is not None:
         applicability, fix_message, edits = fix
         fix = Fix(edits=tuple(Edit(Position(a, b), Position(c, d), content) for a, b, c, d, content in edits),
                   applicability=Applicability(applicability), message=fix_message)
     return Finding(path=path, start=Position(start_line, start_column), end=Position(end_line, end_column),
-                   code=code, message=message, fix=fix)
+                   code=code, message=message, fix=fix, evidence=tuple(tuple(pair) for pair in evidence))
 
 
 def _position(position: Position) -> list[int]:

@@ -150,6 +150,9 @@ def _sarif_region(start: Position, end: Position) -> dict:
             "endLine": end.line, "endColumn": end.column + 1}
 
 
+SARIF_RANKS = {"proven": 90.0, "inferred": 70.0, "assumed": 40.0}
+
+
 def _sarif_result(finding: Finding, rule_index: dict[str, int]) -> dict:
     artifact = _sarif_artifact(finding.path)
     result = {
@@ -160,6 +163,12 @@ def _sarif_result(finding: Finding, rule_index: dict[str, int]) -> dict:
         "locations": [{"physicalLocation": {"artifactLocation": artifact,
                                             "region": _sarif_region(finding.start, finding.end)}}],
     }
+    if finding.evidence:
+        # Code scanning orders results by rank (0-100): a tensor proven to be on the GPU before one inferred
+        # through the project model, before one only assumed to be.
+        evidence = dict(finding.evidence)
+        result["rank"] = SARIF_RANKS.get(evidence.get("placement", ""), 50.0)
+        result["properties"] = {f"h2dlint/{key}": value for key, value in evidence.items()}
     if finding.fix is not None:
         result["fixes"] = [{
             "description": {"text": finding.fix.message},

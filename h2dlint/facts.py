@@ -594,7 +594,8 @@ class FileFacts:
     def _bind_statements(self, body: list[ast.stmt], scope: Scope) -> None:
         """Record bindings made by `body`, not descending into nested functions or classes."""
         for statement in body:
-            if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            # Not `x += y`: an update keeps what it updates (see _updated_cuda_tensor).
+            if isinstance(statement, ast.Assign) or isinstance(statement, ast.AnnAssign) and statement.value:
                 scope.straight[statement.lineno] = statement.end_lineno or statement.lineno
         stack: list[ast.AST] = list(body)
         while stack:
@@ -1176,7 +1177,7 @@ class FileFacts:
             self._line_map = _LineMap(self.functions, self.loops, self.graph_captures)
         function, function_first, loop_first, in_graph_capture = self._line_map.at(line)
         # A loop counts when it runs inside the innermost function, not around that function's definition.
-        in_loop = loop_first >= function_first
+        in_loop = loop_first > function_first
         hot_function = function is not None and is_hot_function(function, hot_functions)
         chain = None
         if not hot_function and function is not None and self.project is not None:

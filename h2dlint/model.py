@@ -40,11 +40,19 @@ class Finding:
     message: str
     fix: Fix | None = None
     cell: int | None = None  # in a notebook: the cell's 1-based number; lines and columns count within it
+    # How h2dlint knows what the finding claims, as (key, value) pairs (see EVIDENCE_KEYS); empty for most rules.
+    evidence: tuple[tuple[str, str], ...] = ()
 
     @property
     def sort_key(self):
         return (self.path, self.cell or 0, self.start, self.code)
 
+
+# What a sync finding says of its tensor and its code: "placement" is how the tensor is known to be on the GPU
+# ("proven" in this file, "inferred" through the project model, or "assumed": it may be), "placement_source" the
+# definition the model inferred it from, "hot" why the code runs every step.
+EVIDENCE_KEYS = ("placement", "placement_source", "hot")
+PLACEMENT_LEVELS = ("proven", "inferred", "assumed")
 
 # Codes for problems with the input itself rather than with the code in it.
 SYNTAX_ERROR = "HDL001"

@@ -36,7 +36,9 @@ def finding_to_json(finding: Finding) -> dict:
                        "end_location": _json_location(edit.end)} for edit in finding.fix.edits],
         }
     cell = {} if finding.cell is None else {"cell": finding.cell}
+    evidence = {"evidence": dict(finding.evidence)} if finding.evidence else {}
     return {
+        **evidence,
         **cell,
         "code": finding.code,
         "message": finding.message,

@@ -186,10 +186,11 @@ class Rule(cst.CSTVisitor):
         site = self.context.facts.site_at(start, end)
         return (site, start) if site is not None and self.code in site.rules else None
 
-    def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None) -> None:
+    def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None,
+               evidence: tuple[tuple[str, str], ...] = ()) -> None:
         start, end = self.position(node)
-        self.context.findings.append(
-            Finding(path=self.context.path, start=start, end=end, code=self.code, message=message, fix=fix))
+        self.context.findings.append(Finding(path=self.context.path, start=start, end=end, code=self.code,
+                                             message=message, fix=fix, evidence=evidence))
 
 
 def holds_one_of(text: str, parts: tuple[str | TokensApart, ...]) -> bool:

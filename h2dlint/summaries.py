@@ -10,7 +10,7 @@ from rich.text import Text
 
 from .ci_formats import code_name, report_path, write_raw
 from .engine import FileResult
-from .model import Applicability
+from .model import PLACEMENT_LEVELS, Applicability
 
 STATISTICS_FORMATS = ("full", "concise", "json")
 
@@ -18,14 +18,20 @@ STATISTICS_FORMATS = ("full", "concise", "json")
 def statistics(results: list[FileResult], unsafe_fixes: bool) -> list[dict]:
     """Per code: how many findings remain and whether `--fix` can fix them; most frequent first."""
     counts: Counter[str] = Counter()
+    placements: dict[str, Counter[str]] = {}  # per code: how the GPU placement of its findings' tensors is known
     fixable: set[str] = set()
     for result in results:
         for finding in result.findings:
             counts[finding.code] += 1
+            level = dict(finding.evidence).get("placement")
+            if level:
+                placements.setdefault(finding.code, Counter())[level] += 1
             if finding.fix is not None and (finding.fix.applicability is Applicability.SAFE or unsafe_fixes):
                 fixable.add(finding.code)
     ordered = sorted(counts, key=lambda code: (-counts[code], code))
-    return [{"code": code, "name": code_name(code), "count": counts[code], "fixable": code in fixable}
+    return [{"code": code, "name": code_name(code), "count": counts[code], "fixable": code in fixable,
+             **({"placement": {level: placements[code][level] for level in PLACEMENT_LEVELS
+                               if placements[code][level]}} if code in placements else {})}
             for code in ordered]
 
 
@@ -41,7 +47,9 @@ def write_statistics(console: Console, results: list[FileResult], unsafe_fixes: 
     lines = []
     for row in rows:
         marker = ("[*] " if row["fixable"] else "[ ] ") if any_fixable else ""
-        lines.append(f"{row['count']:>{count_width}}\t{row['code']:<{code_width}}\t{marker}{row['name']}")
+        placement = ", ".join(f"{level} {count}" for level, count in row.get("placement", {}).items())
+        lines.append(f"{row['count']:>{count_width}}\t{row['code']:<{code_width}}\t{marker}{row['name']}"
+                     + (f"\t(on the GPU: {placement})" if placement else ""))
     write_raw(console, lines)
 
 

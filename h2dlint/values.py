@@ -211,7 +211,8 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
         bindings = facts.reaching_bindings(expr.id, line) or []
         if any(binding.value is not None for binding in bindings):
             # The one binding h2dlint does not follow may be the parameter itself, if it is annotated as a tensor.
-            unfollowed = 1 if is_tensor_annotation(facts, facts.parameter_annotation(expr.id, line)) else 0
+            unfollowed = 1 if any(binding.line == 0 for binding in bindings) and is_tensor_annotation(
+                facts, facts.parameter_annotation(expr.id, line)) else 0
             # Each value is read where it is bound: in `labels = labels[1:]` the right side is the earlier `labels`.
             return [binding.value for binding in bindings].count(None) == unfollowed and all(
                 binding.value is None or is_certainly_tensor(facts, binding.value, binding.line, depth + 1)
