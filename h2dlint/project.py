@@ -43,11 +43,22 @@ NOT_PER_STEP_WORDS = frozenset({"init", "initialize", "setup", "load", "loader",
 # A call through a receiver of unknown type resolves by the method's name only when so few classes define it
 # that the name itself says which ones are meant.
 MAX_CLASSES_BY_NAME = 3
-# Method names so common that a call by name alone says nothing about which class is meant.
-TOO_COMMON_METHODS = frozenset({"get", "set", "update", "run", "call", "append", "extend", "pop", "items", "keys",
-                                "values", "copy", "clear", "add", "remove", "close", "start", "stop", "reset",
-                                "to", "cuda", "cpu", "item", "tolist", "view", "reshape", "size", "numel", "sum",
-                                "mean", "max", "min", "any", "all", "format", "join", "split", "strip", "read", "write"})
+# A call by the method's name alone (`<object>.name(...)`) is taken for a call of a project's method only for names
+# of two words or more that are no tensor, module or container method: `scatter`, `update`, `index_select` say
+# nothing about which class is meant.
+NOT_PROJECT_METHODS = frozenset({"masked_fill", "masked_scatter", "index_select", "index_add", "index_copy",
+                                 "index_fill", "index_put", "new_zeros", "new_ones", "new_empty", "new_full",
+                                 "new_tensor", "type_as", "view_as", "expand_as", "reshape_as", "repeat_interleave",
+                                 "scatter_add", "scatter_reduce", "is_contiguous", "to_dense", "to_sparse",
+                                 "data_ptr", "element_size", "nelement", "register_buffer", "register_parameter",
+                                 "named_parameters", "named_modules", "named_buffers", "state_dict", "load_state_dict",
+                                 "zero_grad", "set_default", "get_default", "set_device", "current_device",
+                                 "current_stream", "wait_stream", "record_stream", "wait_event", "record_event",
+                                 "non_blocking", "pin_memory", "share_memory", "all_reduce", "all_gather",
+                                 "reduce_scatter", "is_available", "is_initialized", "get_rank", "get_world_size"})
+# Hot by name, but entry points of too many things besides per-step GPU work (a tokenizer's `__call__`, an engine's
+# `generate` around request parsing) for hotness to flow from them into what they call.
+NOT_PROPAGATING_ROOTS = frozenset({"__call__", "generate", "sample", "decode", "backward"})
 GPU, HOST = "gpu", "host"
 _TORCH_FACTORIES = frozenset({"tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn",
                               "randint", "zeros_like", "ones_like", "empty_like", "full_like", "linspace", "eye"})
@@ -79,9 +90,11 @@ SUMMARY_VERSION = 3
 # "sa:x.m" (`self.x.m`), "p:x.m" (`x.m` on a parameter `x`), "u:m" (`super().m`), "a:m" (`<other>.m`).
 
 
-def module_name_for(path: Path, source_roots: Iterable[Path] = ()) -> str:
-    """The dotted module name of `path`: relative to the deepest source root that holds it, else found by walking
-    up through the folders that hold an `__init__.py`, as Python finds a package's modules."""
+def module_name_for(path: Path, source_roots: Iterable[Path] = (), project_root: Path | None = None) -> str:
+    """The dotted module name of `path`: relative to the deepest source root that holds it; else found by walking
+    up through the folders that hold an `__init__.py`, as Python finds a package's modules, and on up to the project
+    root through namespace packages (folders without one). A name may lack leading parts that imports spell out
+    (`managers.scheduler` for `sglang.srt.managers.scheduler`): the model matches imports by their last parts."""
     path = Path(os.path.abspath(path))
     parts = [path.stem] if path.stem != "__init__" else []
     roots = sorted((Path(os.path.abspath(root)) for root in source_roots), key=lambda root: -len(root.parts))
@@ -90,7 +103,8 @@ def module_name_for(path: Path, source_roots: Iterable[Path] = ()) -> str:
             relative = path.parent.relative_to(root).parts
             return ".".join([*relative, *parts])
     folder = path.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
+    top = Path(os.path.abspath(project_root)) if project_root is not None else None
+    while folder.parent != folder and ((folder / "__init__.py").is_file() or top is not None and top in folder.parents):
         parts.insert(0, folder.name)
         folder = folder.parent
     return ".".join(parts)
@@ -422,6 +436,9 @@ class ProjectModel:
     under_device_context: dict[str, str] = field(default_factory=dict)  # function -> where the context is
     gpu_attribute_names: frozenset[str] = frozenset()  # attributes some class of the project places on the GPU
     _imports_by_module: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Every module name and its trailing parts (`scheduler`, `managers.scheduler`) -> the module; "" when ambiguous.
+    _module_suffixes: dict[str, str] = field(default_factory=dict)
+    _project_names: dict[str, str | None] = field(default_factory=dict)
     _placement_digest: str | None = None
 
     @classmethod
@@ -439,11 +456,16 @@ class ProjectModel:
         for path, summary in self.summaries.items():
             module = summary["module"]
             self._imports_by_module[module] = summary["imports"]
+            parts = module.split(".")
+            for start in range(1, len(parts)):
+                suffix = ".".join(parts[start:])
+                self._module_suffixes[suffix] = module if self._module_suffixes.get(suffix, module) == module else ""
             for name, record in summary["classes"].items():
                 self.classes[f"{module}.{name}"] = {**record, "module": module, "file": path, "name": name}
             for name, record in summary["functions"].items():
                 qualified = f"{module}.{name}" if name else f"{module}.<module>"
                 self.functions[qualified] = {**record, "module": module, "file": path, "name": name}
+        self._module_suffixes.update({summary["module"]: summary["module"] for summary in self.summaries.values()})
         for qualified, record in self.classes.items():
             record["resolved_bases"] = [base for base in (self._resolve_name(record["module"], dotted)
                                                           for dotted in record["bases"] if dotted) if base]
@@ -461,7 +483,11 @@ class ProjectModel:
         candidates = []
         if head in summary_imports:
             qualified_head = summary_imports[head]
-            candidates.append(f"{qualified_head}.{rest}" if rest else qualified_head)
+            imported = f"{qualified_head}.{rest}" if rest else qualified_head
+            candidates.append(imported)
+            matched = self._as_project_name(imported)
+            if matched is not None:
+                candidates.append(matched)
         candidates.append(f"{module}.{dotted}")
         for candidate in candidates:
             for _ in range(3):  # `from pkg import Foo` where pkg/__init__ re-exports it from pkg.sub
@@ -473,6 +499,27 @@ class ProjectModel:
                     break
                 candidate = reexported
         return None
+
+    def _as_project_name(self, imported: str) -> str | None:
+        """`imported` (`sglang.srt.managers.scheduler.Scheduler`) as the project names it, when the project's module
+        names lack leading parts the import spells out (`managers.scheduler.Scheduler`, the model of `srt` alone)
+        or the import lacks some (a `src` layout checked from above `src`): matched on the longest run of parts that
+        is, or ends, a module name of the project, when only one module matches."""
+        found = self._project_names.get(imported, False)
+        if found is not False:
+            return found
+        parts = imported.split(".")
+        found = None
+        for start in range(len(parts)):
+            for end in range(len(parts), start, -1):
+                module = self._module_suffixes.get(".".join(parts[start:end]))
+                if module:
+                    found = ".".join([module, *parts[end:]])
+                    break
+            if found is not None:
+                break
+        self._project_names[imported] = found
+        return found
 
     def _imports(self, module: str) -> dict[str, str]:
         return self._imports_by_module.get(module, {})
@@ -562,7 +609,8 @@ class ProjectModel:
         return result
 
     def _by_method_name(self, method: str) -> list[str]:
-        if method in TOO_COMMON_METHODS or method.startswith("__"):
+        if "_" not in method.strip("_") or method.startswith("__") or method.endswith("_") \
+                or method in NOT_PROJECT_METHODS:
             return []
         candidates = self.methods_by_name.get(method, [])
         owners = {candidate.rpartition(".")[0] for candidate in candidates}
@@ -575,7 +623,7 @@ class ProjectModel:
         if not name:
             return None
         reason = self.is_root(name) if self.is_root is not None else None
-        if reason:
+        if reason and (name not in NOT_PROPAGATING_ROOTS or reason.startswith("configured")):
             return reason
         if record["replay"]:
             return "replays a CUDA graph"
@@ -782,8 +830,10 @@ class FileView:
 class SummaryCache:
     """Summaries by file, valid while the file's size and modification time are unchanged; one marshal file."""
 
-    def __init__(self, folder: Path | None) -> None:
-        self.file = folder / f"summaries-{__version__}-{SUMMARY_VERSION}.marshal" if folder is not None else None
+    def __init__(self, folder: Path | None, layout: str = "") -> None:
+        # Module names depend on the project root and source roots: each layout has its own file.
+        name = hashlib.blake2b(f"{__version__}:{SUMMARY_VERSION}:{layout}".encode(), digest_size=8).hexdigest()
+        self.file = folder / f"summaries-{name}.marshal" if folder is not None else None
         self.entries: dict[str, tuple] = {}
         self.changed = False
         if self.file is not None:
@@ -816,7 +866,7 @@ class SummaryCache:
             os.replace(temp, self.file)
 
 
-def summarize_file(path: str, source_roots: tuple[str, ...]) -> dict | None:
+def summarize_file(path: str, source_roots: tuple[str, ...], project_root: str | None = None) -> dict | None:
     """The summary of the file at `path`; None when it cannot be read or parsed (the linter reports that)."""
     from .source import SourceError, read_source
 
@@ -825,11 +875,12 @@ def summarize_file(path: str, source_roots: tuple[str, ...]) -> dict | None:
         tree = ast.parse(source.text)
     except (OSError, SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    module = module_name_for(Path(path), [Path(root) for root in source_roots])
+    module = module_name_for(Path(path), [Path(root) for root in source_roots],
+                             Path(project_root) if project_root else None)
     return summarize(tree, module, is_package=Path(path).name == "__init__.py")
 
 
-def _summarize_job(job: tuple[str, tuple[str, ...]]) -> dict | None:
+def _summarize_job(job: tuple[str, tuple[str, ...], str | None]) -> dict | None:
     return summarize_file(*job)
 
 
@@ -841,9 +892,10 @@ def _init_summary_worker() -> None:
 
 
 def build_model(files: Iterable[Path], source_roots: tuple[str, ...], is_root, gpu_attributes: Iterable[str] = (),
-                cache_folder: Path | None = None, jobs: int = 1) -> ProjectModel:
+                cache_folder: Path | None = None, jobs: int = 1, project_root: Path | None = None) -> ProjectModel:
     """Summarize `files` (from the cache where unchanged) and merge the summaries."""
-    cache = SummaryCache(cache_folder)
+    root = str(project_root) if project_root is not None else None
+    cache = SummaryCache(cache_folder, repr((root, source_roots)))
     summaries: dict[str, dict] = {}
     missing: list[tuple[str, int, int]] = []
     for file in files:
@@ -858,7 +910,7 @@ def build_model(files: Iterable[Path], source_roots: tuple[str, ...], is_root, g
         else:
             missing.append((path, status.st_size, status.st_mtime_ns))
     if missing:
-        jobs_list = [(path, source_roots) for path, _, _ in missing]
+        jobs_list = [(path, source_roots, root) for path, _, _ in missing]
         if jobs > 1 and len(missing) >= 24:
             from concurrent.futures import ProcessPoolExecutor
 
@@ -901,8 +953,8 @@ class Project:
     the model keys of its files (what their cached findings were computed with) are kept from the last run, and a
     run whose findings all come from the cache never builds the model."""
 
-    def __init__(self, files: list[Path], settings, cache_folder: Path | None, jobs: int) -> None:
-        self.files, self.settings, self.cache_folder, self.jobs = files, settings, cache_folder, jobs
+    def __init__(self, root: Path, files: list[Path], settings, cache_folder: Path | None, jobs: int) -> None:
+        self.root, self.files, self.settings, self.cache_folder, self.jobs = root, files, settings, cache_folder, jobs
         self._model: ProjectModel | None = None
         self._keys: dict[str, str] = {}
         self._state = self._state_digest()
@@ -915,8 +967,8 @@ class Project:
 
     def _state_digest(self) -> str:
         digest = hashlib.blake2b(digest_size=16)
-        digest.update(repr((SUMMARY_VERSION, self.settings.hot_functions, self.settings.gpu_attributes,
-                            self.settings.source_roots)).encode())
+        digest.update(repr((SUMMARY_VERSION, str(self.root), self.settings.hot_functions,
+                            self.settings.gpu_attributes, self.settings.source_roots)).encode())
         for file in self.files:
             with contextlib.suppress(OSError):
                 status = os.stat(file)
@@ -936,7 +988,7 @@ class Project:
                 return "named like a per-step function" if is_hot_function(name) else None
 
             self._model = build_model(self.files, tuple(self.settings.source_roots), is_root,
-                                      self.settings.gpu_attributes, self.cache_folder, self.jobs)
+                                      self.settings.gpu_attributes, self.cache_folder, self.jobs, self.root)
         return self._model
 
     def view(self, path: str) -> FileView:
@@ -974,4 +1026,4 @@ def project_model_for(paths: list[Path], settings, cache_folder: Path | None, jo
     files = [Path(os.path.abspath(path)) for path in find_python_files(
         [root], settings.exclude, settings.respect_gitignore, [], exclude_base=Path(settings.project_root))
         if path.suffix in (".py", ".pyi")]
-    return Project(files, settings, cache_folder, jobs or os.cpu_count() or 1)
+    return Project(root, files, settings, cache_folder, jobs or os.cpu_count() or 1)

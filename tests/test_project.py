@@ -189,3 +189,70 @@ def test_the_iterable_of_a_for_runs_once_not_once_per_iteration(tmp_path):
     findings = check(tmp_path, "--select", "HDL201")
     assert len(findings) == 1 and "(in `forward`)" in findings[0]["message"]
     assert "in a loop" not in findings[0]["message"]
+
+
+def test_findings_carry_their_evidence_in_json_sarif_and_statistics(tmp_path):
+    make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER,
+                 local="import torch\n\ndef forward(x):\n    return x.cuda().sum().item()\n")
+    findings = {Path(finding["filename"]).name: finding for finding in check(tmp_path)}
+    assert findings["backend.py"]["evidence"] == {
+        "placement": "inferred",
+        "placement_source": "`ForwardBatch.seq_lens` (pkg.batch:7), `ForwardBatch.seq_lens` has a host mirror "
+                            "`seq_lens_cpu`",
+        "hot": "ModelRunner.forward -> Backend.plan_later -> Backend.plan"}
+    assert findings["local.py"]["evidence"] == {"placement": "proven", "hot": "in `forward`"}
+    sarif = json.loads(CliRunner().invoke(main, ["check", str(tmp_path / "pkg"), "--no-cache", "--exit-zero",
+                                                 "--output-format", "sarif"]).stdout)
+    ranks = {Path(result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]).name:
+             (result["rank"], result["properties"]["h2dlint/placement"]) for result in sarif["runs"][0]["results"]}
+    assert ranks == {"backend.py": (70.0, "inferred"), "local.py": (90.0, "proven")}
+    statistics = json.loads(CliRunner().invoke(main, ["check", str(tmp_path / "pkg"), "--no-cache", "--exit-zero",
+                                                      "--statistics", "--output-format", "json"]).stdout)
+    assert statistics == [{"code": "HDL201", "name": "gpu-value-read", "count": 2, "fixable": False,
+                           "placement": {"proven": 1, "inferred": 1}}]
+
+
+def test_a_call_through_an_attribute_of_a_known_type_and_super_resolve(tmp_path):
+    base = '''\
+import torch
+
+
+class Base(torch.nn.Module):
+    def forward(self, x):
+        return self.helper(x)
+
+    def helper(self, x):
+        return x
+
+
+class Child(Base):
+    def helper(self, x):
+        return super().helper(x)
+'''
+    other = '''\
+import torch
+from pkg.base import Child
+
+
+class Holder:
+    def __init__(self):
+        self.child = Child()
+
+    def step(self, x):
+        return self.child.run_child(x)
+
+
+def run_child(x):
+    return torch.nonzero(x)
+'''
+    make_project(tmp_path, base=base, other=other)
+    from h2dlint.project import project_model_for
+    from h2dlint.settings import Settings
+
+    model = project_model_for([tmp_path / "pkg"], Settings(), None, 1).model
+    chains = {name.rpartition("pkg.")[2]: hot.describe() for name, hot in model.hot.items()}
+    # self.helper() reaches the override in the subclass; super().helper() the base's own.
+    assert chains["base.Child.helper"] == "Base.forward -> Child.helper"
+    assert chains["base.Base.helper"] == "Base.forward -> Base.helper"
+    # Holder.step calls a method Child does not have: not the module-level function of the same name.
+    assert "other.run_child" not in chains
