@@ -319,7 +319,7 @@ def mirrored_names(text: str) -> frozenset[str]:
     for match in _MIRROR_END.finditer(text):  # the word before each suffix: on its line, in its last 100 characters
         line_start = text.rfind("\n", 0, match.start()) + 1
         word = _LAST_WORD.search(text, max(line_start, match.start() - 100), match.start())
-        if word is not None and _names_a_tensor(word.group()) and not IMPORT_LINE.match(text, line_start):
+        if word is not None and names_a_tensor(word.group()) and not IMPORT_LINE.match(text, line_start):
             mirrored.add(word.group())
     names = frozenset(name for name in mirrored if _used_alone(text, name))
     return frozenset() if names and OTHER_ACCELERATOR_MARK.search(text) else names
@@ -1379,13 +1379,13 @@ def _placement_by_attribute_name(name: str) -> Placement:
     (For local names only the host suffixes count: a local `utilization_gpu` is as often a string.)"""
     if name.endswith(HOST_NAME_SUFFIXES):
         return Placement.HOST
-    if name.endswith(GPU_NAME_SUFFIXES) and _names_a_tensor(name.rsplit("_", 1)[0]):
+    if name.endswith(GPU_NAME_SUFFIXES) and names_a_tensor(name.rsplit("_", 1)[0]):
         return Placement.GPU
     return Placement.UNKNOWN
 
 
 @functools.lru_cache(maxsize=8192)
-def _names_a_tensor(stem: str) -> bool:
+def names_a_tensor(stem: str) -> bool:
     """Whether `stem`, the name before a `_gpu` / `_cpu` suffix, may name a tensor: not a flag, a count or an
     action (the stems of `is_cuda`, `use_gpu`, `num_gpu`, `inputs_on_cuda`, `move_to_cpu`)."""
     words = stem.lower().strip("_").split("_")

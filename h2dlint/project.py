@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
+from .facts import names_a_tensor
 
 # Names of functions that run once (construction, loading, checkpointing): hotness does not flow into them.
 RUN_ONCE_NAMES = frozenset({"__init__", "__post_init__", "__new__", "setup", "reset_parameters", "post_init",
@@ -71,7 +72,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 4
 
 
 # ----- one file's summary -----------------------------------------------------------------------------------------
@@ -174,10 +175,12 @@ class _Summarizer:
     def _class(self, node: ast.ClassDef, prefix: str) -> None:
         name = f"{prefix}{node.name}"
         self.classes[name] = {"line": node.lineno, "bases": [_dotted(base) or "" for base in node.bases],
-                              "attrs": {}, "types": {}}
+                              "attrs": {}, "types": {}, "scalars": []}
         self._body(node.body, prefix=f"{name}.", class_name=name)
-        attrs = self.classes[name]["attrs"]
+        attrs, scalars = self.classes[name]["attrs"], set(self.classes[name]["scalars"])
         for attr in list(attrs):
+            if attr in scalars or not names_a_tensor(attr) or _COUNT_WORDS.intersection(_words(attr)):
+                continue  # `use_fused_rope` beside `use_fused_rope_cpu` is a flag, `num_heads_cpu` a count
             for suffix in _MIRROR_SUFFIXES:
                 mirror = attrs.get(attr + suffix)
                 if mirror is not None and attrs[attr][0] == "" and mirror[0] != GPU:
@@ -202,6 +205,8 @@ class _Summarizer:
             made = _dotted(value.func)
             if made and made.rpartition(".")[2][:1].isupper():
                 entry["types"].setdefault(attr, made)
+        if _not_a_tensor(value, annotation) and attr not in entry["scalars"]:
+            entry["scalars"].append(attr)
         placement, why = value_placement(value) if value is not None else ("", "")
         known = entry["attrs"].get(attr)
         if known is None or known[0] == "":
@@ -298,6 +303,25 @@ class _Summarizer:
             if dotted:
                 return f"d:{dotted}.{method}"
         return f"a:{method}"
+
+
+_COUNT_WORDS = frozenset({"num", "count", "size", "dim", "heads", "flag", "enabled"})
+_SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "list", "dict", "set", "tuple", "List", "Dict", "Set",
+                           "Tuple", "Optional.int", "typing.List", "typing.Dict"})
+
+
+def _not_a_tensor(value: ast.expr | None, annotation: ast.expr | None) -> bool:
+    """A value or annotation that is certainly no tensor: a flag, a number, a string, a container display, or a
+    comparison."""
+    if annotation is not None and (_dotted(annotation) or "") in _SCALAR_TYPES:
+        return True
+    if isinstance(value, ast.Constant):
+        return value.value is not None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        return value.func.id in ("int", "float", "bool", "str", "len", "list", "dict", "set", "tuple")
+    return isinstance(value, (ast.Compare, ast.BoolOp, ast.JoinedStr, ast.List, ast.Dict, ast.Set, ast.Tuple,
+                              ast.ListComp, ast.DictComp, ast.SetComp)) or (
+        isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not))
 
 
 def value_placement(value: ast.expr) -> tuple[str, str]:
@@ -697,8 +721,11 @@ class ProjectModel:
         for attr, found in by_name.items():
             kinds = {placement.placement for placement in found}
             self.by_attribute_name[attr] = found[0] if kinds == {GPU} else None
-        self.gpu_attribute_names = frozenset(attr for attr, found in by_name.items()
-                                             if any(placed.placement == GPU for placed in found)) | frozenset(
+        # The names whose reads the model may place on the GPU, where the file's words cannot show it: those
+        # placed by name alone, and those some class places on the GPU that say something by themselves (a read
+        # of `out` or `buffer` is too common to make every file that has one worth a closer look).
+        self.gpu_attribute_names = frozenset(attr for attr, found in by_name.items() if _distinctive(attr) and any(
+            placed.placement == GPU for placed in found)) | frozenset(
             configured.rpartition(".")[2] for configured in self.gpu_attributes)
 
     def attribute(self, class_name: str | None, attr: str) -> AttributePlacement | None:
@@ -716,9 +743,7 @@ class ProjectModel:
                     return placed
             if class_name in self.classes:
                 return None
-        if len(attr) < 4 or attr in _TOO_COMMON_ATTRIBUTES:
-            return None
-        return self.by_attribute_name.get(attr)
+        return self.by_attribute_name.get(attr) if _distinctive(attr) else None
 
     def placement_digest(self) -> str:
         """A digest of every attribute placement and class hierarchy of the project: what a finding on an attribute
@@ -742,6 +767,12 @@ class ProjectModel:
 
 _TOO_COMMON_ATTRIBUTES = frozenset({"data", "weight", "bias", "grad", "device", "dtype", "shape", "value", "values",
                                     "input", "output", "state", "buffer", "cache", "mask", "tensor"})
+
+
+def _distinctive(attr: str) -> bool:
+    """An attribute name that says what it holds well enough to be taken, by its name alone, for the same tensor
+    wherever it is read: not `out`, `value` or `buffer`."""
+    return len(attr) >= 4 and attr not in _TOO_COMMON_ATTRIBUTES and "_" in attr.strip("_")
 
 
 def _short(qualified: str) -> str:
