@@ -463,6 +463,9 @@ class ProjectModel:
     # Every module name and its trailing parts (`scheduler`, `managers.scheduler`) -> the module; "" when ambiguous.
     _module_suffixes: dict[str, str] = field(default_factory=dict)
     _project_names: dict[str, str | None] = field(default_factory=dict)
+    _resolved: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    _roots_by_name: dict[str, str | None] = field(default_factory=dict)
+    _test_files: dict[str, bool] = field(default_factory=dict)
     _placement_digest: str | None = None
 
     @classmethod
@@ -502,6 +505,12 @@ class ProjectModel:
     def _resolve_name(self, module: str, dotted: str) -> str | None:
         """The qualified name a dotted name written in `module` refers to, when the project defines it (a class or
         a function); None otherwise."""
+        key = (module, dotted)
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve_uncached(module, dotted)
+        return self._resolved[key]
+
+    def _resolve_uncached(self, module: str, dotted: str) -> str | None:
         summary_imports = self._imports(module)
         head, _, rest = dotted.partition(".")
         candidates = []
@@ -642,11 +651,18 @@ class ProjectModel:
 
     # -- hotness --
 
+    def _in_tests(self, path: str) -> bool:
+        if path not in self._test_files:
+            self._test_files[path] = _in_tests(path)
+        return self._test_files[path]
+
     def _root_reason(self, qualified: str, record: dict) -> str | None:
         name = record["name"].rpartition(".")[2]
         if not name:
             return None
-        reason = self.is_root(name) if self.is_root is not None else None
+        if name not in self._roots_by_name:
+            self._roots_by_name[name] = self.is_root(name) if self.is_root is not None else None
+        reason = self._roots_by_name[name]
         if reason and (name not in NOT_PROPAGATING_ROOTS or reason.startswith("configured")):
             return reason
         if record["replay"]:
@@ -659,7 +675,7 @@ class ProjectModel:
         queue: deque[str] = deque()
         for qualified, record in self.functions.items():
             reason = self._root_reason(qualified, record)
-            if reason and not _in_tests(record["file"]):
+            if reason and not self._in_tests(record["file"]):
                 self.hot[qualified] = Hot((qualified,), reason)
                 queue.append(qualified)
         while queue:  # breadth first: each function keeps the shortest chain from a root
@@ -668,7 +684,7 @@ class ProjectModel:
                 if callee in self.hot:
                     continue
                 record = self.functions[callee]
-                if runs_once(record["name"].rpartition(".")[2]) or _in_tests(record["file"]):
+                if runs_once(record["name"].rpartition(".")[2]) or self._in_tests(record["file"]):
                     continue
                 self.hot[callee] = Hot((*self.hot[caller].chain, callee), self.hot[caller].root_reason)
                 queue.append(callee)
