@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_CACHE = HERE.parent / ".trees" / "recall"
 CASES = HERE / "cases.toml"
 
-# Wheels with compiled parts need a platform and a Python pip accepts for them here.
+# Wheels with compiled parts may need a platform and a Python pip accepts for them here.
 PLATFORMS = ["manylinux_2_24_x86_64", "manylinux_2_28_x86_64", "manylinux_2_31_x86_64", "manylinux_2_34_x86_64",
              "manylinux_2_35_x86_64"]
 BINARY_FLAGS = ["--only-binary", ":all:", "--python-version", "3.12"] + [x for p in PLATFORMS for x in ("--platform", p)]
@@ -68,7 +68,7 @@ def download(package: str, version: str, cache: Path, find: list[Path]) -> Path:
     dist_dir.mkdir(parents=True, exist_ok=True)
     prefix = f"{_norm(package)}-{version}"
     for folder in find:
-        for p in sorted(folder.glob("*")):
+        for p in sorted(folder.rglob("*")):
             if _norm(p.name).startswith(_norm(prefix) + "_") or _norm(p.name).startswith(_norm(prefix) + "-") or \
                     p.name.lower().startswith(f"{package.lower()}-{version}-") or \
                     p.name.lower() in (f"{package.lower()}-{version}.tar.gz", f"{_norm(package)}-{version}.tar.gz"):
@@ -76,7 +76,11 @@ def download(package: str, version: str, cache: Path, find: list[Path]) -> Path:
                     shutil.copy(p, dist_dir / p.name)
                     return dist_dir / p.name
     base = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-build-isolation", "-q", "-d", str(dist_dir)]
-    tries = [BINARY_FLAGS] if package in ALWAYS_BINARY else [[], BINARY_FLAGS]
+    # First as this machine would install it; then as a Linux wheel for Python 3.12 (a release that
+    # needs a newer Python than the one running here). Packages whose sdist cannot be prepared without
+    # a GPU toolchain (vllm) are only ever taken as wheels.
+    first = ["--only-binary", ":all:"] if package in ALWAYS_BINARY else []
+    tries = [first, BINARY_FLAGS]
     err = ""
     for flags in tries:
         proc = subprocess.run(base + flags + [f"{package}=={version}"], capture_output=True, text=True)

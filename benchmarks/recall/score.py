@@ -89,6 +89,8 @@ def places(cases: list[dict]):
 def run(args) -> dict:
     cache = args.cache.resolve()
     cases = fetch.load_cases(args.cases)
+    if args.split:
+        cases = [c for c in cases if c.get("split") == args.split]
     if args.only:
         cases = [c for c in cases if any(s in c["id"] or s == c["project"] for s in args.only)]
     t0 = time.time()
@@ -176,6 +178,7 @@ def main() -> None:
     how.add_argument("--single-file", dest="project_root", action="store_false", help="lint each case file on its own")
     parser.add_argument("--jobs", type=int, default=2, help="h2dlint worker processes (default: 2)")
     parser.add_argument("--only", action="append", default=[], help="only cases whose id contains this (or of this project)")
+    parser.add_argument("--split", choices=("tuning", "held-out"), help="only the cases of this split")
     parser.add_argument("--verbose", "-v", action="store_true", help="one line per fixed place")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args()
