@@ -3,7 +3,7 @@
     python benchmarks/recall/score.py                   # fetch what is missing, lint, print the tables
     python benchmarks/recall/score.py --verbose         # also one line per fixed place
     python benchmarks/recall/score.py --json            # the same figures as JSON (for docs)
-    python benchmarks/recall/score.py --single-file     # lint each case file on its own (default: the whole package tree)
+    python benchmarks/recall/score.py --project-root    # lint each release's whole package tree (default: each case file)
 
 For every case the release before the fix and the first one after it are fetched (fetch.py) and
 h2dlint runs on both, once with the default rules and once with `--select ALL`
@@ -15,10 +15,11 @@ Per fixed place:
         `after_line`/`after_end`, or where a line diff of the two files maps the place).
 
 Two ways to run h2dlint:
-  --project-root (default)  h2dlint runs once on each extracted release tree (every .py file of the
+  --single-file (default)   h2dlint runs on each case file alone.
+  --project-root            h2dlint runs once on each extracted release tree (every .py file of the
                             package, extracted whole with fetch.py --whole-tree) and the findings of
                             the case's file are read from that run: what a project-wide analysis sees.
-  --single-file             h2dlint runs on each case file alone.
+                            About nine times the CPU time of --single-file (docs/recall.md).
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ def by_file(findings: list[dict]) -> dict[Path, list[dict]]:
     return out
 
 
-def near(findings: list[dict], lo: int, hi: int) -> list[dict]:
-    return [f for f in findings if f["location"]["row"] <= hi + WINDOW and f["end_location"]["row"] >= lo - WINDOW]
+def near(findings: list[dict], lo: int, hi: int, window: int = WINDOW) -> list[dict]:
+    return [f for f in findings if f["location"]["row"] <= hi + window and f["end_location"]["row"] >= lo - window]
 
 
 def map_lines(before: list[str], after: list[str], lo: int, hi: int) -> tuple[int, int]:
@@ -139,6 +140,7 @@ def run(args) -> dict:
             hits = near(merged[mode].get(before.resolve(), []), lo, hi)
             left = near(merged[mode].get(after.resolve(), []), a_lo, a_hi)
             row[mode] = {"hit": bool(hits), "gone": not left, "rules": sorted({f["code"] for f in hits}),
+                         "on_the_lines": bool(near(hits, lo, hi, 0)),
                          "after_rules": sorted({f["code"] for f in left})}
         rows.append(row)
     return {"mode": "project-root" if args.project_root else "single-file", "rows": rows,
@@ -149,11 +151,13 @@ def run(args) -> dict:
 def tally(rows: list[dict], key: str) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for r in rows:
-        t = out.setdefault(r[key], {"places": 0, "hit_default": 0, "hit_gone_default": 0, "hit_ALL": 0, "hit_gone_ALL": 0})
+        t = out.setdefault(r[key], {"places": 0, "hit_default": 0, "hit_gone_default": 0, "hit_ALL": 0, "hit_gone_ALL": 0,
+                                    "on_the_lines_default": 0, "on_the_lines_ALL": 0})
         t["places"] += 1
         for mode in MODES:
             t[f"hit_{mode}"] += r[mode]["hit"]
             t[f"hit_gone_{mode}"] += r[mode]["hit"] and r[mode]["gone"]
+            t[f"on_the_lines_{mode}"] += r[mode]["on_the_lines"]
     return out
 
 
@@ -173,9 +177,9 @@ def main() -> None:
     parser.add_argument("--cases", type=Path, default=fetch.CASES, help="the case file (default: %(default)s)")
     parser.add_argument("--find", type=Path, action="append", default=[], help="a folder of already downloaded archives to reuse")
     how = parser.add_mutually_exclusive_group()
-    how.add_argument("--project-root", dest="project_root", action="store_true", default=True,
-                     help="lint each release's whole package tree and read the case file's findings (default)")
-    how.add_argument("--single-file", dest="project_root", action="store_false", help="lint each case file on its own")
+    how.add_argument("--project-root", dest="project_root", action="store_true", default=False,
+                     help="lint each release's whole package tree and read the case file's findings")
+    how.add_argument("--single-file", dest="project_root", action="store_false", help="lint each case file on its own (default)")
     parser.add_argument("--jobs", type=int, default=2, help="h2dlint worker processes (default: 2)")
     parser.add_argument("--only", action="append", default=[], help="only cases whose id contains this (or of this project)")
     parser.add_argument("--split", choices=("tuning", "held-out"), help="only the cases of this split")
@@ -195,9 +199,13 @@ def main() -> None:
     print(table("kind", res["by_kind"], KINDS) + "\n")
     print(table("project", res["by_project"]) + "\n")
     print(table("split", res["by_split"]) + "\n")
+    on = {m: sum(r[m]["on_the_lines"] for r in rows) for m in MODES}
+    print(f"hits with a finding on the place's own lines (no window): default {on['default']}, ALL {on['ALL']}\n")
     if args.verbose:
+        print("~: hit only by a finding on a neighbouring line (within 3 lines, none on the place's own lines)\n")
         for r in rows:
-            cell = lambda m: (",".join(r[m]["rules"]) or "-") + ("" if r[m]["gone"] else " (after: " + ",".join(r[m]["after_rules"]) + ")")
+            cell = lambda m: ("" if r[m]["on_the_lines"] or not r[m]["hit"] else "~") + (",".join(r[m]["rules"]) or "-") + \
+                ("" if r[m]["gone"] else " (after: " + ",".join(r[m]["after_rules"]) + ")")
             print(f"{r['case']:48} {r['line']:>5}-{r['end']:<5} {r['kind']:9} default: {cell('default'):24} ALL: {cell('ALL'):30} {r['what']}")
 
 
