@@ -14,6 +14,7 @@ benchmarks/.trees/recall, is git-ignored: third-party code is never committed.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -29,7 +30,8 @@ CASES = HERE / "cases.toml"
 # Wheels with compiled parts may need a platform and a Python pip accepts for them here.
 PLATFORMS = ["manylinux_2_24_x86_64", "manylinux_2_28_x86_64", "manylinux_2_31_x86_64", "manylinux_2_34_x86_64",
              "manylinux_2_35_x86_64"]
-BINARY_FLAGS = ["--only-binary", ":all:", "--python-version", "3.12"] + [x for p in PLATFORMS for x in ("--platform", p)]
+BINARY_FLAGS = ["--only-binary", ":all:", "--python-version", "3.12"]
+BINARY_FLAGS += [x for p in PLATFORMS for x in ("--platform", p)]
 ALWAYS_BINARY = {"vllm"}
 
 
@@ -51,8 +53,10 @@ def releases(cases: list[dict]) -> dict[tuple[str, str], set[str]]:
     return out
 
 
-def _norm(name: str) -> str:
-    return name.lower().replace("-", "_").replace(".", "_")
+def _archive_name(package: str, version: str) -> re.Pattern:
+    """A wheel or sdist file name of package==version (`-`, `_` and `.` in the name are interchangeable)."""
+    name = "[-_.]".join(re.escape(part) for part in re.split(r"[-_.]+", package))
+    return re.compile(rf"{name}-{re.escape(version)}(-[^/]*\.whl|\.tar\.gz)", re.IGNORECASE)
 
 
 def _archive(dist_dir: Path) -> Path | None:
@@ -66,15 +70,12 @@ def download(package: str, version: str, cache: Path, find: list[Path]) -> Path:
     if archive:
         return archive
     dist_dir.mkdir(parents=True, exist_ok=True)
-    prefix = f"{_norm(package)}-{version}"
+    wanted = _archive_name(package, version)
     for folder in find:
         for p in sorted(folder.rglob("*")):
-            if _norm(p.name).startswith(_norm(prefix) + "_") or _norm(p.name).startswith(_norm(prefix) + "-") or \
-                    p.name.lower().startswith(f"{package.lower()}-{version}-") or \
-                    p.name.lower() in (f"{package.lower()}-{version}.tar.gz", f"{_norm(package)}-{version}.tar.gz"):
-                if p.name.endswith((".whl", ".tar.gz")):
-                    shutil.copy(p, dist_dir / p.name)
-                    return dist_dir / p.name
+            if p.is_file() and wanted.fullmatch(p.name):
+                shutil.copy(p, dist_dir / p.name)
+                return dist_dir / p.name
     base = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-build-isolation", "-q", "-d", str(dist_dir)]
     # First as this machine would install it; then as a Linux wheel for Python 3.12 (a release that
     # needs a newer Python than the one running here). Packages whose sdist cannot be prepared without
@@ -133,27 +134,33 @@ def extract(archive: Path, dest: Path, paths: set[str], whole_tree: bool) -> int
     return written
 
 
-def fetch_all(cache: Path, whole_tree: bool, find: list[Path], cases: list[dict] | None = None, quiet: bool = False) -> None:
+def fetch_all(cache: Path, whole_tree: bool, find: list[Path], cases: list[dict] | None = None,
+              quiet: bool = False) -> None:
     cases = cases if cases is not None else load_cases()
     for (package, version), paths in sorted(releases(cases).items()):
         start = time.time()
         archive = download(package, version, cache, find)
         n = extract(archive, cache / "src" / f"{package}-{version}", paths, whole_tree)
         if not quiet and (n or time.time() - start > 1):
-            print(f"{package}=={version}: {archive.name}, {n} files extracted, {time.time() - start:.1f} s", file=sys.stderr)
+            print(f"{package}=={version}: {archive.name}, {n} files extracted, {time.time() - start:.1f} s",
+                  file=sys.stderr)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="download and work folder (default: %(default)s)")
-    parser.add_argument("--whole-tree", action="store_true", help="extract every .py file of each release's top-level packages")
-    parser.add_argument("--find", type=Path, action="append", default=[], help="a folder of already downloaded archives to reuse")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
+                        help="download and work folder (default: %(default)s)")
+    parser.add_argument("--whole-tree", action="store_true",
+                        help="extract every .py file of each release's top-level packages")
+    parser.add_argument("--find", type=Path, action="append", default=[],
+                        help="a folder of already downloaded archives to reuse")
     args = parser.parse_args()
     start = time.time()
     fetch_all(args.cache, args.whole_tree, args.find)
     dist = args.cache / "dist"
     size = sum(p.stat().st_size for p in dist.rglob("*") if p.is_file())
-    print(f"{len(releases(load_cases()))} releases in {dist}: {size / 2**20:.0f} MiB; took {time.time() - start:.0f} s", file=sys.stderr)
+    print(f"{len(releases(load_cases()))} releases in {dist}: {size / 2**20:.0f} MiB; took {time.time() - start:.0f} s",
+          file=sys.stderr)
 
 
 if __name__ == "__main__":

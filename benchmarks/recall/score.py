@@ -3,7 +3,7 @@
     python benchmarks/recall/score.py                   # fetch what is missing, lint, print the tables
     python benchmarks/recall/score.py --verbose         # also one line per fixed place
     python benchmarks/recall/score.py --json            # the same figures as JSON (for docs)
-    python benchmarks/recall/score.py --project-root    # lint each release's whole package tree (default: each case file)
+    python benchmarks/recall/score.py --project-root    # lint each release's whole tree (default: each case file)
 
 For every case the release before the fix and the first one after it are fetched (fetch.py) and
 h2dlint runs on both, once with the default rules and once with `--select ALL`
@@ -102,7 +102,6 @@ def run(args) -> dict:
     config = Path(tempfile.mkdtemp(prefix="recall-")) / "h2dlint.toml"
     config.write_text("")  # defaults: nothing from any repository's settings
     files = {(p, v, path) for (p, v), paths in fetch.releases(cases).items() for path in paths}
-    results: dict[tuple[str, str], dict[Path, list[dict]]] = {}
     t1 = time.time()
     if args.project_root:
         jobs = [(mode, src / f"{p}-{v}") for mode in MODES for (p, v) in sorted({(p, v) for p, v, _ in files})]
@@ -135,7 +134,8 @@ def run(args) -> dict:
             a_lo, a_hi = map_lines(before.read_text(encoding="utf-8").splitlines(),
                                    after.read_text(encoding="utf-8").splitlines(), lo, hi)
         row = {"case": case["id"], "project": case["project"], "split": case.get("split", ""), "kind": place["kind"],
-               "file": case["path"], "line": lo, "end": hi, "after_line": a_lo, "after_end": a_hi, "what": place["what"]}
+               "file": case["path"], "line": lo, "end": hi, "after_line": a_lo, "after_end": a_hi,
+               "what": place["what"]}
         for mode in MODES:
             hits = near(merged[mode].get(before.resolve(), []), lo, hi)
             left = near(merged[mode].get(after.resolve(), []), a_lo, a_hi)
@@ -151,8 +151,8 @@ def run(args) -> dict:
 def tally(rows: list[dict], key: str) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for r in rows:
-        t = out.setdefault(r[key], {"places": 0, "hit_default": 0, "hit_gone_default": 0, "hit_ALL": 0, "hit_gone_ALL": 0,
-                                    "on_the_lines_default": 0, "on_the_lines_ALL": 0})
+        t = out.setdefault(r[key], {"places": 0, "hit_default": 0, "hit_gone_default": 0, "hit_ALL": 0,
+                                    "hit_gone_ALL": 0, "on_the_lines_default": 0, "on_the_lines_ALL": 0})
         t["places"] += 1
         for mode in MODES:
             t[f"hit_{mode}"] += r[mode]["hit"]
@@ -167,21 +167,34 @@ def table(title: str, counts: dict[str, dict[str, int]], order=None) -> str:
     lines = [f"| {title} | places | hit (default) | hit and gone (default) | hit (ALL) | hit and gone (ALL) |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for k, t in [(k, counts[k]) for k in keys] + [("**total**", total)]:
-        lines.append(f"| {k} | {t['places']} | {t['hit_default']} | {t['hit_gone_default']} | {t['hit_ALL']} | {t['hit_gone_ALL']} |")
+        lines.append(f"| {k} | {t['places']} | {t['hit_default']} | {t['hit_gone_default']} | {t['hit_ALL']} "
+                     f"| {t['hit_gone_ALL']} |")
     return "\n".join(lines)
+
+
+def cell(row: dict, mode: str) -> str:
+    """The rules that hit the place (`~`: only on a neighbouring line), and what is still reported after the fix."""
+    r = row[mode]
+    near_only = "~" if r["hit"] and not r["on_the_lines"] else ""
+    after = "" if r["gone"] else " (after: " + ",".join(r["after_rules"]) + ")"
+    return near_only + (",".join(r["rules"]) or "-") + after
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cache", type=Path, default=fetch.DEFAULT_CACHE, help="download and work folder (default: %(default)s)")
+    parser.add_argument("--cache", type=Path, default=fetch.DEFAULT_CACHE,
+                        help="download and work folder (default: %(default)s)")
     parser.add_argument("--cases", type=Path, default=fetch.CASES, help="the case file (default: %(default)s)")
-    parser.add_argument("--find", type=Path, action="append", default=[], help="a folder of already downloaded archives to reuse")
+    parser.add_argument("--find", type=Path, action="append", default=[],
+                        help="a folder of already downloaded archives to reuse")
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--project-root", dest="project_root", action="store_true", default=False,
                      help="lint each release's whole package tree and read the case file's findings")
-    how.add_argument("--single-file", dest="project_root", action="store_false", help="lint each case file on its own (default)")
+    how.add_argument("--single-file", dest="project_root", action="store_false",
+                     help="lint each case file on its own (default)")
     parser.add_argument("--jobs", type=int, default=2, help="h2dlint worker processes (default: 2)")
-    parser.add_argument("--only", action="append", default=[], help="only cases whose id contains this (or of this project)")
+    parser.add_argument("--only", action="append", default=[],
+                        help="only cases whose id contains this (or of this project)")
     parser.add_argument("--split", choices=("tuning", "held-out"), help="only the cases of this split")
     parser.add_argument("--verbose", "-v", action="store_true", help="one line per fixed place")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -204,9 +217,8 @@ def main() -> None:
     if args.verbose:
         print("~: hit only by a finding on a neighbouring line (within 3 lines, none on the place's own lines)\n")
         for r in rows:
-            cell = lambda m: ("" if r[m]["on_the_lines"] or not r[m]["hit"] else "~") + (",".join(r[m]["rules"]) or "-") + \
-                ("" if r[m]["gone"] else " (after: " + ",".join(r[m]["after_rules"]) + ")")
-            print(f"{r['case']:48} {r['line']:>5}-{r['end']:<5} {r['kind']:9} default: {cell('default'):24} ALL: {cell('ALL'):30} {r['what']}")
+            print(f"{r['case']:48} {r['line']:>5}-{r['end']:<5} {r['kind']:9} default: {cell(r, 'default'):24} "
+                  f"ALL: {cell(r, 'ALL'):30} {r['what']}")
 
 
 if __name__ == "__main__":
