@@ -114,7 +114,12 @@ def run(args) -> dict:
 
     def one(job):
         mode, path = job
-        return mode, by_file(lint([path], mode == "ALL", config, per_run_jobs))
+        run_config = config
+        if args.project_root:
+            # The release's tree is the project the model covers, not a repository it happens to lie in.
+            run_config = Path(tempfile.mkdtemp(prefix="recall-")) / "h2dlint.toml"
+            run_config.write_text(f"project-root = {json.dumps(str(path))}\n")
+        return mode, by_file(lint([path], mode == "ALL", run_config, per_run_jobs))
 
     merged: dict[str, dict[Path, list[dict]]] = {m: defaultdict(list) for m in MODES}
     with ThreadPoolExecutor(pool_size) as pool:
