@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from .settings import Settings, SettingsError
 from .source import LineIndex, SourceFile
 from .suppression import INPUT_CODES, UNUSED_NOQA, add_noqa_edits
 
-# Edits arriving closer together than this are linted once, after the last one.
+# Changes arriving closer together than this are linted once, after the last one.
 DEBOUNCE_SECONDS = 0.05
 FIX_ALL_KIND = "source.fixAll.h2dlint"
 SOURCE = "h2dlint"
@@ -66,6 +67,7 @@ class H2dlintServer(LanguageServer):
         self.open_uris: set[str] = set()
         self.linted: dict[str, Linted] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.last_change: dict[str, float] = {}  # when each document last changed (time.monotonic)
         self.settings_errors: dict[str, str] = {}  # the last configuration error logged, per document
 
     # -- logging
@@ -143,8 +145,15 @@ class H2dlintServer(LanguageServer):
             types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
 
     def publish_later(self, uri: str) -> None:
+        """Lint after a change: at once when it follows a quiet spell, else when no other change has come for
+        DEBOUNCE_SECONDS. So a single edit is linted without waiting, and a burst of changes (fast typing, or
+        the changes that queued up while a lint ran) is linted once, after its last change."""
         self.cancel_pending(uri)
-        self.pending[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_SECONDS, self.publish_logged, uri)
+        now = time.monotonic()
+        quiet = now - self.last_change.get(uri, float("-inf")) >= DEBOUNCE_SECONDS
+        self.last_change[uri] = now
+        delay = 0 if quiet else DEBOUNCE_SECONDS
+        self.pending[uri] = asyncio.get_running_loop().call_later(delay, self.publish_logged, uri)
 
     def publish_logged(self, uri: str) -> None:
         """`publish`, for a timer: an error there would reach no one."""
@@ -211,7 +220,7 @@ class H2dlintServer(LanguageServer):
             return not only or any(kind == asked or kind.startswith(f"{asked}.") for asked in only)
 
         index = LineIndex(linted.text)
-        actions = []
+        actions, unresolved = [], []
         for finding in linted.findings:
             diagnostic = self.diagnostic(index, finding)
             if not _touches(diagnostic.range, params.range) or not wanted(types.CodeActionKind.QuickFix):
@@ -223,35 +232,44 @@ class H2dlintServer(LanguageServer):
                     kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic], is_preferred=safe,
                     edit=self.workspace_edit(uri, self.text_edits(index, finding.fix.edits))))
             if finding.code not in INPUT_CODES and finding.code != UNUSED_NOQA:
-                edits, _ = add_noqa_edits([finding], linted.text)
-                if edits:
-                    actions.append(types.CodeAction(
-                        title=f"Suppress with `# noqa: {finding.code}`", kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[diagnostic], edit=self.workspace_edit(uri, self.text_edits(index, edits))))
-        if wanted(FIX_ALL_KIND) and linted.linter is not None and any(linted.linter.applicable(finding.fix) for finding in linted.findings):
-            action = types.CodeAction(title=_fix_all_title(linted.linter), kind=FIX_ALL_KIND, data={"uri": uri})
-            # Fixing the whole file takes a lint per round of fixes; a client that can resolve an action asks for
-            # the edit only when the user picks it, not at every move of the cursor.
-            actions.append(action if self.resolves_edits() else self.resolve_fix_all(action))
-        return actions
+                unresolved.append(types.CodeAction(
+                    title=f"Suppress with `# noqa: {finding.code}`", kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diagnostic],
+                    data={"uri": uri, "noqa": [finding.code, finding.start.line, finding.start.column]}))
+        if wanted(FIX_ALL_KIND) and linted.linter is not None and \
+                any(linted.linter.applicable(finding.fix) for finding in linted.findings):
+            unresolved.append(types.CodeAction(title=_fix_all_title(linted.linter), kind=FIX_ALL_KIND,
+                                               data={"uri": uri, "fix_all": True}))
+        # The edits of these take the whole file's tokens, or a lint per round of fixes: a client that can
+        # resolve an action asks for them only when the user picks the action, not at every move of the cursor.
+        return actions + (unresolved if self.resolves_edits() else [self.resolve(action) for action in unresolved])
 
     def resolves_edits(self) -> bool:
         code_action = self.client_capabilities.text_document and self.client_capabilities.text_document.code_action
         return bool(code_action and code_action.resolve_support and "edit" in code_action.resolve_support.properties)
 
-    def resolve_fix_all(self, action: types.CodeAction) -> types.CodeAction:
-        """`action` with the edit that applies what `h2dlint --fix` would apply to the buffer now."""
-        uri = (action.data or {}).get("uri") if isinstance(action.data, dict) else None
+    def resolve(self, action: types.CodeAction) -> types.CodeAction:
+        """`action` with its edit, made for the buffer as it is now: the noqa comment for its finding, or what
+        `h2dlint --fix` would apply to the whole buffer. Without an edit when there is none to make."""
+        data = action.data if isinstance(action.data, dict) else {}
+        uri = data.get("uri")
         linted = self.lint(uri) if isinstance(uri, str) else None
         if linted is None or linted.linter is None:
             return action
-        source = SourceFile(self.path(uri), b"", linted.text, "utf-8")
-        new_text, _, applied = linted.linter.fix(source, list(linted.findings))
-        if applied:
-            index = LineIndex(linted.text)
-            whole = Edit(Position(1, 0), Position(len(index.starts), len(index.line_text(len(index.starts)))),
-                         new_text)
-            action.edit = self.workspace_edit(uri, self.text_edits(index, [whole]))
+        index = LineIndex(linted.text)
+        edits = []
+        if data.get("fix_all"):
+            source = SourceFile(self.path(uri), b"", linted.text, "utf-8")
+            new_text, _, applied = linted.linter.fix(source, list(linted.findings))
+            if applied:
+                last = len(index.starts)
+                edits = [Edit(Position(1, 0), Position(last, len(index.line_text(last))), new_text)]
+        elif "noqa" in data:
+            findings = [finding for finding in linted.findings
+                        if [finding.code, finding.start.line, finding.start.column] == data["noqa"]]
+            edits = add_noqa_edits(findings, linted.text)[0] if findings else []
+        if edits:
+            action.edit = self.workspace_edit(uri, self.text_edits(index, edits))
         return action
 
     def hover(self, params: types.HoverParams) -> types.Hover | None:
@@ -336,6 +354,7 @@ def create_server() -> H2dlintServer:
         ls.cancel_pending(uri)
         ls.open_uris.discard(uri)
         ls.linted.pop(uri, None)
+        ls.last_change.pop(uri, None)
         ls.settings_errors.pop(uri, None)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
@@ -348,7 +367,7 @@ def create_server() -> H2dlintServer:
     @server.feature(types.CODE_ACTION_RESOLVE)
     def resolve_code_action(ls: H2dlintServer, action: types.CodeAction) -> types.CodeAction:
         try:
-            return ls.resolve_fix_all(action) if action.kind == FIX_ALL_KIND else action
+            return ls.resolve(action)
         except Exception as error:  # the action as it was: without an edit, picking it does nothing
             ls.log_internal_error("resolve_code_action", error)
             return action

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import pytest
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
@@ -138,23 +140,60 @@ def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
     return text
 
 
-def session(folder: Path, scenario, capabilities=EDITOR_CAPABILITIES, command=SERVER):
-    """Run `scenario(editor)` against a fresh server started in `folder`, then shut it down cleanly."""
-    async def run():
+class Server:
+    """A server subprocess and the editor driving it, on an event loop in a thread of its own, so that tests can
+    share one server (starting one takes a while: lsprotocol's types alone take most of a second to import)."""
+
+    def __init__(self, folder: Path, capabilities=EDITOR_CAPABILITIES, command=SERVER) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.editor = self.wait(self._start(folder, capabilities, command))
+
+    @staticmethod
+    async def _start(folder: Path, capabilities, command) -> Editor:
         editor = Editor()
         await editor.start(folder, capabilities, command)
+        return editor
+
+    def wait(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=4 * WAIT_SECONDS)
+
+    def run(self, scenario):
+        """Run `scenario(editor)` against this server."""
+        return self.wait(scenario(self.editor))
+
+    def close(self) -> None:
         try:
-            return await scenario(editor)
+            self.wait(self.editor.stop())
         finally:
-            await editor.stop()
-    return asyncio.run(run())
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join()
+            self.loop.close()
+
+
+def session(folder: Path, scenario, capabilities=EDITOR_CAPABILITIES, command=SERVER):
+    """Run `scenario(editor)` against a server of its own, started in `folder`, then shut it down cleanly."""
+    server = Server(folder, capabilities, command)
+    try:
+        return server.run(scenario)
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One server for the tests that need nothing special; each test opens files of its own."""
+    server = Server(tmp_path_factory.mktemp("server"))
+    yield server
+    server.close()
 
 
 def whole_line(line: int) -> types.Range:
     return types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line + 1, character=0))
 
 
-def test_fix_as_a_quick_fix_clears_the_diagnostic(tmp_path):
+def test_fix_as_a_quick_fix_clears_the_diagnostic(server, tmp_path):
     async def scenario(editor: Editor):
         uri, diagnostics = await editor.open(tmp_path / "model.py", SAFE)
         assert [(d.code, d.source, d.range.start.line, d.severity) for d in diagnostics] == \
@@ -172,10 +211,10 @@ def test_fix_as_a_quick_fix_clears_the_diagnostic(tmp_path):
             in editor.texts[uri]
         assert [d.range.start.line for d in diagnostics] == [8]
 
-    session(tmp_path, scenario)
+    server.run(scenario)
 
 
-def test_unsafe_fix_is_labelled_and_not_preferred(tmp_path):
+def test_unsafe_fix_is_labelled_and_not_preferred(server, tmp_path):
     async def scenario(editor: Editor):
         uri, diagnostics = await editor.open(tmp_path / "model.py", UNSAFE)
         assert [d.code for d in diagnostics] == ["HDL101"]
@@ -186,10 +225,10 @@ def test_unsafe_fix_is_labelled_and_not_preferred(tmp_path):
         # Fix all applies what `h2dlint --fix` would: safe fixes only, and here there are none.
         assert not any(action.kind == "source.fixAll.h2dlint" for action in actions)
 
-    session(tmp_path, scenario)
+    server.run(scenario)
 
 
-def test_fix_all_applies_every_safe_fix_and_is_resolved_lazily(tmp_path):
+def test_fix_all_applies_every_safe_fix_and_is_resolved_lazily(server, tmp_path):
     async def scenario(editor: Editor):
         uri, diagnostics = await editor.open(tmp_path / "model.py", SAFE)
         assert len(diagnostics) == 2
@@ -200,10 +239,10 @@ def test_fix_all_applies_every_safe_fix_and_is_resolved_lazily(tmp_path):
         assert await editor.apply(action.edit) == []
         assert editor.texts[uri].count("non_blocking=True") == 2
 
-    session(tmp_path, scenario)
+    server.run(scenario)
 
 
-def test_fix_all_comes_with_its_edit_for_a_client_that_cannot_resolve(tmp_path):
+def test_actions_come_with_their_edits_for_a_client_that_cannot_resolve(tmp_path):
     capabilities = types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(
         workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=False)))
 
@@ -212,24 +251,29 @@ def test_fix_all_comes_with_its_edit_for_a_client_that_cannot_resolve(tmp_path):
         (action,) = await editor.code_actions(uri, whole_line(0), only=[types.CodeActionKind.Source])
         (edits,) = action.edit.changes.values()  # no versioned document changes: the client has none
         assert apply_text_edits(SAFE, edits).count("non_blocking=True") == 2
+        fix, noqa = await editor.code_actions(uri, whole_line(8), only=[types.CodeActionKind.QuickFix])
+        (edits,) = noqa.edit.changes.values()
+        assert apply_text_edits(SAFE, edits).splitlines()[8].endswith("device='cuda')  # noqa: HDL101")
 
     session(tmp_path, scenario, capabilities)
 
 
-def test_noqa_action_suppresses_the_finding(tmp_path):
+def test_noqa_action_suppresses_the_finding(server, tmp_path):
     async def scenario(editor: Editor):
         uri, _ = await editor.open(tmp_path / "model.py", SAFE)
         actions = await editor.code_actions(uri, whole_line(8))
         (noqa,) = [action for action in actions if "noqa" in action.title]
         assert noqa.title == "Suppress with `# noqa: HDL101`" and not noqa.is_preferred
+        assert noqa.edit is None  # made when the action is picked
+        noqa = await editor.resolve(noqa)
         diagnostics = await editor.apply(noqa.edit)
         assert editor.texts[uri].splitlines()[8] == "CONSTANTS = torch.tensor([1, 2], device='cuda')  # noqa: HDL101"
         assert [d.range.start.line for d in diagnostics] == [5]
 
-    session(tmp_path, scenario)
+    server.run(scenario)
 
 
-def test_hover_shows_the_rule_docs(tmp_path):
+def test_hover_shows_the_rule_docs(server, tmp_path):
     async def scenario(editor: Editor):
         uri, _ = await editor.open(tmp_path / "model.py", SAFE)
         hover = await editor.hover(uri, 5, 20)
@@ -238,7 +282,7 @@ def test_hover_shows_the_rule_docs(tmp_path):
         assert hover.range.start == types.Position(line=5, character=11)
         assert await editor.hover(uri, 0, 3) is None  # no finding under `import`
 
-    session(tmp_path, scenario)
+    server.run(scenario)
 
 
 def test_hover_text_is_what_the_rule_command_prints():
@@ -247,7 +291,7 @@ def test_hover_text_is_what_the_rule_command_prints():
     assert printed.strip() == rule_help(all_rules()["HDL101"])
 
 
-def test_columns_are_utf16_code_units(tmp_path):
+def test_columns_are_utf16_code_units(server, tmp_path):
     """A character outside the BMP before a finding is one code point but two UTF-16 code units."""
     text = "import torch\n\n\ndef step(ids, states):\n    s = '\U0001F600'; return torch.tensor(ids, device=states.device)\n"
 
@@ -263,12 +307,12 @@ def test_columns_are_utf16_code_units(tmp_path):
             "    s = '\U0001F600'; return torch.tensor(ids, pin_memory=torch.cuda.is_available())"
             ".to(states.device, non_blocking=True)")
 
-    session(tmp_path, scenario)
+    server.run(scenario)
 
 
-def test_configuration_of_the_file_applies(tmp_path):
-    """The closest configuration is found from the file, as `h2dlint FILE` finds it: here a per-file-ignore
-    for tests/ in a pyproject.toml above the server's folder."""
+def test_configuration_of_the_file_applies(server, tmp_path):
+    """The closest configuration is found from the file, as `h2dlint FILE` finds it (the server runs in another
+    folder): a per-file-ignore for tests/ and an exclude in a pyproject.toml above the files."""
     (tmp_path / "pyproject.toml").write_text('[tool.h2dlint]\nper-file-ignores = { "tests/**" = ["HDL101"] }\n'
                                              'exclude = ["generated/"]\n')
     for folder in ("tests", "src", "generated"):
@@ -280,10 +324,10 @@ def test_configuration_of_the_file_applies(tmp_path):
         _, reported = await editor.open(tmp_path / "src" / "model.py", SAFE)
         assert (ignored, excluded, [d.code for d in reported]) == ([], [], ["HDL101", "HDL101"])
 
-    session(tmp_path / "src", scenario)
+    server.run(scenario)
 
 
-def test_lints_the_buffer_not_the_file(tmp_path):
+def test_lints_the_buffer_not_the_file(server, tmp_path):
     path = tmp_path / "model.py"
     path.write_text("print('nothing here')\n")
 
@@ -291,11 +335,11 @@ def test_lints_the_buffer_not_the_file(tmp_path):
         _, diagnostics = await editor.open(path, SAFE)
         assert len(diagnostics) == 2
 
-    session(tmp_path, scenario)
+    server.run(scenario)
     assert path.read_text() == "print('nothing here')\n"
 
 
-def test_bad_input_does_not_stop_the_server(tmp_path):
+def test_bad_input_does_not_stop_the_server(server, tmp_path):
     async def scenario(editor: Editor):
         broken = "import torch\nx = torch.tensor([1], device='cuda')\ndef f(:\n"
         uri, (syntax_error,) = await editor.open(tmp_path / "broken.py", broken)
@@ -318,7 +362,7 @@ def test_bad_input_does_not_stop_the_server(tmp_path):
         assert len(await editor.diagnostics(uri)) == 2
         assert any("internal error" in message for message in editor.logs)
 
-    session(tmp_path, scenario)
+    server.run(scenario)
 
 
 def test_internal_error_in_a_rule_is_logged_and_the_server_goes_on(tmp_path):
@@ -334,7 +378,7 @@ def test_internal_error_in_a_rule_is_logged_and_the_server_goes_on(tmp_path):
     session(tmp_path, scenario, command=SERVER_WITH_A_BROKEN_RULE)
 
 
-def test_configuration_error_is_logged_and_the_server_goes_on(tmp_path):
+def test_configuration_error_is_logged_and_the_server_goes_on(server, tmp_path):
     (tmp_path / "h2dlint.toml").write_text("select = 3\n")
 
     async def scenario(editor: Editor):
@@ -345,7 +389,7 @@ def test_configuration_error_is_logged_and_the_server_goes_on(tmp_path):
         assert len(diagnostics) == 2
         assert any("`select` must be a list of strings" in message for message in editor.logs)
 
-    session(tmp_path, scenario)
+    server.run(scenario)
 
 
 def test_importing_the_cli_does_not_import_pygls():
