@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -31,6 +32,15 @@ from bench import default_tree  # noqa: E402  (the sibling script, not a package
 DEFAULT_FILE = Path("layers") / "attention" / "triton_backend.py"
 WAIT_SECONDS = 60
 PAUSE_SECONDS = 0.3  # between edits: longer than the debounce, so no two edits are linted together
+
+# What VS Code tells a server: it resolves a code action's edit when the user picks it, and applies edits
+# tied to a document version.
+EDITOR_CAPABILITIES = types.ClientCapabilities(
+    workspace=types.WorkspaceClientCapabilities(
+        workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True)),
+    text_document=types.TextDocumentClientCapabilities(
+        code_action=types.CodeActionClientCapabilities(
+            resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"]))))
 
 
 class Session:
@@ -55,7 +65,7 @@ async def one_round(path: Path, text: str, edits: int) -> dict[str, list[float]]
     client = session.client
     started = time.perf_counter()
     await client.start_io(sys.executable, "-m", "h2dlint", "server", cwd=str(path.parent))
-    await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
+    await client.initialize_async(types.InitializeParams(capabilities=EDITOR_CAPABILITIES,
                                                          root_uri=from_fs_path(str(path.parent))))
     client.initialized(types.InitializedParams())
     uri = from_fs_path(str(path))
@@ -110,13 +120,15 @@ def main() -> int:
     if "import torch" not in text:
         text = "import torch\n" + text
 
+    load_before = os.getloadavg()[0]
     results: dict[str, list[float]] = {}
     for _ in range(args.rounds):
         for name, values in asyncio.run(one_round(path, text, args.edits)).items():
             results.setdefault(name, []).extend(values)
 
     print(f"file: {path} ({text.count(chr(10)):,} lines, {int(results['findings'][0])} findings)")
-    print(f"python: {sys.version.split()[0]}; {args.rounds} rounds, {args.edits} edits each")
+    print(f"python: {sys.version.split()[0]}; {args.rounds} rounds, {args.edits} edits each; "
+          f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores")
     print(f"first diagnostics after didOpen:        {describe(results['first'])}")
     print(f"  from starting the server process:     {describe(results['from start'])}")
     print(f"re-lint, didChange -> publishDiagnostics: {describe(results['re-lint'])}")

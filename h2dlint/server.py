@@ -26,7 +26,8 @@ from . import __version__
 from .config import resolve_settings
 from .discovery import force_excluded
 from .engine import Linter
-from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Position
+from .model import SYNTAX_ERROR, Applicability, Edit, Finding, Position
+from .notebook import Notebook, join_cells
 from .output import rule_url
 from .rule import all_rules, rule_help
 from .settings import Settings, SettingsError
@@ -49,23 +50,40 @@ WARM_UP_SOURCE = "import torch\n\ndef step(ids, x):\n    return torch.tensor(ids
 
 
 @dataclass(frozen=True)
+class LintedNotebook:
+    """A notebook's code cells, linted together as one Python text (as `h2dlint demo.ipynb` does)."""
+
+    cell_uris: tuple[str, ...]  # its code cells, in order
+    texts: tuple[str, ...]
+    linter: Linter | None
+    joined: Notebook
+    findings: tuple[Finding, ...]  # in the joined text
+
+
+@dataclass(frozen=True)
 class Linted:
-    """A buffer's text and what linting it found."""
+    """A buffer's text (a file's, or a notebook cell's) and what linting it found."""
 
     text: str
     linter: Linter | None  # None: the file is excluded, or its configuration is broken
-    findings: tuple[Finding, ...]
+    findings: tuple[Finding, ...]  # for a cell, counted within the cell
+    notebook: LintedNotebook | None = None  # the notebook a cell is in
 
 
 class H2dlintServer(LanguageServer):
     def __init__(self) -> None:
         # Full syncs: pygls splits a buffer into lines as str.splitlines does (at form feeds too), unlike the
         # protocol, so applying incremental changes could garble a file with such characters.
-        super().__init__("h2dlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        super().__init__("h2dlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full,
+                         notebook_document_sync=types.NotebookDocumentSyncOptions(notebook_selector=[
+                             types.NotebookDocumentFilterWithCells(
+                                 notebook="*", cells=[types.NotebookCellLanguage(language="python")])], save=True))
         self.rules = all_rules()
         self.linters: dict[tuple[Settings, tuple[str, ...]], Linter] = {}
         self.open_uris: set[str] = set()
         self.linted: dict[str, Linted] = {}
+        self.open_notebooks: set[str] = set()
+        self.linted_notebooks: dict[str, LintedNotebook] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.last_change: dict[str, float] = {}  # when each document last changed (time.monotonic)
         self.settings_errors: dict[str, str] = {}  # the last configuration error logged, per document
@@ -115,7 +133,12 @@ class H2dlintServer(LanguageServer):
         return self.linters[key]
 
     def lint(self, uri: str) -> Linted | None:
-        """What linting the open document `uri` finds now; None for a document that is not open."""
+        """What linting the open document `uri` (a file, or a notebook's cell) finds now; None for a document
+        that is not open."""
+        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+        if notebook is not None and notebook.uri in self.open_notebooks:
+            linted = self.lint_notebook(notebook.uri)
+            return self.linted.get(uri) if linted is not None else None
         if uri not in self.open_uris:
             return None
         text = self.workspace.get_text_document(uri).source
@@ -124,25 +147,65 @@ class H2dlintServer(LanguageServer):
         known = self.linted.get(uri)
         if known is not None and known.text == text and known.linter is linter:
             return known
-        findings: tuple[Finding, ...] = ()
-        if linter is not None:
-            try:
-                findings = tuple(linter.lint(SourceFile(path, text.encode("utf-8", "surrogatepass"), text, "utf-8")))
-            except Exception as error:  # a bug in a rule: no findings for this text, and the server goes on
-                self.log_internal_error(str(path), error)
-        self.linted[uri] = Linted(text, linter, findings)
+        source = SourceFile(path, text.encode("utf-8", "surrogatepass"), text, "utf-8")
+        self.linted[uri] = Linted(text, linter, self.findings(linter, source))
         return self.linted[uri]
 
+    def findings(self, linter: Linter | None, source: SourceFile) -> tuple[Finding, ...]:
+        if linter is None:
+            return ()
+        try:
+            return tuple(linter.lint(source))
+        except Exception as error:  # a bug in a rule: no findings for this text, and the server goes on
+            self.log_internal_error(str(source.path), error)
+            return ()
+
+    def lint_notebook(self, uri: str) -> LintedNotebook | None:
+        """Lint the open notebook `uri`'s code cells together, and keep each cell's findings for its cell."""
+        notebook = self.workspace.get_notebook_document(notebook_uri=uri)
+        if notebook is None or uri not in self.open_notebooks:
+            return None
+        cell_uris = tuple(cell.document for cell in notebook.cells if cell.kind == types.NotebookCellKind.Code)
+        texts = tuple(self.workspace.get_text_document(cell_uri).source for cell_uri in cell_uris)
+        path = self.path(uri)
+        linter = self.linter_for(uri, path)
+        known = self.linted_notebooks.get(uri)
+        if known is not None and (known.cell_uris, known.texts) == (cell_uris, texts) and known.linter is linter:
+            return known
+        joined = join_cells(path, [(number, None, False, text) for number, text in enumerate(texts, 1)])
+        findings = self.findings(linter, joined.python)
+        linted = LintedNotebook(cell_uris, texts, linter, joined, findings)
+        by_cell: dict[str, list[Finding]] = {cell_uri: [] for cell_uri in cell_uris}
+        for finding in map(joined.locate, findings):
+            by_cell[cell_uris[finding.cell - 1]].append(finding)
+        for cell_uri, text in zip(cell_uris, texts):
+            self.linted[cell_uri] = Linted(text, linter, tuple(by_cell[cell_uri]), linted)
+        self.linted_notebooks[uri] = linted
+        return linted
+
     def publish(self, uri: str) -> None:
+        """Lint a document, or every cell of a notebook, and publish the diagnostics."""
         self.cancel_pending(uri)
-        linted = self.lint(uri)
-        if linted is None:
-            return
-        index = LineIndex(linted.text)
-        diagnostics = [self.diagnostic(index, finding) for finding in linted.findings]
-        version = self.workspace.get_text_document(uri).version
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
+        if uri in self.open_notebooks:
+            before = self.linted_notebooks.get(uri)
+            linted_notebook = self.lint_notebook(uri)
+            if linted_notebook is None:
+                return
+            for gone in set(before.cell_uris if before else ()) - set(linted_notebook.cell_uris):
+                self.linted.pop(gone, None)
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=gone, diagnostics=[]))
+            uris = linted_notebook.cell_uris
+        else:
+            uris = (uri,)
+        for each in uris:
+            linted = self.lint(each)
+            if linted is None:
+                continue
+            index = LineIndex(linted.text)
+            diagnostics = [self.diagnostic(index, finding) for finding in linted.findings]
+            version = self.workspace.get_text_document(each).version
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=each, version=version, diagnostics=diagnostics))
 
     def publish_later(self, uri: str) -> None:
         """Lint after a change: at once when it follows a quiet spell, else when no other change has come for
@@ -197,15 +260,18 @@ class H2dlintServer(LanguageServer):
                 for edit in edits]
 
     def workspace_edit(self, uri: str, text_edits: list[types.TextEdit]) -> types.WorkspaceEdit:
-        """The edits, tied to the document's version where the client can check it (so it refuses them once
-        the buffer has changed)."""
+        return self.workspace_edits({uri: text_edits})
+
+    def workspace_edits(self, text_edits: dict[str, list[types.TextEdit]]) -> types.WorkspaceEdit:
+        """Edits to documents (by URI), tied to each document's version where the client can check it (so it
+        refuses them once the buffer has changed)."""
         capabilities = self.client_capabilities.workspace
         if capabilities and capabilities.workspace_edit and capabilities.workspace_edit.document_changes:
-            version = self.workspace.get_text_document(uri).version
-            document = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
-            return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=document,
-                                                                                edits=text_edits)])
-        return types.WorkspaceEdit(changes={uri: text_edits})
+            return types.WorkspaceEdit(document_changes=[
+                types.TextDocumentEdit(text_document=types.OptionalVersionedTextDocumentIdentifier(
+                    uri=uri, version=self.workspace.get_text_document(uri).version), edits=edits)
+                for uri, edits in text_edits.items()])
+        return types.WorkspaceEdit(changes=text_edits)
 
     # -- code actions and hover
 
@@ -236,8 +302,9 @@ class H2dlintServer(LanguageServer):
                     title=f"Suppress with `# noqa: {finding.code}`", kind=types.CodeActionKind.QuickFix,
                     diagnostics=[diagnostic],
                     data={"uri": uri, "noqa": [finding.code, finding.start.line, finding.start.column]}))
+        every_finding = linted.notebook.findings if linted.notebook is not None else linted.findings
         if wanted(FIX_ALL_KIND) and linted.linter is not None and \
-                any(linted.linter.applicable(finding.fix) for finding in linted.findings):
+                any(linted.linter.applicable(finding.fix) for finding in every_finding):
             unresolved.append(types.CodeAction(title=_fix_all_title(linted.linter), kind=FIX_ALL_KIND,
                                                data={"uri": uri, "fix_all": True}))
         # The edits of these take the whole file's tokens, or a lint per round of fixes: a client that can
@@ -256,21 +323,34 @@ class H2dlintServer(LanguageServer):
         linted = self.lint(uri) if isinstance(uri, str) else None
         if linted is None or linted.linter is None:
             return action
-        index = LineIndex(linted.text)
-        edits = []
-        if data.get("fix_all"):
+        if data.get("fix_all") and linted.notebook is not None:
+            notebook = linted.notebook
+            new_text, _, applied = linted.linter.fix(notebook.joined.python, list(notebook.findings))
+            new_texts = dict(zip((cell.number for cell in notebook.joined.cells),
+                                 notebook.joined.cell_texts(new_text)))
+            replaced = {cell_uri: self.replace_all(text, new_texts[number])
+                        for number, (cell_uri, text) in enumerate(zip(notebook.cell_uris, notebook.texts), 1)
+                        if number in new_texts and new_texts[number] != text}
+            if applied and replaced:
+                action.edit = self.workspace_edits(replaced)
+        elif data.get("fix_all"):
             source = SourceFile(self.path(uri), b"", linted.text, "utf-8")
             new_text, _, applied = linted.linter.fix(source, list(linted.findings))
             if applied:
-                last = len(index.starts)
-                edits = [Edit(Position(1, 0), Position(last, len(index.line_text(last))), new_text)]
+                action.edit = self.workspace_edit(uri, self.replace_all(linted.text, new_text))
         elif "noqa" in data:
             findings = [finding for finding in linted.findings
                         if [finding.code, finding.start.line, finding.start.column] == data["noqa"]]
             edits = add_noqa_edits(findings, linted.text)[0] if findings else []
-        if edits:
-            action.edit = self.workspace_edit(uri, self.text_edits(index, edits))
+            if edits:
+                action.edit = self.workspace_edit(uri, self.text_edits(LineIndex(linted.text), edits))
         return action
+
+    def replace_all(self, text: str, new_text: str) -> list[types.TextEdit]:
+        """One edit replacing the whole of `text` with `new_text`."""
+        index = LineIndex(text)
+        last = len(index.starts)
+        return self.text_edits(index, [Edit(Position(1, 0), Position(last, len(index.line_text(last))), new_text)])
 
     def hover(self, params: types.HoverParams) -> types.Hover | None:
         """The docs of the rules reported where the cursor is, as `h2dlint rule CODE` prints them."""
@@ -357,6 +437,36 @@ def create_server() -> H2dlintServer:
         ls.last_change.pop(uri, None)
         ls.settings_errors.pop(uri, None)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    @_logged
+    def did_open_notebook(ls: H2dlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.open_notebooks.add(params.notebook_document.uri)
+        ls.publish(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    @_logged
+    def did_change_notebook(ls: H2dlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        if params.notebook_document.uri in ls.open_notebooks:
+            ls.publish_later(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    @_logged
+    def did_save_notebook(ls: H2dlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        ls.publish(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    @_logged
+    def did_close_notebook(ls: H2dlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        ls.cancel_pending(uri)
+        ls.open_notebooks.discard(uri)
+        ls.last_change.pop(uri, None)
+        ls.settings_errors.pop(uri, None)
+        linted = ls.linted_notebooks.pop(uri, None)
+        for cell_uri in linted.cell_uris if linted else ():
+            ls.linted.pop(cell_uri, None)
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=True))

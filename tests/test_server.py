@@ -293,7 +293,8 @@ def test_hover_text_is_what_the_rule_command_prints():
 
 def test_columns_are_utf16_code_units(server, tmp_path):
     """A character outside the BMP before a finding is one code point but two UTF-16 code units."""
-    text = "import torch\n\n\ndef step(ids, states):\n    s = '\U0001F600'; return torch.tensor(ids, device=states.device)\n"
+    text = ("import torch\n\n\ndef step(ids, states):\n"
+            "    s = '\U0001F600'; return torch.tensor(ids, device=states.device)\n")
 
     async def scenario(editor: Editor):
         uri, (diagnostic,) = await editor.open(tmp_path / "model.py", text)
@@ -388,6 +389,64 @@ def test_configuration_error_is_logged_and_the_server_goes_on(server, tmp_path):
         _, diagnostics = await editor.open(tmp_path / "other.py", SAFE)
         assert len(diagnostics) == 2
         assert any("`select` must be a list of strings" in message for message in editor.logs)
+
+    server.run(scenario)
+
+
+def test_notebook_cells_are_checked_together(server, tmp_path):
+    """The code cells of a notebook the editor opens as one are linted together (the import is in another
+    cell); diagnostics and fixes count lines within their cell; fix all fixes every cell."""
+    notebook = from_fs_path(str(tmp_path / "demo.ipynb"))
+    cells = {f"{notebook}#cell{number}": text for number, text in enumerate(
+        ["import torch\n", "# Notes\n", "%matplotlib inline\nx = torch.tensor([1, 2], device='cuda')\n",
+         "y = torch.tensor([3, 4], device='cuda')"], 1)}
+    uris = list(cells)
+    kinds = [types.NotebookCellKind.Code, types.NotebookCellKind.Markup, types.NotebookCellKind.Code,
+             types.NotebookCellKind.Code]
+
+    def change_cell(editor: Editor, uri: str, text: str, version: int) -> None:
+        editor.texts[uri], editor.versions[uri] = text, version
+        editor.client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(version=version, uri=notebook),
+            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
+                types.NotebookDocumentCellContentChanges(
+                    document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                    changes=[types.TextDocumentContentChangeWholeDocument(text=text)])]))))
+
+    async def scenario(editor: Editor):
+        for uri, text in cells.items():
+            editor.texts[uri], editor.versions[uri] = text, 1
+        languages = ["python" if kind == types.NotebookCellKind.Code else "markdown" for kind in kinds]
+        editor.client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=notebook, notebook_type="jupyter-notebook", version=1,
+                cells=[types.NotebookCell(kind=kind, document=uri) for kind, uri in zip(kinds, uris)]),
+            cell_text_documents=[types.TextDocumentItem(uri=uri, language_id=language, version=1, text=cells[uri])
+                                 for language, uri in zip(languages, uris)]))
+        published = {uri: await editor.diagnostics(uri) for uri in (uris[0], uris[2], uris[3])}
+        assert published[uris[0]] == []
+        (third,) = published[uris[2]]
+        assert (third.code, third.range.start) == ("HDL101", types.Position(line=1, character=4))
+        assert [d.code for d in published[uris[3]]] == ["HDL101"]
+
+        fix, _ = await editor.code_actions(uris[2], third.range, only=[types.CodeActionKind.QuickFix])
+        (cell_edit,) = fix.edit.document_changes
+        assert cell_edit.text_document.uri == uris[2]
+        change_cell(editor, uris[2], apply_text_edits(cells[uris[2]], cell_edit.edits), 2)
+        assert await editor.diagnostics(uris[2]) == []
+        assert editor.texts[uris[2]].startswith("%matplotlib inline\nx = torch.tensor([1, 2], pin_memory=True)")
+
+        (fix_all,) = await editor.code_actions(uris[0], whole_line(0), only=[types.CodeActionKind.SourceFixAll])
+        fix_all = await editor.resolve(fix_all)
+        (cell_edit,) = fix_all.edit.document_changes  # only the cell left to fix
+        assert cell_edit.text_document.uri == uris[3]
+        assert apply_text_edits(cells[uris[3]], cell_edit.edits) == \
+            "y = torch.tensor([3, 4], pin_memory=True).to('cuda', non_blocking=True)"
+
+        editor.client.notebook_document_did_close(types.DidCloseNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=notebook),
+            cell_text_documents=[types.TextDocumentIdentifier(uri=uri) for uri in uris]))
+        assert await editor.hover(uris[3], 0, 8) is None
 
     server.run(scenario)
 
