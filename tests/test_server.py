@@ -454,3 +454,19 @@ def test_notebook_cells_are_checked_together(server, tmp_path):
 def test_importing_the_cli_does_not_import_pygls():
     code = "import sys, h2dlint.cli; assert not [m for m in sys.modules if m.startswith(('pygls', 'lsprotocol'))]"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_without_pygls_the_command_says_what_to_install():
+    code = "import sys; sys.modules['pygls'] = None; from h2dlint.cli import main; main(['server'])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2 and "pip install 'h2dlint[server]'" in done.stderr
+
+
+def test_benchmark_drives_the_server(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(SAFE)
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "server.py"
+    report = subprocess.run([sys.executable, str(script), str(path), "--rounds", "1", "--edits", "2"],
+                            capture_output=True, text=True, check=True).stdout
+    assert f"({SAFE.count(chr(10))} lines, 2 findings)" in report
+    assert "re-lint, didChange -> publishDiagnostics: median" in report and "n=2)" in report
