@@ -317,12 +317,20 @@ class H2dlintServer(LanguageServer):
 
     def resolve(self, action: types.CodeAction) -> types.CodeAction:
         """`action` with its edit, made for the buffer as it is now: the noqa comment for its finding, or what
-        `h2dlint --fix` would apply to the whole buffer. Without an edit when there is none to make."""
+        `h2dlint --fix` would apply to the whole buffer. Without an edit when there is none to make, or when
+        making it failed (logged): then picking the action does nothing."""
+        try:
+            self.add_edit(action)
+        except Exception as error:
+            self.log_internal_error("resolve", error)
+        return action
+
+    def add_edit(self, action: types.CodeAction) -> None:
         data = action.data if isinstance(action.data, dict) else {}
         uri = data.get("uri")
         linted = self.lint(uri) if isinstance(uri, str) else None
         if linted is None or linted.linter is None:
-            return action
+            return
         if data.get("fix_all") and linted.notebook is not None:
             notebook = linted.notebook
             new_text, _, applied = linted.linter.fix(notebook.joined.python, list(notebook.findings))
@@ -344,7 +352,6 @@ class H2dlintServer(LanguageServer):
             edits = add_noqa_edits(findings, linted.text)[0] if findings else []
             if edits:
                 action.edit = self.workspace_edit(uri, self.text_edits(LineIndex(linted.text), edits))
-        return action
 
     def replace_all(self, text: str, new_text: str) -> list[types.TextEdit]:
         """One edit replacing the whole of `text` with `new_text`."""
@@ -476,11 +483,7 @@ def create_server() -> H2dlintServer:
 
     @server.feature(types.CODE_ACTION_RESOLVE)
     def resolve_code_action(ls: H2dlintServer, action: types.CodeAction) -> types.CodeAction:
-        try:
-            return ls.resolve(action)
-        except Exception as error:  # the action as it was: without an edit, picking it does nothing
-            ls.log_internal_error("resolve_code_action", error)
-            return action
+        return ls.resolve(action)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     @_logged
