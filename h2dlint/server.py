@@ -207,6 +207,18 @@ class H2dlintServer(LanguageServer):
             self.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(uri=each, version=version, diagnostics=diagnostics))
 
+    def close(self, uri: str) -> None:
+        """Forget a closed document or notebook, and clear its diagnostics (each cell's, for a notebook)."""
+        self.cancel_pending(uri)
+        self.open_uris.discard(uri)
+        self.open_notebooks.discard(uri)
+        self.last_change.pop(uri, None)
+        self.settings_errors.pop(uri, None)
+        notebook = self.linted_notebooks.pop(uri, None)
+        for closed in notebook.cell_uris if notebook is not None else (uri,):
+            self.linted.pop(closed, None)
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=closed, diagnostics=[]))
+
     def publish_later(self, uri: str) -> None:
         """Lint after a change: at once when it follows a quiet spell, else when no other change has come for
         DEBOUNCE_SECONDS. So a single edit is linted without waiting, and a burst of changes (fast typing, or
@@ -397,6 +409,12 @@ def _fix_all_title(linter: Linter) -> str:
     return "h2dlint: fix all" + (" fixes, unsafe ones included" if linter.settings.unsafe_fixes else " safe fixes")
 
 
+def _document_uri(params) -> str:
+    """The document a notification is about: a notebook, or a text document."""
+    notebook = getattr(params, "notebook_document", None)
+    return notebook.uri if notebook is not None else params.text_document.uri
+
+
 def _logged(handler):
     """A handler that logs an internal error and answers nothing, instead of failing the request."""
     @functools.wraps(handler)
@@ -417,63 +435,34 @@ def create_server() -> H2dlintServer:
     def initialized(ls: H2dlintServer, params: types.InitializedParams) -> None:
         ls.warm_up()
 
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    @_logged
-    def did_open(ls: H2dlintServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.open_uris.add(params.text_document.uri)
-        ls.publish(params.text_document.uri)
+    # A notebook's notifications are handled as a file's: its cells are linted together.
 
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     @_logged
-    def did_change(ls: H2dlintServer, params: types.DidChangeTextDocumentParams) -> None:
-        if params.text_document.uri in ls.open_uris:
-            ls.publish_later(params.text_document.uri)
+    def did_open(ls: H2dlintServer, params) -> None:
+        uri = _document_uri(params)
+        (ls.open_notebooks if hasattr(params, "notebook_document") else ls.open_uris).add(uri)
+        ls.publish(uri)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     @_logged
-    def did_save(ls: H2dlintServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.publish(params.text_document.uri)
+    def did_change(ls: H2dlintServer, params) -> None:
+        uri = _document_uri(params)
+        if uri in ls.open_uris or uri in ls.open_notebooks:
+            ls.publish_later(uri)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     @_logged
-    def did_close(ls: H2dlintServer, params: types.DidCloseTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        ls.cancel_pending(uri)
-        ls.open_uris.discard(uri)
-        ls.linted.pop(uri, None)
-        ls.last_change.pop(uri, None)
-        ls.settings_errors.pop(uri, None)
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    def did_save(ls: H2dlintServer, params) -> None:
+        ls.publish(_document_uri(params))
 
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     @_logged
-    def did_open_notebook(ls: H2dlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
-        ls.open_notebooks.add(params.notebook_document.uri)
-        ls.publish(params.notebook_document.uri)
+    def did_close(ls: H2dlintServer, params) -> None:
+        ls.close(_document_uri(params))
 
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
-    @_logged
-    def did_change_notebook(ls: H2dlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
-        if params.notebook_document.uri in ls.open_notebooks:
-            ls.publish_later(params.notebook_document.uri)
-
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
-    @_logged
-    def did_save_notebook(ls: H2dlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
-        ls.publish(params.notebook_document.uri)
-
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
-    @_logged
-    def did_close_notebook(ls: H2dlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
-        uri = params.notebook_document.uri
-        ls.cancel_pending(uri)
-        ls.open_notebooks.discard(uri)
-        ls.last_change.pop(uri, None)
-        ls.settings_errors.pop(uri, None)
-        linted = ls.linted_notebooks.pop(uri, None)
-        for cell_uri in linted.cell_uris if linted else ():
-            ls.linted.pop(cell_uri, None)
-            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
+    for handler, methods in ((did_open, (types.TEXT_DOCUMENT_DID_OPEN, types.NOTEBOOK_DOCUMENT_DID_OPEN)),
+                             (did_change, (types.TEXT_DOCUMENT_DID_CHANGE, types.NOTEBOOK_DOCUMENT_DID_CHANGE)),
+                             (did_save, (types.TEXT_DOCUMENT_DID_SAVE, types.NOTEBOOK_DOCUMENT_DID_SAVE)),
+                             (did_close, (types.TEXT_DOCUMENT_DID_CLOSE, types.NOTEBOOK_DOCUMENT_DID_CLOSE))):
+        for method in methods:
+            server.feature(method)(handler)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=True))

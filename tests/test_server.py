@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import subprocess
 import sys
 import threading
@@ -35,12 +36,12 @@ SERVER_WITH_A_BROKEN_RULE = (sys.executable, "-c", "from h2dlint.rule import all
                              "all_rules()['HDL101'].candidates = classmethod(broken)\n"
                              "from h2dlint.server import serve\nserve()\n")
 
-EDITOR_CAPABILITIES = types.ClientCapabilities(
-    workspace=types.WorkspaceClientCapabilities(
-        workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True)),
-    text_document=types.TextDocumentClientCapabilities(
-        code_action=types.CodeActionClientCapabilities(
-            resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"]))))
+BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "server.py"
+# What VS Code declares (it resolves code action edits, and takes edits tied to a version), as the benchmark has it.
+_spec = importlib.util.spec_from_file_location("server_benchmark", BENCHMARK)
+_benchmark = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_benchmark)
+EDITOR_CAPABILITIES = _benchmark.EDITOR_CAPABILITIES
 
 
 class Editor:
@@ -465,8 +466,7 @@ def test_without_pygls_the_command_says_what_to_install():
 def test_benchmark_drives_the_server(tmp_path):
     path = tmp_path / "model.py"
     path.write_text(SAFE)
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "server.py"
-    report = subprocess.run([sys.executable, str(script), str(path), "--rounds", "1", "--edits", "2"],
+    report = subprocess.run([sys.executable, str(BENCHMARK), str(path), "--rounds", "1", "--edits", "2"],
                             capture_output=True, text=True, check=True).stdout
     assert f"({SAFE.count(chr(10))} lines, 2 findings)" in report
     assert "re-lint, didChange -> publishDiagnostics: median" in report and "n=2)" in report
