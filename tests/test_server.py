@@ -14,6 +14,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
+from h2dlint.output import rule_url
 from h2dlint.rule import all_rules, rule_help
 
 WAIT_SECONDS = 20
@@ -203,6 +204,8 @@ def test_fix_as_a_quick_fix_clears_the_diagnostic(server, tmp_path):
         assert diagnostics[0].range == types.Range(start=types.Position(line=5, character=11),
                                                    end=types.Position(line=5, character=50))
         assert "blocking copy" in diagnostics[0].message
+        url = rule_url("HDL101")  # the JSON output's: a link to the docs where there is one
+        assert diagnostics[0].code_description == (types.CodeDescription(href=url) if url else None)
         actions = await editor.code_actions(uri, whole_line(5), only=[types.CodeActionKind.QuickFix])
         fix, noqa = actions
         assert fix.kind == types.CodeActionKind.QuickFix and fix.is_preferred and "(unsafe)" not in fix.title
@@ -243,11 +246,17 @@ def test_fix_all_applies_every_safe_fix_and_is_resolved_lazily(server, tmp_path)
     server.run(scenario)
 
 
-def test_actions_come_with_their_edits_for_a_client_that_cannot_resolve(tmp_path):
-    capabilities = types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(
-        workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=False)))
+def test_a_client_without_resolve_or_versioned_edits_counting_utf8(tmp_path):
+    """The actions come with their edits, unversioned; and columns count UTF-8 bytes, as the client asked."""
+    capabilities = types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(
+            workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=False)),
+        general=types.GeneralClientCapabilities(position_encodings=[types.PositionEncodingKind.Utf8]))
 
     async def scenario(editor: Editor):
+        wide = "import torch\n\u00e9 = torch.tensor([1, 2], device='cuda')\n"
+        _, (diagnostic,) = await editor.open(tmp_path / "wide.py", wide)
+        assert diagnostic.range.start == types.Position(line=1, character=5)  # "é = " is 5 bytes, 4 code points
         uri, _ = await editor.open(tmp_path / "model.py", SAFE)
         (action,) = await editor.code_actions(uri, whole_line(0), only=[types.CodeActionKind.Source])
         (edits,) = action.edit.changes.values()  # no versioned document changes: the client has none
@@ -334,8 +343,11 @@ def test_lints_the_buffer_not_the_file(server, tmp_path):
     path.write_text("print('nothing here')\n")
 
     async def scenario(editor: Editor):
-        _, diagnostics = await editor.open(path, SAFE)
+        uri, diagnostics = await editor.open(path, SAFE)
         assert len(diagnostics) == 2
+        editor.client.text_document_did_save(types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+        assert len(await editor.diagnostics(uri)) == 2  # linted again on save: still the buffer
 
     server.run(scenario)
     assert path.read_text() == "print('nothing here')\n"
