@@ -353,6 +353,26 @@ def test_lints_the_buffer_not_the_file(server, tmp_path):
     assert path.read_text() == "print('nothing here')\n"
 
 
+def test_a_burst_of_changes_is_linted_less_often_ending_with_the_last(server, tmp_path):
+    async def scenario(editor: Editor):
+        uri, _ = await editor.open(tmp_path / "model.py", SAFE)
+        text = SAFE
+        for version in range(2, 12):  # ten changes sent at once, as fast typing or a paste replay sends them
+            text += f"x{version} = torch.tensor([{version}, 0], device='cuda')\n"
+            editor.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+        published = []
+        while not published or published[-1].version != 11:
+            published.append(await asyncio.wait_for(editor.queue(uri).get(), WAIT_SECONDS))
+        assert len(published) < 10
+        assert len(published[-1].diagnostics) == 2 + 10
+        await asyncio.sleep(0.2)  # nothing stale comes after the last version's
+        assert editor.queue(uri).empty()
+
+    server.run(scenario)
+
+
 def test_bad_input_does_not_stop_the_server(server, tmp_path):
     async def scenario(editor: Editor):
         broken = "import torch\nx = torch.tensor([1], device='cuda')\ndef f(:\n"
