@@ -19,7 +19,7 @@ from .engine import Linter
 from .output import FORMATS
 from .progress import progress_bar
 from .project import project_model_for
-from .rule import all_rules
+from .rule import all_rules, rule_help
 from .runner import run_files
 from .settings import SettingsError
 from .stdin import process_stdin
@@ -268,7 +268,7 @@ def rule(code, show_all) -> None:
     if rule_class is None:
         Console(stderr=True).print(f"error: unknown rule {code!r}; `h2dlint rule --all` lists them", markup=False)
         sys.exit(EXIT_ERROR)
-    text = f"# {rule_class.name} ({rule_class.code})\n\n{_dedent(rule_class.docs())}"
+    text = rule_help(rule_class)
     if console.is_terminal:
         from rich.markdown import Markdown  # imported here: importing it slows every start
 
@@ -277,11 +277,16 @@ def rule(code, show_all) -> None:
         console.out(text, highlight=False)
 
 
-def _dedent(docs: str) -> str:
-    import textwrap
-
-    first, _, rest = docs.partition("\n")
-    return textwrap.dedent(first + "\n" + textwrap.dedent(rest)).strip()
+@main.command()
+def server() -> None:
+    """Run the language server for editors (LSP over stdio); needs `pip install 'h2dlint[server]'`."""
+    try:
+        from .server import serve  # imported here: only this command needs pygls
+    except ImportError as error:
+        Console(stderr=True).print(f"error: `h2dlint server` needs pygls ({error}); "
+                                   "install it with: pip install 'h2dlint[server]'", markup=False)
+        sys.exit(EXIT_ERROR)
+    serve()
 
 
 from .verify.cli import verify  # noqa: E402  (torch is imported only when `verify` runs)

@@ -157,15 +157,17 @@ def find_python_files(paths: list[Path], excludes: tuple[str, ...] = (), respect
                 rules = rules.with_folder(parent, respect_gitignore)
             _walk(path, root, rules.with_folder(path, respect_gitignore), respect_gitignore, found, errors)
         elif path.exists() or path.is_symlink():
-            if not (force_exclude and _explicitly_excluded(path, IgnoreRules(excludes, exclude_base))):
+            if not (force_exclude and force_excluded(path, excludes, exclude_base)):
                 found[path] = None
         else:
             errors.append(f"{path}: no such file or directory")
     return list(found)
 
 
-def _explicitly_excluded(path: Path, rules: IgnoreRules) -> bool:
-    """For --force-exclude: the file, or a folder it is in, matches an exclude pattern."""
+def force_excluded(path: Path, excludes: tuple[str, ...], exclude_base: Path | None) -> bool:
+    """For --force-exclude (and the language server): the file, or a folder it is in, matches an exclude
+    pattern. The file need not exist: an editor's buffer may not be saved yet."""
+    rules = IgnoreRules(excludes, exclude_base)
     absolute = Path(os.path.abspath(path))
     base = rules.exclude_base or Path.cwd()
     return any(rules.excluded(candidate, base) for candidate in (absolute, *absolute.parents)

@@ -36,7 +36,7 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 @dataclass(frozen=True)
 class Cell:
     number: int  # 1-based, among all cells
-    source_span: tuple[int, int]  # where its `source` value is in the file's text
+    source_span: tuple[int, int] | None  # where its `source` value is in the file's text; None without a file
     source_is_list: bool
     text: str  # the cell's code as in the file
     first_line: int  # its first line in the joined Python text
@@ -44,7 +44,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class Notebook:
-    file: SourceFile  # the .ipynb file itself (JSON text)
+    file: SourceFile | None  # the .ipynb file itself (JSON text); None for an editor's notebook
     cells: tuple[Cell, ...]  # the code cells that are checked
     python: SourceFile  # the joined code cells, as linted
     magics: tuple[str, ...]  # the lines the placeholders stand for
@@ -118,14 +118,28 @@ def read_notebook(path: Path) -> Notebook:
         raise SourceError(f"not a readable notebook: {error}") from error
     if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
         raise SourceError("not a readable notebook: no list of cells")
-    cells, pieces, magics = [], [], []
-    line = 1
+    code_cells = []
     for index, cell in enumerate(document["cells"]):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
         code = "".join(source) if isinstance(source, list) else source
-        if not isinstance(code, str) or not code.strip() or code.lstrip().startswith("%%"):
+        if isinstance(code, str) and index in spans:  # without a `source`, a cell is blank
+            code_cells.append((index + 1, spans[index], isinstance(source, list), code))
+    file = SourceFile(path=path, raw=raw, text=text, encoding="utf-8-sig" if raw.startswith(b"\xef\xbb\xbf")
+                      else "utf-8")
+    return join_cells(path, code_cells, file)
+
+
+def join_cells(path: Path, code_cells: list[tuple[int, tuple[int, int] | None, bool, str]],
+               file: SourceFile | None = None) -> Notebook:
+    """The notebook whose code cells are `code_cells`: (number, where its `source` is in the file, whether the
+    source is a list, code). Cells that are blank or start with a `%%` magic are left out. Without a file (an
+    editor's notebook: no spans), the notebook cannot be rendered back into one."""
+    cells, pieces, magics = [], [], []
+    line = 1
+    for number, span, source_is_list, code in code_cells:
+        if not code.strip() or code.lstrip().startswith("%%"):
             continue
         masked = []
         for code_line in code.splitlines(keepends=True):
@@ -138,13 +152,12 @@ def read_notebook(path: Path) -> Notebook:
                 masked.append(code_line)
         piece = "".join(masked)
         piece += "" if not piece or piece.endswith("\n") else "\n"
-        cells.append(Cell(index + 1, spans[index], isinstance(source, list), code, line))
+        cells.append(Cell(number, span, source_is_list, code, line))
         pieces.append(piece)
         line += piece.count("\n") + 1  # the boundary line
     python_text = "".join(piece + CELL_BOUNDARY + "\n" for piece in pieces)
-    file = SourceFile(path=path, raw=raw, text=text, encoding="utf-8-sig" if raw.startswith(b"\xef\xbb\xbf")
-                      else "utf-8")
-    python = SourceFile(path=path, raw=python_text.encode(), text=python_text, encoding="utf-8")
+    python = SourceFile(path=path, raw=python_text.encode("utf-8", "surrogatepass"), text=python_text,
+                        encoding="utf-8")
     return Notebook(file, tuple(cells), python, tuple(magics))
 
 

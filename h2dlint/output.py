@@ -26,6 +26,12 @@ def location(finding: Finding) -> str:
     return f"{finding.path}:{cell}{finding.start.line}:{finding.start.column + 1}:"
 
 
+def rule_url(code: str) -> str | None:
+    """Where a rule's docs are on the web, for reports that link to them. h2dlint has no published docs
+    site yet, so there is none; `h2dlint rule CODE` prints the docs."""
+    return None
+
+
 def finding_to_json(finding: Finding) -> dict:
     fix = None
     if finding.fix is not None:
@@ -46,7 +52,7 @@ def finding_to_json(finding: Finding) -> dict:
         "location": _json_location(finding.start),
         "end_location": _json_location(finding.end),
         "fix": fix,
-        "url": None,
+        "url": rule_url(finding.code),
     }
 
 

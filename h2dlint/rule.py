@@ -11,6 +11,7 @@ import ast
 import importlib
 import pkgutil
 import re
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -264,3 +265,10 @@ def all_rules() -> dict[str, type[Rule]]:
     for module in pkgutil.iter_modules(catalogue.__path__):
         importlib.import_module(f"{catalogue.__name__}.{module.name}")
     return dict(sorted(Rule.registry.items()))
+
+
+def rule_help(rule_class: type[Rule]) -> str:
+    """A rule's full docs as Markdown, under a title with its name and code (what `h2dlint rule CODE` prints)."""
+    first, _, rest = rule_class.docs().partition("\n")
+    docs = textwrap.dedent(first + "\n" + textwrap.dedent(rest)).strip()
+    return f"# {rule_class.name} ({rule_class.code})\n\n{docs}"
