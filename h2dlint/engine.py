@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import difflib
 import os
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from .rule import Rule, RuleContext
 from .settings import Settings
 from .source import FileChangedError, LineIndex, SourceError, SourceFile, read_source, write_source_atomically
 from .suppression import add_noqa_edits, is_file_exempt, suppress
+from .textdiff import unified_diff
 
 MAX_FIX_ROUNDS = 10
 
@@ -244,11 +244,6 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
         cursor = end
     pieces.append(text[cursor:])
     return "".join(pieces)
-
-
-def unified_diff(old: str, new: str, name: str) -> str:
-    """What --diff prints for one file."""
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), name, name))
 
 
 def process_file(path, linter: Linter, mode: str, known: Known | None = None, stamped: bool = True) -> FileResult:
