@@ -19,7 +19,7 @@ from .facts import FileFacts, Site, is_test_path
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
 from .rule import Rule, RuleContext
 from .settings import Settings
-from .source import FileChangedError, LineIndex, SourceError, SourceFile, read_source, write_source_atomically
+from .source import NotWrittenError, LineIndex, SourceError, SourceFile, read_source, write_source_atomically
 from .suppression import add_noqa_edits, is_file_exempt, suppress
 from .textdiff import unified_diff
 
@@ -279,7 +279,7 @@ def process_file(path, linter: Linter, mode: str, known: Known | None = None, st
         if mode == "fix":
             write_source_atomically(source, new_text)
         return result
-    except FileChangedError as error:
+    except NotWrittenError as error:
         return FileResult(name, tuple(findings), error=str(error))
     except Exception as error:  # an h2dlint bug must not stop the run or touch the file
         return FileResult(name, (), error=internal_error(error))
