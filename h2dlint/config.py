@@ -11,7 +11,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from .settings import Settings, SettingsError
+from .settings import Settings, SettingsError, check_selectors
 
 CONFIG_NAME = "h2dlint.toml"
 
@@ -102,6 +102,8 @@ KEYS = {
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
     "exclude": ("exclude", _strings),
     "extend-exclude": ("extend_exclude", _strings),
+    "force-exclude": ("force_exclude", _bool),
+    "respect-gitignore": ("respect_gitignore", _bool),
     "unsafe-fixes": ("unsafe_fixes", _bool),
     "output-format": ("output_format", _output_format),
     "pin-memory-helpers": ("pin_memory_helpers", _strings),
@@ -126,12 +128,8 @@ def read_config(path: Path) -> dict:
 
 
 def _check_selectors(values: dict, rules, where: str) -> None:
-    selectors = [*values.get("select", ()), *values.get("extend_select", ()), *values.get("ignore", ()),
-                 *(code for _, codes in values.get("per_file_ignores", ()) for code in codes)]
-    for selector in selectors:
-        if selector != "ALL" and not any(code.startswith(selector) for code in rules):
-            raise SettingsError(f"{where}: unknown rule selector {selector!r}: no rule code starts with it "
-                                f"(codes: {', '.join(rules)})")
+    check_selectors([*values.get("select", ()), *values.get("extend_select", ()), *values.get("ignore", ()),
+                     *(code for _, codes in values.get("per_file_ignores", ()) for code in codes)], rules, where)
 
 
 def resolve_settings(paths: list[Path], rules, config: Path | None = None, **cli) -> Settings:
