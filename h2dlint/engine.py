@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from .facts import FileFacts, Site, is_test_path
+from .newer_syntax import parse_python
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
 from .rule import Rule, RuleContext
 from .settings import Settings
@@ -67,7 +68,7 @@ class Linter:
             return []
         path = str(source.path)
         try:
-            tree = ast.parse(text)
+            tree = parse_python(text)
         except (SyntaxError, ValueError) as error:
             return [_syntax_finding(path, error)]
         except (RecursionError, MemoryError) as error:  # how Python's own parser gives up on deep nesting
@@ -150,7 +151,7 @@ class Linter:
             if not chosen:
                 break
             new_text = apply_edits(text, [edit for fix in chosen for edit in fix.edits])
-            ast.parse(new_text)  # a fix that breaks the file is a bug: let the caller report it
+            parse_python(new_text)  # a fix that breaks the file is a bug: let the caller report it
             text, applied = new_text, applied + tuple(codes[fix] for fix in chosen)
             source = SourceFile(path=source.path, raw=source.raw, text=text, encoding=source.encoding)
             findings = self.lint(source)
