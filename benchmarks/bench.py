@@ -161,8 +161,9 @@ def byte_compile_h2dlint() -> None:
     """Byte-compile h2dlint's modules, as `pip install` does. Under PYTHONDONTWRITEBYTECODE (set in some
     environments, this one among them) an editable install would otherwise compile its source again at every
     start, about 0.1 s of each run that no installed copy pays."""
-    import h2dlint
     import h2dlint.rules
+
+    import h2dlint
 
     for package in (h2dlint, h2dlint.rules):
         compileall.compile_dir(Path(package.__file__).parent, quiet=1)
@@ -285,7 +286,7 @@ def main() -> int:
     runs = {sys.executable: "h2dlint cold", **{python: f"h2dlint cold on {python}" for python in others}}
     for python, name in runs.items():
         parsed_files, parsed_lines, parse_seconds = parse_floors[python]
-        paired = [ours / theirs for ours, theirs in zip(timings[name], timings["ruff cold"])]
+        paired = [ours / theirs for ours, theirs in zip(timings[name], timings["ruff cold"], strict=True)]
         print(f"On {python}: CPU seconds of a cold run (all processes): h2dlint {median[name + ' cpu']:.2f} s, "
               f"Ruff {median['ruff cold cpu']:.2f} s. Of h2dlint's, `ast.parse` of the {parsed_files} files "
               f"({parsed_lines:,} lines) its prefilters admit takes {parse_seconds:.2f} s in one process: "

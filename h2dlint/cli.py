@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -38,11 +40,12 @@ class DefaultToCheck(click.Group):
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
-    def main(self, *args, standalone_mode: bool = True, **kwargs):  # type: ignore[override]
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
-            code = super().main(*args, standalone_mode=False, **kwargs)
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.ClickException as error:
             _show_click_error(error)
             sys.exit(error.exit_code)

@@ -6,21 +6,22 @@ files can be spread over worker processes and results cached by content.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import os
 from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from .facts import FileFacts, Site, is_test_path
-from .newer_syntax import parse_python
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
+from .newer_syntax import parse_python
 from .rule import Rule, RuleContext
 from .settings import Settings
-from .source import NotWrittenError, LineIndex, SourceError, SourceFile, read_source, write_source_atomically
+from .source import LineIndex, NotWrittenError, SourceError, SourceFile, read_source, write_source_atomically
 from .suppression import add_noqa_edits, is_file_exempt, suppress
 from .textdiff import unified_diff
 
@@ -120,7 +121,8 @@ class Linter:
             passed.update(self._tested_before_parsing)
         return [rule for rule in self.rules if rule in passed]
 
-    def _units(self, text: str, line_index: LineIndex, facts: FileFacts, active: list[type[Rule]]):
+    def _units(self, text: str, line_index: LineIndex, facts: FileFacts,
+               active: list[type[Rule]]) -> Iterator[tuple[str, Position, set[str]]]:
         """The pieces of code LibCST parses, each with the codes of the rules that visit it: the whole
         file for every rule, or each outermost candidate expression for the rules that named a
         candidate inside it."""
@@ -144,9 +146,11 @@ class Linter:
 
         Returns (text, remaining findings, the code of each fix applied).
         """
-        text, applied = source.text, ()
+        applied: tuple[str, ...] = ()
+        text = source.text
         for _ in range(MAX_FIX_ROUNDS):
-            codes = {finding.fix: finding.code for finding in findings if self.applicable(finding.fix)}
+            codes = {finding.fix: finding.code for finding in findings
+                     if finding.fix is not None and self.applicable(finding.fix)}
             chosen = _non_overlapping(list(codes))
             if not chosen:
                 break
@@ -179,7 +183,7 @@ def _parse_unit(code: str, origin: Position, snippet: bool) -> tuple[cst.Module,
         if not snippet:
             raise
         module = None
-    if not snippet or _one_expression(module):
+    if module is not None and (not snippet or _one_expression(module)):
         return module, origin
     # An expression spanning lines may be valid, or one expression, only inside the parentheses around it:
     # `f\n()` alone is two statements.
@@ -247,7 +251,8 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     return "".join(pieces)
 
 
-def process_file(path, linter: Linter, mode: str, known: Known | None = None, stamped: bool = True) -> FileResult:
+def process_file(path: Path, linter: Linter, mode: str, known: Known | None = None,
+                 stamped: bool = True) -> FileResult:
     """Lint one file and, with mode "fix" or "diff", fix it; with "add-noqa", suppress its findings. Never raises.
 
     `known` is (content digest, findings) from the cache: when the file still has that digest, its findings

@@ -215,7 +215,7 @@ def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
         next(tokens.spans_across_comments(text), None) for tokens in (_GPU_ATTRIBUTE, *_ORDINAL_DEVICES))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _configured_device_names(gpu_device_names: tuple[str, ...]) -> tuple[TokensApart, ...]:
     """The run's `gpu-device-names` (`self.device`) as text searches: blanks, line continuations and comments may
     stand around each dot, as they may where the name is used."""
@@ -334,7 +334,7 @@ def _reads_a_mirrored_name_as_gpu(text: str) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mirrored_uses(name: str) -> tuple[tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], str], ...]]:
     """The searches for `name` after a dot and before what may follow a parameter: regexes for the spellings without
     comments, and (first, then) for `spans_across_gaps` from a gap that holds a comment (only brackets allow one)."""

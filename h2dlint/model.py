@@ -42,7 +42,7 @@ class Finding:
     cell: int | None = None  # in a notebook: the cell's 1-based number; lines and columns count within it
 
     @property
-    def sort_key(self):
+    def sort_key(self) -> tuple[str, int, Position, str]:
         return (self.path, self.cell or 0, self.start, self.code)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Callable
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -82,9 +83,9 @@ class _NewerConstructs(cst.CSTVisitor):
         super().__init__()
         self.module = module
         self.features: set[str] = set()
-        self.replacements: list[tuple[CodeRange, object]] = []
+        self.replacements: list[tuple[CodeRange, Callable[[str], str]]] = []
 
-    def _replace(self, node: cst.CSTNode, feature: str, replace) -> None:
+    def _replace(self, node: cst.CSTNode, feature: str, replace: Callable[[str], str]) -> None:
         self.features.add(feature)
         self.replacements.append((self.get_metadata(PositionProvider, node), replace))
 

@@ -21,7 +21,7 @@ def unified_diff(old: str, new: str, name: str, context: int = 3) -> str:
 
 
 def _unified_lines(a: list[str], b: list[str], name: str, context: int) -> Iterator[str]:
-    matcher = _AnchoredMatcher(None, a, b)
+    matcher = _AnchoredMatcher(a, b)
     for index, group in enumerate(matcher.get_grouped_opcodes(context)):
         if index == 0:
             yield f"--- {name}\n"
@@ -51,10 +51,15 @@ def _range(start: int, stop: int) -> str:
 class _AnchoredMatcher(difflib.SequenceMatcher):
     """difflib's matcher, with its matching blocks found between anchors: the lines unique to each text."""
 
+    def __init__(self, a: list[str], b: list[str]) -> None:
+        super().__init__(None, a, b)
+        self._lines = (a, b)
+        self._blocks: list[difflib.Match] | None = None
+
     def get_matching_blocks(self) -> list[difflib.Match]:
-        if self.matching_blocks is None:
-            self.matching_blocks = anchored_matching_blocks(self.a, self.b)
-        return self.matching_blocks
+        if self._blocks is None:
+            self._blocks = anchored_matching_blocks(*self._lines)
+        return self._blocks
 
 
 def anchored_matching_blocks(a: Sequence[str], b: Sequence[str]) -> list[difflib.Match]:
