@@ -141,9 +141,12 @@ def run() -> None:
 @click.option("--silent", "-s", is_flag=True, help="Print nothing; the exit code still tells.")
 @click.option("--full-parse", is_flag=True, hidden=True,
               help="Parse whole files with LibCST instead of only candidate calls (slow; for checking parity).")
-def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude, extend_exclude, force_exclude,
-          output_format, config_file, add_noqa, stdin_filename, output_file, statistics, show_fixes, changed_since,
-          exit_zero, no_cache, jobs, quiet, silent, full_parse) -> None:
+def check(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool | None, diff: bool, select: tuple[str, ...],
+          extend_select: tuple[str, ...], ignore: tuple[str, ...], exclude: tuple[str, ...],
+          extend_exclude: tuple[str, ...], force_exclude: bool, output_format: str | None, config_file: Path | None,
+          add_noqa: bool, stdin_filename: str | None, output_file: Path | None, statistics: bool, show_fixes: bool,
+          changed_since: str | None, exit_zero: bool, no_cache: bool, jobs: int | None, quiet: bool, silent: bool,
+          full_parse: bool) -> None:
     """Check PATHS (files or folders; default: the current folder; `-`: the source on stdin)."""
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     from_stdin = paths == (Path("-"),)
@@ -243,7 +246,8 @@ def _drop_ignored_input_problems(result: FileResult, settings: Settings) -> File
     return result if len(kept) == len(result.findings) else replace(result, findings=kept)
 
 
-def _check_report_options(errors: Console, output_format, statistics, changed_since, fix, diff) -> None:
+def _check_report_options(errors: Console, output_format: str, statistics: bool, changed_since: str | None,
+                          fix: bool, diff: bool) -> None:
     problem = None
     if statistics and output_format not in STATISTICS_FORMATS:
         problem = f"--statistics works with --output-format {', '.join(STATISTICS_FORMATS)}, not {output_format}"
@@ -272,7 +276,7 @@ def _report_console(errors: Console, output_file: Path | None) -> Console:
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Use this h2dlint.toml or pyproject.toml instead of the closest one.")
-def show_settings(path, config_file) -> None:
+def show_settings(path: Path | None, config_file: Path | None) -> None:
     """Print the settings a check of PATH (default: the current folder) would use."""
     console = Console(highlight=False, soft_wrap=True)
     rules = all_rules()

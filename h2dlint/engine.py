@@ -12,6 +12,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -170,7 +171,7 @@ class _Wrapper(MetadataWrapper):
     among those asked for, even when there are none, as with the positions the rules ask for. That empty walk
     (a sixth of the time of a snippet's visit) is skipped."""
 
-    def visit_batched(self, visitors, before_visit=None, after_leave=None):
+    def visit_batched(self, visitors: Any, before_visit: Any = None, after_leave: Any = None) -> Any:
         if isinstance(visitors, (list, tuple)) and not visitors:
             return self.module
         return super().visit_batched(visitors, before_visit, after_leave)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .model import SYNTAX_ERROR, UNREADABLE
+
+if TYPE_CHECKING:
+    from .rule import Rule
 
 DEFAULT_PIN_MEMORY_HELPERS = ("is_pin_memory_available",)
 # Codes of findings about the input itself (cannot be parsed, read or decoded), which no rule reports.
@@ -42,7 +47,7 @@ class Settings:
         return repr(dataclasses.replace(self, output_format="full", exclude=(), force_exclude=False,
                                         respect_gitignore=True, unsafe_fixes=False))
 
-    def enabled_codes(self, rules) -> tuple[str, ...]:
+    def enabled_codes(self, rules: Mapping[str, type[Rule]]) -> tuple[str, ...]:
         """The codes of `rules` (a dict code -> rule class) this run checks.
 
         A prefix (`HDL1`) selects the rules under it that are on by default; an opt-in rule is selected only
@@ -63,7 +68,7 @@ class Settings:
         return not _matches(code, self.ignore)
 
 
-def check_selectors(selectors, rules, where: str = "") -> None:
+def check_selectors(selectors: Iterable[str], rules: Mapping[str, type[Rule]], where: str = "") -> None:
     """SettingsError for a selector that matches no code, of a rule or of an input problem."""
     for selector in selectors:
         if selector != "ALL" and not any(code.startswith(selector) for code in (*rules, *INPUT_PROBLEM_CODES)):
@@ -71,7 +76,7 @@ def check_selectors(selectors, rules, where: str = "") -> None:
                                 f"starts with it (codes: {', '.join(sorted((*rules, *INPUT_PROBLEM_CODES)))})")
 
 
-def _selects(code: str, rule, selectors: tuple[str, ...]) -> bool:
+def _selects(code: str, rule: type[Rule], selectors: tuple[str, ...]) -> bool:
     return any(selector in ("ALL", code) or (rule.default_enabled and code.startswith(selector))
                for selector in selectors)
 
