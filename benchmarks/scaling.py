@@ -1,12 +1,15 @@
 """How h2dlint's cost grows with one file's size: it should grow with the file, not faster.
 
     python benchmarks/scaling.py [--functions 1000,2000,4000,8000] [--elements 25000,50000,100000]
+                                 [--calls 1000,2000,4000]
 
 Two kinds of generated file, each at several sizes:
 
 - `functions`: N functions in one file, each with a loop, an if/else, a decorator and one blocking copy
   (one HDL101 finding per function);
-- `long line`: one `torch.tensor([...N ints...], device="cuda")` on a single line (one finding).
+- `long line`: one `torch.tensor([...N ints...], device="cuda")` on a single line (one finding);
+- `calls on a line`: N statements `a_i = torch.tensor([i, 1], device=d)` on one line, as minified code has
+  them (N findings).
 
 Each file is checked in a fresh `h2dlint` process (no cache, one job) three ways: a plain check, `--diff`,
 and `--fix` on a copy. The table prints wall time and peak memory (the process's maximum resident set), and
@@ -48,6 +51,11 @@ def long_line_file(count: int) -> str:
     return f"import torch\nx = torch.tensor([{', '.join(map(str, range(count)))}], device=\"cuda\")\n"
 
 
+def calls_on_a_line_file(count: int) -> str:
+    calls = "; ".join(f"a{index} = torch.tensor([{index}, 1], device=device)" for index in range(count))
+    return f"import torch\n\n\ndef step(device):\n    {calls}\n"
+
+
 def run_h2dlint(path: Path, *options: str) -> tuple[float, int]:
     """Wall seconds and peak resident memory (bytes) of one h2dlint process."""
     command = [sys.executable, "-m", "h2dlint", "check", str(path), "--no-cache", "--jobs", "1",
@@ -73,9 +81,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--functions", default="1000,2000,4000,8000", help="sizes of the functions file")
     parser.add_argument("--elements", default="25000,50000,100000", help="sizes of the long line")
+    parser.add_argument("--calls", default="1000,2000,4000", help="statements on the line of calls")
     arguments = parser.parse_args()
     cases = [("functions", int(size), functions_file) for size in arguments.functions.split(",") if size]
     cases += [("long line", int(size), long_line_file) for size in arguments.elements.split(",") if size]
+    cases += [("calls on a line", int(size), calls_on_a_line_file) for size in arguments.calls.split(",") if size]
 
     print("| file | N | bytes | findings | mode | seconds | peak MB | ms / finding | ms / KB | peak KB / KB |")
     print("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")

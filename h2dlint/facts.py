@@ -417,6 +417,7 @@ class FileFacts:
         self._functions_by_line: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]] | None = None
         self._blocks_by_line: tuple[list[tuple[tuple[int, int], ...]], list[tuple[tuple[int, int], ...]]] | None = None
         self._binding_scopes: dict[tuple[str, int], Scope | None] = {}
+        self._binds_by_lines: dict[tuple[int, int], bool] = {}  # by first and last line, for _may_bind_in_expressions
         self._class_nodes: list[ast.ClassDef] = []
         self._class_attributes: dict[int, dict[str, list[Binding]]] = {}  # by id of the class, on first use
         self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
@@ -615,8 +616,14 @@ class FileFacts:
         they walked. Most statements have neither, and their expressions are most of a file's nodes."""
         if getattr(statement, "lineno", None) is None:  # the `Expr` standing for a lambda's body
             return True
-        segment = self._lines_of(statement)
-        return ":=" in segment or "for" in segment
+        # Statements sharing their lines (`a = 1; b = 2`, many on one long line) share the answer: searching
+        # the lines again for each would grow with the square of the line's length.
+        lines = (statement.lineno, statement.end_lineno or statement.lineno)
+        binds = self._binds_by_lines.get(lines)
+        if binds is None:
+            segment = self._lines_of(statement)
+            binds = self._binds_by_lines[lines] = ":=" in segment or "for" in segment
+        return binds
 
     def _lines_of(self, node: ast.AST) -> str:
         """The text of the lines `node` spans."""

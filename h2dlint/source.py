@@ -179,6 +179,7 @@ class LineIndex:
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self._utf8_lines: dict[int, bytes | int] = {}  # by line: its UTF-8 bytes, or the length of an ASCII line
 
     @functools.cached_property
     def starts(self) -> list[int]:
@@ -206,5 +207,11 @@ class LineIndex:
 
     def column_from_utf8(self, line: int, byte_column: int) -> int:
         """`ast` reports columns in UTF-8 bytes; the rest of h2dlint in code points."""
-        prefix = self.line_text(line).encode("utf-8")[:byte_column]
-        return len(prefix.decode("utf-8", errors="ignore"))
+        if line not in self._utf8_lines:
+            # Kept per line: a long line holding many calls would otherwise be encoded again for each.
+            text = self.line_text(line)
+            self._utf8_lines[line] = len(text) if text.isascii() else text.encode("utf-8")
+        encoded = self._utf8_lines[line]
+        if isinstance(encoded, int):  # one byte per code point
+            return min(byte_column, encoded)
+        return len(encoded[:byte_column].decode("utf-8", errors="ignore"))
