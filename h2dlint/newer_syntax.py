@@ -4,7 +4,8 @@ h2dlint's analysis reads Python's own `ast`, which only knows the syntax of the 
 Python 3.11, `def f[T](x: T)`, `type X = int` and the f-strings of PEP 701 (`f"{d["key"]}"`) are syntax
 errors. LibCST's parser knows them. Where it reads a file that `ast` cannot, the file is analysed through a
 stand-in text of the same length, lines and columns, in which each newer construct is replaced by older
-syntax that means nothing to the rules: type parameter lists by blanks, `type X = ...` by `X = ...`, and an
+syntax that means nothing to the rules: type parameter lists by blanks (and a backslash before each line
+break inside one), `type X = ...` by `X = ...`, and an
 f-string only the newer Python reads by a blank string of the same shape (calls inside such an f-string
 are not checked). Findings and fixes are positions in the real text, where LibCST parses the code they
 touch. When no stand-in parses, the syntax error says which Python the file needs and which one runs.
@@ -90,7 +91,7 @@ class _NewerConstructs(cst.CSTVisitor):
         self.replacements.append((self.get_metadata(PositionProvider, node), replace))
 
     def visit_TypeParameters(self, node: cst.TypeParameters) -> bool:
-        self._replace(node, TYPE_PARAMETERS, _blank)
+        self._replace(node, TYPE_PARAMETERS, _blank_continued)
         return False
 
     def visit_TypeAlias(self, node: cst.TypeAlias) -> bool:
@@ -108,6 +109,18 @@ class _NewerConstructs(cst.CSTVisitor):
 
 def _blank(code: str) -> str:
     return "".join(character if character in "\r\n" else " " for character in code)
+
+
+def _blank_continued(code: str) -> str:
+    """Blanks, with a backslash before each line break: a `[...]` over several lines leaves a header that
+    continues on the next line (`def f \\` ... `(x: T):`). Unchanged where a line inside is empty."""
+    blank = list(_blank(code))
+    for index, character in enumerate(code):
+        if character in "\r\n" and not (character == "\n" and code[index - 1:index] == "\r"):
+            if index == 0 or code[index - 1] in "\r\n":
+                return code  # no place for the backslash: the stand-in does not parse
+            blank[index - 1] = "\\"
+    return "".join(blank)
 
 
 def _as_assignment(code: str, name: str) -> str:

@@ -263,6 +263,8 @@ NEW_SYNTAX = {
     "pep695.py": "import torch\ndef first[T](items: list[T]) -> T:\n    return items[0]\n"
                  "class Box[T]:\n    pass\n"
                  "x = torch.tensor([1, 9], device='cuda')\n",
+    "multi_line_parameters.py": "import torch\ndef f[\n    T,  # the item type\n](x: T):\n    return x\n"
+                                "x = torch.tensor([1, 9], device='cuda')\n",
     "type_alias.py": "import torch\ntype Pair[T] = tuple[T, T]\nx = torch.tensor([1, 9], device='cuda')\n",
     "pep701.py": "import torch\nname = f\"{f\"{1}\"}\"\nlabel = f\"{ {'a': 1}[\"a\"] }\"\n"
                  "x = torch.tensor([1, 9], device='cuda')\n",
@@ -285,8 +287,9 @@ def test_syntax_newer_than_the_running_python_is_checked_and_fixed(tmp_path, nam
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="Python 3.12 parses it")
 def test_newer_syntax_without_a_stand_in_names_the_python_it_needs(tmp_path):
-    content = "import torch\ndef f[\n    T,\n](x: T):\n    return torch.tensor([1, 9], device='cuda')\n"
-    path = tmp_path / "multi_line_parameters.py"
+    # a type parameter list holding an empty line: no stand-in keeps its lines and parses
+    content = "import torch\ndef f[\n\n    T,\n](x: T):\n    return torch.tensor([1, 9], device='cuda')\n"
+    path = tmp_path / "empty_line_in_parameters.py"
     path.write_text(content)
     result = run(path, "--fix")
     assert result.exit_code == 1
