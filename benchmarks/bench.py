@@ -285,7 +285,7 @@ def main() -> int:
     runs = {sys.executable: "h2dlint cold", **{python: f"h2dlint cold on {python}" for python in others}}
     for python, name in runs.items():
         parsed_files, parsed_lines, parse_seconds = parse_floors[python]
-        paired = [ours / theirs for ours, theirs in zip(timings[name], timings["ruff cold"])]
+        paired = [ours / theirs for ours, theirs in zip(timings[name], timings["ruff cold"], strict=True)]
         print(f"On {python}: CPU seconds of a cold run (all processes): h2dlint {median[name + ' cpu']:.2f} s, "
               f"Ruff {median['ruff cold cpu']:.2f} s. Of h2dlint's, `ast.parse` of the {parsed_files} files "
               f"({parsed_lines:,} lines) its prefilters admit takes {parse_seconds:.2f} s in one process: "

@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .config import common_folder
 from .engine import FileResult
 from .model import SYNTAX_ERROR, UNREADABLE, Finding
 
@@ -46,9 +47,9 @@ class ChangedLines:
         return replace(result, findings=tuple(finding for finding in result.findings if self.reports(finding)))
 
 
-def _git(*args: str) -> str:
+def _git(folder: Path, *args: str) -> str:
     # Options that user configuration could otherwise change in ways the parser below does not expect.
-    command = ["git", "--literal-pathspecs", "-c", "core.quotePath=true", *args]
+    command = ["git", "-C", str(folder), "--literal-pathspecs", "-c", "core.quotePath=true", *args]
     try:
         completed = subprocess.run(command, capture_output=True)
     except FileNotFoundError as error:
@@ -59,27 +60,43 @@ def _git(*args: str) -> str:
     return completed.stdout.decode("utf-8", errors="surrogateescape")
 
 
+def _shallow(folder: Path) -> bool:
+    try:
+        return _git(folder, "rev-parse", "--is-shallow-repository").strip() == "true"
+    except GitError:
+        return False
+
+
 def changed_lines_since(ref: str, paths: list[Path]) -> ChangedLines:
-    """The lines under `paths` added or changed since `ref`; GitError when git cannot tell."""
+    """The lines under `paths` added or changed since `ref`; GitError when git cannot tell.
+
+    git runs in the repository of the checked paths (the folder holding them all), not in the current
+    folder, which may be another repository or none."""
+    folder = common_folder(paths)
     try:
-        root = _git("rev-parse", "--show-toplevel").strip()
+        root = _git(folder, "rev-parse", "--show-toplevel").strip()
     except GitError as error:
-        raise GitError(f"--changed-since needs a git repository: {error}") from error
+        raise GitError(f"--changed-since needs the checked paths to be in a git repository ({folder}): "
+                       f"{error}") from error
+    shallow = _shallow(folder)
     try:
-        commit = _git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}").strip()
+        commit = _git(folder, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}").strip()
     except GitError as error:
-        raise GitError(f"--changed-since: unknown git ref {ref!r}") from error
+        hint = "; shallow clone: fetch more history (fetch-depth: 0)" if shallow else ""
+        raise GitError(f"--changed-since: unknown git ref {ref!r}{hint}") from error
     try:
-        base = _git("merge-base", commit, "HEAD").strip()
+        base = _git(folder, "merge-base", commit, "HEAD").strip()
     except GitError as error:
-        raise GitError(f"--changed-since: {ref!r} and HEAD have no common history "
-                       "(in a shallow clone, fetch the base branch's history, e.g. fetch-depth: 0)") from error
-    pathspec = ["--", *(str(path) for path in paths)]
-    diff = _git("diff", "--unified=0", "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
+        if shallow:
+            raise GitError(f"--changed-since: {ref!r} and HEAD have no common history in this clone: "
+                           "shallow clone: fetch more history (fetch-depth: 0)") from error
+        raise GitError(f"--changed-since: {ref!r} and HEAD have no common history") from error
+    pathspec = ["--", *(os.path.abspath(path) for path in paths)]
+    diff = _git(folder, "diff", "--unified=0", "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
                 "--src-prefix=a/", "--dst-prefix=b/", base, *pathspec)
     by_file: dict[str, frozenset[int] | None] = {
         os.path.realpath(os.path.join(root, name)): frozenset(lines) for name, lines in parse_diff(diff).items()}
-    untracked = _git("ls-files", "--others", "--exclude-standard", "--full-name", "-z", *pathspec)
+    untracked = _git(folder, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", *pathspec)
     for name in filter(None, untracked.split("\0")):
         by_file[os.path.realpath(os.path.join(root, name))] = None
     return ChangedLines(by_file)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -13,28 +16,57 @@ from rich.console import Console
 from . import __version__
 from .cache import CACHE_DIR_NAME, FindingsCache, build_fingerprint, remove_cache
 from .changed_lines import GitError, changed_lines_since
+from .ci_formats import INPUT_PROBLEMS
 from .config import resolve_settings
 from .discovery import find_python_files
-from .engine import Linter
+from .engine import FileResult, Linter
 from .output import FORMATS
 from .progress import progress_bar
 from .project import project_model_for
 from .rule import all_rules, rule_help
 from .runner import run_files
-from .settings import SettingsError
+from .settings import INPUT_PROBLEM_CODES, Settings, SettingsError
 from .stdin import process_stdin
 from .summaries import STATISTICS_FORMATS, write_statistics
+from .suppression import per_file_ignored
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 class DefaultToCheck(click.Group):
-    """`h2dlint PATHS...` means `h2dlint check PATHS...`."""
+    """`h2dlint PATHS...` means `h2dlint check PATHS...`; usage errors look like h2dlint's own errors."""
 
-    def parse_args(self, ctx, args):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
             args = ["check", *args]
         return super().parse_args(ctx, args)
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as error:
+            _show_click_error(error)
+            sys.exit(error.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(EXIT_FINDINGS)
+        sys.exit(code if isinstance(code, int) else EXIT_CLEAN)  # --help and --version end with their code
+
+
+def _show_click_error(error: click.ClickException) -> None:
+    """A usage error as h2dlint writes its errors (`error: ...`, as Ruff does), then the usage and a pointer
+    to --help, instead of click's `Error: ...` after the usage."""
+    message = error.format_message()
+    if message[:1].isupper() and message[1:2].islower():  # "No such option" -> "no such option", not "hDL101"
+        message = message[0].lower() + message[1:]
+    lines = [f"error: {message}"]
+    context = getattr(error, "ctx", None)
+    if isinstance(error, click.UsageError) and context is not None:
+        lines += ["", context.get_usage(), "", f"For more information, try '{context.command_path} --help'."]
+    click.echo("\n".join(lines), err=True)
 
 
 def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -79,7 +111,7 @@ def run() -> None:
     os._exit(code)
 
 
-@main.command()
+@main.command(short_help="Check files or folders (the default command).")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--fix", is_flag=True, help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
@@ -91,7 +123,8 @@ def run() -> None:
 @click.option("--exclude", multiple=True, help="Glob patterns of files or folders to skip in folders walked.")
 @click.option("--extend-exclude", multiple=True, help="Patterns to skip besides the configured `exclude`.")
 @click.option("--force-exclude", is_flag=True, help="Apply the excludes to files named explicitly too.")
-@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default=None, help="[default: full]")
+@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default=None, metavar="FORMAT",
+              help=f"How to report the findings: {', '.join(FORMATS)} [default: full].")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Use this h2dlint.toml or pyproject.toml instead of the closest one.")
 @click.option("--add-noqa", is_flag=True, help="Write `# noqa: CODE` comments for every finding; exit 0.")
@@ -105,12 +138,16 @@ def run() -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.h2dlint_cache in the current folder).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
-@click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary when clean.")
+@click.option("--quiet", "-q", is_flag=True, help="Print the findings only: no summary or counts.")
+@click.option("--silent", "-s", is_flag=True, help="Print nothing; the exit code still tells.")
 @click.option("--full-parse", is_flag=True, hidden=True,
               help="Parse whole files with LibCST instead of only candidate calls (slow; for checking parity).")
-def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude, extend_exclude, force_exclude,
-          output_format, config_file, add_noqa, stdin_filename, output_file, statistics, show_fixes, changed_since,
-          exit_zero, no_cache, jobs, quiet, full_parse) -> None:
+def check(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool | None, diff: bool, select: tuple[str, ...],
+          extend_select: tuple[str, ...], ignore: tuple[str, ...], exclude: tuple[str, ...],
+          extend_exclude: tuple[str, ...], force_exclude: bool, output_format: str | None, config_file: Path | None,
+          add_noqa: bool, stdin_filename: str | None, output_file: Path | None, statistics: bool, show_fixes: bool,
+          changed_since: str | None, exit_zero: bool, no_cache: bool, jobs: int | None, quiet: bool, silent: bool,
+          full_parse: bool) -> None:
     """Check PATHS (files or folders; default: the current folder; `-`: the source on stdin)."""
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     from_stdin = paths == (Path("-"),)
@@ -132,6 +169,10 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
         sys.exit(EXIT_ERROR)
     _check_report_options(errors, settings.output_format, statistics, changed_since, fix, diff)
     console = _report_console(errors, output_file)
+    if silent:  # from here on nothing is printed; the exit code and an output file still tell
+        errors = Console(file=io.StringIO())
+        console = console if output_file is not None else errors
+    quiet = quiet or silent
     linter = Linter([rules[code] for code in enabled], settings)
     mode = "diff" if diff else "fix" if fix else "add-noqa" if add_noqa else "check"
     options = ReportOptions(unsafe_fixes=settings.unsafe_fixes, quiet=quiet, show_fixes=show_fixes)
@@ -148,6 +189,8 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
         files = find_python_files(list(paths) or [Path(".")], settings.exclude, settings.respect_gitignore,
                                   problems, exclude_base=Path(settings.project_root),
                                   force_exclude=settings.force_exclude)
+        if not files and not problems and not quiet:
+            errors.print("warning: No Python files found under the given path(s)", markup=False)
         changed = None
         if changed_since is not None:
             try:
@@ -165,6 +208,7 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
         if changed is not None:
             results = [changed.only_changed(result) for result in results]
 
+    results = [_drop_ignored_input_problems(result, settings) for result in results]
     problems += [f"{result.path}: {result.error}" for result in results if result.error]
     options = replace(options, problems=len(problems))
     if diff:
@@ -173,13 +217,14 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
                 console.out(result.diff, end="", highlight=False)
         would_fix = sum(result.fixes_applied for result in results)
         remaining = sum(len(result.findings) for result in results)
-        errors.print(f"Would fix {would_fix} error{'s' * (would_fix != 1)}"
-                     f" ({remaining} without an applicable fix).", markup=False)
+        if not quiet:
+            errors.print(f"Would fix {would_fix} error{'s' * (would_fix != 1)}"
+                         f" ({remaining} without an applicable fix).", markup=False)
     elif statistics:
         write_statistics(console, results, settings.unsafe_fixes, settings.output_format)
     else:
         FORMATS[settings.output_format](console, results, options)
-    if add_noqa:
+    if add_noqa and not quiet:
         added = sum(result.noqa_added for result in results)
         errors.print(f"Added {added} noqa directive{'s' * (added != 1)}.", markup=False)
     for problem in problems:
@@ -195,7 +240,18 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
     sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
 
 
-def _check_report_options(errors: Console, output_format, statistics, changed_since, fix, diff) -> None:
+def _drop_ignored_input_problems(result: FileResult, settings: Settings) -> FileResult:
+    """Without the findings about the input (HDL001, HDL002) that `ignore` or the file's per-file-ignores
+    name. Those of the file's text went through `suppress` already; those of a file that could not be read
+    did not."""
+    ignored = per_file_ignored(result.path, settings)
+    kept = tuple(finding for finding in result.findings if finding.code not in INPUT_PROBLEM_CODES
+                 or (settings.reports_input_problem(finding.code) and not finding.code.startswith(ignored)))
+    return result if len(kept) == len(result.findings) else replace(result, findings=kept)
+
+
+def _check_report_options(errors: Console, output_format: str, statistics: bool, changed_since: str | None,
+                          fix: bool, diff: bool) -> None:
     problem = None
     if statistics and output_format not in STATISTICS_FORMATS:
         problem = f"--statistics works with --output-format {', '.join(STATISTICS_FORMATS)}, not {output_format}"
@@ -220,11 +276,11 @@ def _report_console(errors: Console, output_file: Path | None) -> Console:
     return Console(file=handle, highlight=False, soft_wrap=True, color_system=None)
 
 
-@main.command("show-settings")
+@main.command("show-settings", short_help="Print the settings a check would use.")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Use this h2dlint.toml or pyproject.toml instead of the closest one.")
-def show_settings(path, config_file) -> None:
+def show_settings(path: Path | None, config_file: Path | None) -> None:
     """Print the settings a check of PATH (default: the current folder) would use."""
     console = Console(highlight=False, soft_wrap=True)
     rules = all_rules()
@@ -241,7 +297,7 @@ def show_settings(path, config_file) -> None:
             console.out(f"{setting.name.replace('_', '-')}: {getattr(settings, setting.name)!r}")
 
 
-@main.command()
+@main.command(short_help="Delete the findings cache in the current folder.")
 def clean() -> None:
     """Delete the findings cache (.h2dlint_cache) in the current folder."""
     try:
@@ -252,29 +308,43 @@ def clean() -> None:
     Console(highlight=False).out(f"Removed {CACHE_DIR_NAME}" if removed else f"No {CACHE_DIR_NAME} here")
 
 
-@main.command()
-@click.argument("code", required=False)
+@main.command(short_help="Explain a rule, or list them all with --all.")
+@click.argument("code", metavar="CODE_OR_NAME", required=False)
 @click.option("--all", "show_all", is_flag=True, help="List every rule.")
-def rule(code, show_all) -> None:
-    """Explain rule CODE (e.g. HDL101), or list the rules with --all."""
+def rule(code: str | None, show_all: bool) -> None:
+    """Explain rule CODE_OR_NAME (`HDL101` or `blocking-tensor-copy`), or list the rules with --all."""
     console = Console(highlight=False)
     rules = all_rules()
     if show_all or code is None:
         for rule_code, rule_class in rules.items():
             default = "" if rule_class.default_enabled else " (opt-in)"
             console.print(f"{rule_code}  {rule_class.name}{default}: {rule_class.summary}", markup=False)
+        for problem_code, (name, description) in INPUT_PROBLEMS.items():
+            console.print(f"{problem_code}  {name}: {description}", markup=False)
         return
-    rule_class = rules.get(code.upper())
-    if rule_class is None:
+    text = _rule_docs(code, rules)
+    if text is None:
         Console(stderr=True).print(f"error: unknown rule {code!r}; `h2dlint rule --all` lists them", markup=False)
         sys.exit(EXIT_ERROR)
-    text = rule_help(rule_class)
     if console.is_terminal:
         from rich.markdown import Markdown  # imported here: importing it slows every start
 
         console.print(Markdown(text))
     else:
         console.out(text, highlight=False)
+
+
+def _rule_docs(code_or_name: str, rules: dict) -> str | None:
+    """The docs of the rule or input problem with this code or name, as Markdown; None for an unknown one."""
+    wanted = code_or_name.strip()
+    for rule_code, rule_class in rules.items():
+        if wanted.upper() == rule_code or wanted.lower() == rule_class.name:
+            return rule_help(rule_class)
+    for problem_code, (name, description) in INPUT_PROBLEMS.items():
+        if wanted.upper() == problem_code or wanted.lower() == name:
+            return (f"# {name} ({problem_code})\n\n{description} It is reported even when `select` leaves it "
+                    f"out; `ignore` or `per-file-ignores` can name it.")
+    return None
 
 
 @main.command()

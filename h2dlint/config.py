@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from .settings import Settings, SettingsError
+from .settings import Settings, SettingsError, check_selectors
+
+if TYPE_CHECKING:
+    from .rule import Rule
 
 CONFIG_NAME = "h2dlint.toml"
 
@@ -64,32 +69,32 @@ def common_folder(paths: list[Path]) -> Path:
     return Path(os.path.commonpath(folders))
 
 
-def _strings(key: str, value, where: str) -> tuple[str, ...]:
+def _strings(key: str, value: object, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise SettingsError(f"{where}: `{key}` must be a list of strings, got {value!r}")
     return tuple(value)
 
 
-def _codes(key: str, value, where: str) -> tuple[str, ...]:
+def _codes(key: str, value: object, where: str) -> tuple[str, ...]:
     return tuple(code.strip().upper() for code in _strings(key, value, where))
 
 
-def _per_file_ignores(key: str, value, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _per_file_ignores(key: str, value: object, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not isinstance(value, dict):
         raise SettingsError(f"{where}: `{key}` must be a table of glob = [codes], got {value!r}")
     return tuple((glob, _codes(f"{key}.{glob}", codes, where)) for glob, codes in value.items())
 
 
-def _bool(key: str, value, where: str) -> bool:
+def _bool(key: str, value: object, where: str) -> bool:
     if not isinstance(value, bool):
         raise SettingsError(f"{where}: `{key}` must be true or false, got {value!r}")
     return value
 
 
-def _output_format(key: str, value, where: str) -> str:
+def _output_format(key: str, value: object, where: str) -> str:
     from .output import FORMATS
 
-    if value not in FORMATS:
+    if not isinstance(value, str) or value not in FORMATS:
         raise SettingsError(f"{where}: `{key}` must be one of {', '.join(sorted(FORMATS))}, got {value!r}")
     return value
 
@@ -112,6 +117,8 @@ KEYS = {
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
     "exclude": ("exclude", _strings),
     "extend-exclude": ("extend_exclude", _strings),
+    "force-exclude": ("force_exclude", _bool),
+    "respect-gitignore": ("respect_gitignore", _bool),
     "unsafe-fixes": ("unsafe_fixes", _bool),
     "output-format": ("output_format", _output_format),
     "pin-memory-helpers": ("pin_memory_helpers", _strings),
@@ -139,16 +146,13 @@ def read_config(path: Path) -> dict:
     return values
 
 
-def _check_selectors(values: dict, rules, where: str) -> None:
-    selectors = [*values.get("select", ()), *values.get("extend_select", ()), *values.get("ignore", ()),
-                 *(code for _, codes in values.get("per_file_ignores", ()) for code in codes)]
-    for selector in selectors:
-        if selector != "ALL" and not any(code.startswith(selector) for code in rules):
-            raise SettingsError(f"{where}: unknown rule selector {selector!r}: no rule code starts with it "
-                                f"(codes: {', '.join(rules)})")
+def _check_selectors(values: dict, rules: Mapping[str, type[Rule]], where: str) -> None:
+    check_selectors([*values.get("select", ()), *values.get("extend_select", ()), *values.get("ignore", ()),
+                     *(code for _, codes in values.get("per_file_ignores", ()) for code in codes)], rules, where)
 
 
-def resolve_settings(paths: list[Path], rules, config: Path | None = None, **cli) -> Settings:
+def resolve_settings(paths: list[Path], rules: Mapping[str, type[Rule]], config: Path | None = None,
+                     **cli: Any) -> Settings:
     """Settings for a run over `paths`: defaults, then the configuration file, then the command line.
 
     `cli` holds the command line's values by Settings field name; None or an

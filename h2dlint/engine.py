@@ -6,22 +6,25 @@ files can be spread over worker processes and results cached by content.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import difflib
 import os
 from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from .facts import FileFacts, Site, is_test_path
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
+from .newer_syntax import parse_python
 from .rule import Rule, RuleContext
 from .settings import Settings
-from .source import FileChangedError, LineIndex, SourceError, SourceFile, read_source, write_source_atomically
+from .source import LineIndex, NotWrittenError, SourceError, SourceFile, read_source, write_source_atomically
 from .suppression import add_noqa_edits, is_file_exempt, suppress
+from .textdiff import unified_diff
 
 MAX_FIX_ROUNDS = 10
 
@@ -69,7 +72,7 @@ class Linter:
             return []
         path = str(source.path)
         try:
-            tree = ast.parse(text)
+            tree = parse_python(text)
         except (SyntaxError, ValueError) as error:
             return [_syntax_finding(path, error)]
         except (RecursionError, MemoryError) as error:  # how Python's own parser gives up on deep nesting
@@ -131,7 +134,8 @@ class Linter:
             passed.update(self._tested_before_parsing)
         return [rule for rule in self.rules if rule in passed]
 
-    def _units(self, text: str, line_index: LineIndex, facts: FileFacts, active: list[type[Rule]]):
+    def _units(self, text: str, line_index: LineIndex, facts: FileFacts,
+               active: list[type[Rule]]) -> Iterator[tuple[str, Position, set[str]]]:
         """The pieces of code LibCST parses, each with the codes of the rules that visit it: the whole
         file for every rule, or each outermost candidate expression for the rules that named a
         candidate inside it."""
@@ -155,14 +159,16 @@ class Linter:
 
         Returns (text, remaining findings, the code of each fix applied).
         """
-        text, applied = source.text, ()
+        applied: tuple[str, ...] = ()
+        text = source.text
         for _ in range(MAX_FIX_ROUNDS):
-            codes = {finding.fix: finding.code for finding in findings if self.applicable(finding.fix)}
+            codes = {finding.fix: finding.code for finding in findings
+                     if finding.fix is not None and self.applicable(finding.fix)}
             chosen = _non_overlapping(list(codes))
             if not chosen:
                 break
             new_text = apply_edits(text, [edit for fix in chosen for edit in fix.edits])
-            ast.parse(new_text)  # a fix that breaks the file is a bug: let the caller report it
+            parse_python(new_text)  # a fix that breaks the file is a bug: let the caller report it
             text, applied = new_text, applied + tuple(codes[fix] for fix in chosen)
             source = SourceFile(path=source.path, raw=source.raw, text=text, encoding=source.encoding)
             findings = self.lint(source)
@@ -177,7 +183,7 @@ class _Wrapper(MetadataWrapper):
     among those asked for, even when there are none, as with the positions the rules ask for. That empty walk
     (a sizeable part of a snippet's visit) is skipped."""
 
-    def visit_batched(self, visitors, before_visit=None, after_leave=None):
+    def visit_batched(self, visitors: Any, before_visit: Any = None, after_leave: Any = None) -> Any:
         if isinstance(visitors, (list, tuple)) and not visitors:
             return self.module
         return super().visit_batched(visitors, before_visit, after_leave)
@@ -190,7 +196,7 @@ def _parse_unit(code: str, origin: Position, snippet: bool) -> tuple[cst.Module,
         if not snippet:
             raise
         module = None
-    if not snippet or _one_expression(module):
+    if module is not None and (not snippet or _one_expression(module)):
         return module, origin
     # An expression spanning lines may be valid, or one expression, only inside the parentheses around it:
     # `f\n()` alone is two statements.
@@ -258,12 +264,8 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     return "".join(pieces)
 
 
-def unified_diff(old: str, new: str, name: str) -> str:
-    """What --diff prints for one file."""
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), name, name))
-
-
-def process_file(path, linter: Linter, mode: str, known: Known | None = None, stamped: bool = True) -> FileResult:
+def process_file(path: Path, linter: Linter, mode: str, known: Known | None = None,
+                 stamped: bool = True) -> FileResult:
     """Lint one file and, with mode "fix" or "diff", fix it; with "add-noqa", suppress its findings. Never raises.
 
     `known` is (content digest, findings) from the cache: when the file still has that digest, its findings
@@ -296,7 +298,7 @@ def process_file(path, linter: Linter, mode: str, known: Known | None = None, st
         if mode == "fix":
             write_source_atomically(source, new_text)
         return result
-    except FileChangedError as error:
+    except NotWrittenError as error:
         return FileResult(name, tuple(findings), error=str(error))
     except Exception as error:  # an h2dlint bug must not stop the run or touch the file
         return FileResult(name, (), error=internal_error(error))

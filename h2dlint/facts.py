@@ -9,7 +9,6 @@ themselves are LibCST visitors over the candidate calls only.
 from __future__ import annotations
 
 import ast
-import bisect
 import enum
 import functools
 import re
@@ -18,8 +17,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import PurePath
+from typing import TypeVar
 
 from .gaps import BLANK, TokensApart, spans_across_gaps
+
+_T = TypeVar("_T")
 
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_BUILTINS = frozenset({"int", "float", "bool"})
@@ -219,7 +221,7 @@ def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
         next(tokens.spans_across_comments(text), None) for tokens in (_GPU_ATTRIBUTE, _DOT_GPU, *_ORDINAL_DEVICES))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _configured_device_names(gpu_device_names: tuple[str, ...]) -> tuple[TokensApart, ...]:
     """The run's `gpu-device-names` (`self.device`) as text searches: blanks, line continuations and comments may
     stand around each dot, as they may where the name is used."""
@@ -338,7 +340,7 @@ def _reads_a_mirrored_name_as_gpu(text: str) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mirrored_uses(name: str) -> tuple[tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], str], ...]]:
     """The searches for `name` after a dot and before what may follow a parameter: regexes for the spellings without
     comments, and (first, then) for `spans_across_gaps` from a gap that holds a comment (only brackets allow one)."""
@@ -418,9 +420,10 @@ class FileFacts:
         self.scanned_nodes: list[ast.AST] = []
         self._scopes: dict[int, Scope] = {}  # built on first use, by id of the function node (0: the module)
         # Answers kept by line (and name): the same lines are asked about again and again while classifying.
-        self._functions_by_line: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]] = {}
-        self._blocks_by_line: dict[int, tuple[list[tuple[int, int]], list[tuple[int, int]]]] = {}
+        self._functions_by_line: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]] | None = None
+        self._blocks_by_line: tuple[list[tuple[tuple[int, int], ...]], list[tuple[tuple[int, int], ...]]] | None = None
         self._binding_scopes: dict[tuple[str, int], Scope | None] = {}
+        self._binds_by_lines: dict[tuple[int, int], bool] = {}  # by first and last line, for _may_bind_in_expressions
         self._class_nodes: list[ast.ClassDef] = []
         self._class_attributes: dict[int, dict[str, list[Binding]]] = {}  # by id of the class, on first use
         self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
@@ -516,7 +519,6 @@ class FileFacts:
                 self._class_nodes.append(node)
         self.functions.sort()
         self._function_nodes.sort(key=lambda node: (node.lineno, node.col_offset))
-        self._function_starts = [node.lineno for node in self._function_nodes]
         self._collect_imports(sorted(imports, key=lambda node: (node.lineno, node.col_offset)), tree)
         for block in with_blocks:
             for item in block.items:
@@ -632,8 +634,14 @@ class FileFacts:
         they walked. Most statements have neither, and their expressions are most of a file's nodes."""
         if getattr(statement, "lineno", None) is None:  # the `Expr` standing for a lambda's body
             return True
-        segment = self._lines_of(statement)
-        return ":=" in segment or "for" in segment
+        # Statements sharing their lines (`a = 1; b = 2`, many on one long line) share the answer: searching
+        # the lines again for each would grow with the square of the line's length.
+        lines = (statement.lineno, statement.end_lineno or statement.lineno)
+        binds = self._binds_by_lines.get(lines)
+        if binds is None:
+            segment = self._lines_of(statement)
+            binds = self._binds_by_lines[lines] = ":=" in segment or "for" in segment
+        return binds
 
     def _lines_of(self, node: ast.AST) -> str:
         """The text of the lines `node` spans."""
@@ -721,16 +729,17 @@ class FileFacts:
                 reaching = [binding for binding in reaching if binding.line >= last_straight]
         return reaching
 
-    def _blocks_at(self, line: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    def _blocks_at(self, line: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
         """The loops around `line`, and the arms of `if`s whose other arm holds `line` (code there never runs
-        before `line` in the same pass); computed once per line."""
-        blocks = self._blocks_by_line.get(line)
-        if blocks is None:
-            loops = [loop for loop in self.loops if loop[0] <= line <= loop[1]]
-            other_arms = [other for body, orelse in self.if_arms
-                          for arm, other in ((body, orelse), (orelse, body)) if arm[0] <= line <= arm[1]]
-            blocks = self._blocks_by_line[line] = (loops, other_arms)
-        return blocks
+        before `line` in the same pass)."""
+        if self._blocks_by_line is None:
+            loops = _held_per_line([(first, last, (first, last)) for first, last in self.loops])
+            other_arms = _held_per_line([(arm[0], arm[1], other) for body, orelse in self.if_arms
+                                         for arm, other in ((body, orelse), (orelse, body))])
+            self._blocks_by_line = (loops, other_arms)
+        loops, other_arms = self._blocks_by_line
+        return (loops[line] if 0 < line < len(loops) else (),
+                other_arms[line] if 0 < line < len(other_arms) else ())
 
     def _binding_scope(self, name: str, line: int) -> Scope | None:
         """The innermost function around `line` that binds `name`, else the module, if it binds `name`."""
@@ -745,15 +754,13 @@ class FileFacts:
         return scope
 
     def _functions_around(self, line: int) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]:
-        """The functions whose lines hold `line`, outermost first; computed once per line."""
-        enclosing = self._functions_by_line.get(line)
-        if enclosing is not None:
-            return enclosing
-        # Only functions starting on or before `line` can hold it.
-        starting = self._function_nodes[:bisect.bisect_right(self._function_starts, line)]
-        enclosing = self._functions_by_line[line] = tuple(node for node in starting
-                                                          if line <= (node.end_lineno or node.lineno))
-        return enclosing
+        """The functions whose lines hold `line`, outermost first."""
+        if self._functions_by_line is None:
+            self._functions_by_line = self._functions_per_line()
+        return self._functions_by_line[line] if 0 < line < len(self._functions_by_line) else ()
+
+    def _functions_per_line(self) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]]:
+        return _held_per_line([(node.lineno, node.end_lineno or node.lineno, node) for node in self._function_nodes])
 
     def parameter_annotation(self, name: str, line: int) -> ast.expr | None:
         """The annotation of `name` read at `line`, when `name` is a parameter of the function whose binding of
@@ -1128,8 +1135,7 @@ class FileFacts:
         """The qualified names of the decorators (`@torch.jit.script`, `@triton.jit(...)`) of the functions
         around `line`; "" for a decorator this file does not import."""
         return [self.qualify(dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator)) or ""
-                for node in self._function_nodes
-                if not isinstance(node, ast.Lambda) and node.lineno <= line <= (node.end_lineno or node.lineno)
+                for node in self._functions_around(line) if not isinstance(node, ast.Lambda)
                 for decorator in node.decorator_list]
 
     def in_torchscript(self, line: int) -> bool:
@@ -1289,6 +1295,32 @@ def _nested_statements(body: list[ast.stmt], enter_definitions: bool = True):
             block = getattr(node, name, None)
             if isinstance(block, list):
                 stack.extend(block)
+
+
+def _held_per_line(spans: list[tuple[int, int, _T]]) -> list[tuple[_T, ...]]:
+    """For each line up to the last span's end, the items of the (first line, last line, item) spans holding it,
+    in the order given, found in one pass over the lines: testing every span for each line asked about grows
+    with the square of the file's length. Lines where no span opens or closes share one tuple."""
+    last = max((span[1] for span in spans), default=0)
+    table: list[tuple[_T, ...]] = [()] * (last + 1)
+    by_start = sorted(range(len(spans)), key=lambda index: spans[index][0])
+    open_spans: list[int] = []
+    current: tuple[_T, ...] = ()
+    next_span = 0
+    for line in range(1, last + 1):
+        changed = False
+        while next_span < len(by_start) and spans[by_start[next_span]][0] <= line:
+            open_spans.append(by_start[next_span])
+            next_span += 1
+            changed = True
+        if any(spans[index][1] < line for index in open_spans):
+            open_spans = [index for index in open_spans if spans[index][1] >= line]
+            changed = True
+        if changed:
+            open_spans.sort()
+            current = tuple(spans[index][2] for index in open_spans)
+        table[line] = current
+    return table
 
 
 class _LineMap:

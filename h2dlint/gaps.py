@@ -20,14 +20,14 @@ from typing import ClassVar
 BLANK = r"[\s\\]"  # blanks and line continuations (a backslash counts wherever it stands: a superset)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _code_gap(blank: str) -> re.Pattern[str]:
     """`blank`s and whole comments: what may stand between two tokens of an expression spread over lines.
     Possessive: a comment is skipped whole or not at all, and nothing is tried twice."""
     return re.compile(rf"(?:{blank}|#[^\r\n]*[\r\n])*+")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _gap_then(blank: str, token: str) -> re.Pattern[str]:
     # Not possessive: the gap gives back a character the token may start with (`(` where parentheses may stand
     # between the tokens, as in `device=(0)`).

@@ -44,7 +44,7 @@ class Finding:
     evidence: tuple[tuple[str, str], ...] = ()
 
     @property
-    def sort_key(self):
+    def sort_key(self) -> tuple[str, int, Position, str]:
         return (self.path, self.cell or 0, self.start, self.code)
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .engine import FileResult, Linter, apply_edits, internal_error, unreadable
 from .model import Edit, Finding, Position
-from .source import FileChangedError, SourceError, SourceFile, write_source_atomically
+from .source import NotWrittenError, SourceError, SourceFile, write_source_atomically
 from .suppression import add_noqa_edits
 
 CELL_BOUNDARY = "# h2dlint: cell boundary"
@@ -184,7 +184,7 @@ def process_notebook(path: Path, linter: Linter, mode: str) -> FileResult:
             return FileResult(name, remaining, len(applied), diff=notebook.diff(new_text), fixed_codes=applied)
         write_source_atomically(notebook.file, notebook.render(new_text))
         return FileResult(name, remaining, len(applied), fixed_codes=applied)
-    except FileChangedError as error:
+    except NotWrittenError as error:
         return FileResult(name, tuple(map(notebook.locate, findings)), error=str(error))
     except Exception as error:  # an h2dlint bug must not stop the run or touch the file
         return FileResult(name, (), error=internal_error(error))

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import os
 from pathlib import Path
 
 from rich.console import Console
 from rich.control import strip_control_codes
 from rich.text import Text
 
-from .ci_formats import github_annotations, gitlab_report, junit_report, rdjson_report, sarif_log, write_raw
+from .ci_formats import code_name, github_annotations, gitlab_report, junit_report, rdjson_report, sarif_log, write_raw
 from .engine import FileResult, apply_edits
 from .model import Applicability, Finding
+from .rule import all_rules
 from .source import LineIndex, read_source
 from .summaries import write_fix_summary
 
 
 def _json_location(position) -> dict:
-    return {"row": position.line, "column": position.column + 1}
+    return {"column": position.column + 1, "row": position.line}
 
 
 def location(finding: Finding) -> str:
@@ -33,36 +36,48 @@ def rule_url(code: str) -> str | None:
 
 
 def finding_to_json(finding: Finding) -> dict:
+    """A finding in the shape of Ruff's JSON output: the same keys, in the same (sorted) order."""
     fix = None
     if finding.fix is not None:
         fix = {
             "applicability": finding.fix.applicability.value,
+            "edits": [{"content": edit.content, "end_location": _json_location(edit.end),
+                       "location": _json_location(edit.start)} for edit in finding.fix.edits],
             "message": finding.fix.message,
-            "edits": [{"content": edit.content, "location": _json_location(edit.start),
-                       "end_location": _json_location(edit.end)} for edit in finding.fix.edits],
         }
-    cell = {} if finding.cell is None else {"cell": finding.cell}
+    # h2dlint's own key, `evidence` (how a sync finding knows its tensor is on the GPU and why its code is hot),
+    # joins Ruff's keys in their sorted order, only where there is some.
     evidence = {"evidence": dict(finding.evidence)} if finding.evidence else {}
     return {
-        **evidence,
-        **cell,
+        "cell": finding.cell,
         "code": finding.code,
-        "message": finding.message,
-        "filename": finding.path,
-        "location": _json_location(finding.start),
         "end_location": _json_location(finding.end),
+        **evidence,
+        "filename": os.path.abspath(finding.path),
         "fix": fix,
+        "location": _json_location(finding.start),
+        "message": finding.message,
+        "name": code_name(finding.code),
+        "noqa_row": finding.start.line,  # where --add-noqa writes its comment (a finding's first line)
+        "severity": "error",
         "url": rule_url(finding.code),
     }
 
 
+def rule_url(code: str) -> str | None:
+    """Where the rule's docs are: the module that defines it, whose docstring `h2dlint rule CODE` prints;
+    None for the input problems (HDL001, HDL002), which no rule reports."""
+    rule = all_rules().get(code)
+    return None if rule is None else Path(inspect.getfile(rule)).resolve().as_uri()
+
+
 def write_json(console: Console, results: list[FileResult], options) -> None:
     findings = [finding_to_json(finding) for result in results for finding in result.findings]
-    console.out(json.dumps(findings, indent=2), highlight=False)
+    write_raw(console, [json.dumps(findings, indent=2)])
 
 
 def write_json_lines(console: Console, results: list[FileResult], options) -> None:
-    write_raw(console, [json.dumps(finding_to_json(finding)) for finding in _all(results)])
+    write_raw(console, [json.dumps(finding_to_json(finding), separators=(",", ":")) for finding in _all(results)])
 
 
 def write_github(console: Console, results: list[FileResult], options) -> None:
@@ -190,6 +205,8 @@ def _proposed_fix(index: LineIndex, finding: Finding) -> list[Line]:
 
 
 def _summary(console: Console, results: list[FileResult], options) -> None:
+    if options.quiet:  # the findings only
+        return
     if options.show_fixes:
         write_fix_summary(console, results)
     findings = list(_all(results))
@@ -197,7 +214,7 @@ def _summary(console: Console, results: list[FileResult], options) -> None:
     if not findings:
         if fixed:
             console.print(f"Found {fixed} error{'s' * (fixed != 1)} ({fixed} fixed, 0 remaining).")
-        elif not options.quiet and not options.problems:
+        elif not options.problems:
             console.print("All checks passed!")
         return
     total = len(findings) + fixed

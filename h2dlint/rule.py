@@ -14,7 +14,7 @@ import re
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -22,6 +22,7 @@ from libcst.metadata import PositionProvider
 from .facts import FileFacts, Site
 from .gaps import TokensApart, spans_across_gaps
 from .model import Edit, Finding, Fix, Position
+from .settings import Settings
 from .source import LineIndex, SourceFile
 
 _CODE = re.compile(r"[A-Z]+[0-9]+")
@@ -47,7 +48,7 @@ class Invalid:
 class RuleContext:
     """What a rule sees besides the nodes: the file's facts and a place to report."""
 
-    def __init__(self, source: SourceFile, line_index: LineIndex, facts: FileFacts, settings,
+    def __init__(self, source: SourceFile, line_index: LineIndex, facts: FileFacts, settings: Settings,
                  module: cst.Module, origin: Position) -> None:
         self.source = source
         self.path = str(source.path)
@@ -78,6 +79,7 @@ class RuleContext:
             self._module_code = self.module.code
             self._module_index = LineIndex(self._module_code)
         old_code, old_index = self._module_code, self._module_index
+        assert old_index is not None
         relative_start = self._relative(start)
         relative_end = self._relative(end)
         prefix = old_code[:old_index.offset(*relative_start)]
@@ -93,7 +95,7 @@ class RuleContext:
             # would in place, without copying the tree.
             return Edit(start, end, self.module.code_for_node(replacement.with_changes(lpar=(), rpar=())))
         replacement = replacement.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
-        new_code = self.module.deep_replace(node, replacement).code
+        new_code = cast(cst.Module, self.module.deep_replace(node, replacement)).code
         if not (new_code.startswith(prefix) and new_code.endswith(suffix)):
             return None
         return Edit(start, end, new_code[len(prefix):len(new_code) - len(suffix)])
@@ -137,7 +139,7 @@ class Rule(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider,)
     registry: ClassVar[dict[str, type[Rule]]] = {}
 
-    def __init_subclass__(cls, **kwargs) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if not _CODE.fullmatch(cls.code):
             raise TypeError(f"{cls.__name__}: rule code {cls.code!r} must be letters then digits")
@@ -146,7 +148,7 @@ class Rule(cst.CSTVisitor):
         Rule.registry[cls.code] = cls
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
+    def may_apply(cls, text: str, settings: Settings) -> bool:
         """A cheap test on the file's text: False only where the rule certainly cannot fire."""
         return cls.prefilter_matches(text)
 
@@ -260,7 +262,7 @@ _CALLEE_GAP = r"[\s\\)]"  # what may stand between a called name and its `(`: `(
 
 def all_rules() -> dict[str, type[Rule]]:
     """Every rule in the catalogue, by code, importing the catalogue on first use."""
-    from . import rules as catalogue
+    from . import rules as catalogue  # type: ignore[attr-defined]  # the package-dir `rules`
 
     for module in pkgutil.iter_modules(catalogue.__path__):
         importlib.import_module(f"{catalogue.__name__}.{module.name}")

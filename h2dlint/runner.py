@@ -119,7 +119,7 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
                 processed.append(result)
                 step()
     if cache is not None:
-        for path, result in zip(to_process, processed):
+        for path, result in zip(to_process, processed, strict=True):
             if result.stamp is not None and result.error is None:
                 cache.store(path, result.stamp[2], result.stamp[0], result.stamp[1], result.findings,
                             model_keys[path])

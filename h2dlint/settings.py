@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .model import SYNTAX_ERROR, UNREADABLE
+
+if TYPE_CHECKING:
+    from .rule import Rule
 
 DEFAULT_PIN_MEMORY_HELPERS = ("is_pin_memory_available",)
+# Codes of findings about the input itself (cannot be parsed, read or decoded), which no rule reports.
+INPUT_PROBLEM_CODES = (SYNTAX_ERROR, UNREADABLE)
 
 
 class SettingsError(Exception):
@@ -45,19 +54,38 @@ class Settings:
         return repr(dataclasses.replace(self, output_format="full", exclude=(), force_exclude=False,
                                         respect_gitignore=True, unsafe_fixes=False))
 
-    def enabled_codes(self, rules) -> tuple[str, ...]:
-        """The codes of `rules` (a dict code -> rule class) this run checks."""
-        for prefix in (*self.select, *self.extend_select, *self.ignore):
-            if prefix != "ALL" and not any(code.startswith(prefix) for code in rules):
-                raise SettingsError(f"unknown rule selector {prefix!r}: no rule code starts with it "
-                                    f"(codes: {', '.join(rules)})")
+    def enabled_codes(self, rules: Mapping[str, type[Rule]]) -> tuple[str, ...]:
+        """The codes of `rules` (a dict code -> rule class) this run checks.
+
+        A prefix (`HDL1`) selects the rules under it that are on by default; an opt-in rule is selected only
+        by its exact code or by `ALL`, so that selecting a family never turns on the rules meant to be asked for.
+        """
+        check_selectors((*self.select, *self.extend_select, *self.ignore), rules)
         if self.select:
-            chosen = {code for code in rules if _matches(code, self.select)}
+            chosen = {code for code, rule in rules.items() if _selects(code, rule, self.select)}
         else:
             chosen = {code for code, rule in rules.items() if rule.default_enabled}
-        chosen |= {code for code in rules if _matches(code, self.extend_select)}
+        chosen |= {code for code, rule in rules.items() if _selects(code, rule, self.extend_select)}
         chosen -= {code for code in rules if _matches(code, self.ignore)}
         return tuple(sorted(chosen))
+
+    def reports_input_problem(self, code: str) -> bool:
+        """Whether findings about the input itself (HDL001, HDL002) with `code` are reported: always, unless
+        `ignore` names them (a file h2dlint could not check is not silently passed over by a `select`)."""
+        return not _matches(code, self.ignore)
+
+
+def check_selectors(selectors: Iterable[str], rules: Mapping[str, type[Rule]], where: str = "") -> None:
+    """SettingsError for a selector that matches no code, of a rule or of an input problem."""
+    for selector in selectors:
+        if selector != "ALL" and not any(code.startswith(selector) for code in (*rules, *INPUT_PROBLEM_CODES)):
+            raise SettingsError(f"{where}{': ' if where else ''}unknown rule selector {selector!r}: no rule code "
+                                f"starts with it (codes: {', '.join(sorted((*rules, *INPUT_PROBLEM_CODES)))})")
+
+
+def _selects(code: str, rule: type[Rule], selectors: tuple[str, ...]) -> bool:
+    return any(selector in ("ALL", code) or (rule.default_enabled and code.startswith(selector))
+               for selector in selectors)
 
 
 def _matches(code: str, selectors: tuple[str, ...]) -> bool:

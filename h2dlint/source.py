@@ -2,12 +2,14 @@
 
 A file is read as bytes, decoded with the encoding Python itself would use
 (BOM, PEP 263 cookie, else UTF-8) and written back with the same encoding,
-BOM and line endings. Writes are atomic and refuse to clobber a file that
-changed on disk since it was read.
+BOM and line endings. Writes keep the file's mode, owner and group, are atomic
+where that can keep them, refuse a file this process may not write, and refuse
+to clobber a file that changed on disk since it was read.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import io
@@ -27,7 +29,11 @@ class SourceError(Exception):
     """A file that cannot be read or decoded; the message says why."""
 
 
-class FileChangedError(Exception):
+class NotWrittenError(Exception):
+    """A fix or noqa comment h2dlint did not write, and why; the file is left as it was."""
+
+
+class FileChangedError(NotWrittenError):
     """The file on disk is no longer the one that was read."""
 
 
@@ -75,40 +81,92 @@ def read_source(path: Path) -> SourceFile:
     return decode_source(raw, path)
 
 
-def write_source_atomically(original: SourceFile, new_text: str) -> None:
-    """Replace `original.path` with `new_text`, or raise FileChangedError.
+def may_write(path: Path) -> bool:
+    """Whether this process may write `path`, as the kernel would decide for its effective user."""
+    return os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
 
-    The new content goes to a temporary file in the same folder, which then
-    replaces the target in one rename; the target's permission bits are kept.
-    Just before the rename the target is read again: if it no longer holds the
-    bytes that were linted, nothing is written.
+
+def write_source_atomically(original: SourceFile, new_text: str) -> None:
+    """Replace `original.path` with `new_text`, or raise NotWrittenError (FileChangedError when the file
+    changed or went away).
+
+    A file this process may not write is refused, as the shell and other tools refuse it: replacing it by a
+    rename would only need the folder to be writable. The new content goes to a temporary file in the same
+    folder, given the target's permission bits, owner and group, which then replaces the target in one
+    rename. Where that cannot keep the file as it was (the owner or group cannot be given to another user's
+    file, the folder is not writable, the file has other hard links), the file is rewritten in place instead.
+    Just before writing, the target is read again: if it no longer holds the bytes that were linted, nothing
+    is written.
     """
     data = original.encode(new_text)
     target = original.path
     if target.is_symlink():
         raise FileChangedError(f"{target} is a symbolic link; not rewritten (fix the file it points to)")
     try:
-        mode = target.stat().st_mode & 0o7777
+        status = target.stat()
     except OSError as error:
         raise FileChangedError(f"{target} is gone: {error.strerror}") from error
-    handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".h2dlint", dir=target.parent)
+    if not may_write(target):
+        raise NotWrittenError(f"cannot write: {os.strerror(errno.EACCES)}; the file is not changed")
+    try:
+        handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".h2dlint", dir=target.parent)
+    except OSError:  # the folder is not writable, though the file is
+        _write_in_place(original, data)
+        return
     try:
         with os.fdopen(handle, "wb") as temp:
             temp.write(data)
             temp.flush()
             os.fsync(temp.fileno())
-        os.chmod(temp_name, mode)
-        try:
-            current = target.read_bytes()
-        except OSError as error:
-            raise FileChangedError(f"{target} is gone: {error.strerror}") from error
-        if current != data:  # equal: another run wrote the same fix meanwhile
-            if current != original.raw:
-                raise FileChangedError(f"{target} changed on disk since it was read; not overwritten")
+        if status.st_nlink > 1 or not _take_owner_and_mode(temp_name, status):
+            _write_in_place(original, data)
+            return
+        if _unchanged_on_disk(original, data):
             os.replace(temp_name, target)
     finally:
         if os.path.exists(temp_name):
             os.unlink(temp_name)
+
+
+def _take_owner_and_mode(temp_name: str, status: os.stat_result) -> bool:
+    """Give the temporary file the target's owner, group and permission bits; False where not permitted."""
+    temp_status = os.stat(temp_name)
+    if (temp_status.st_uid, temp_status.st_gid) != (status.st_uid, status.st_gid):
+        try:
+            os.chown(temp_name, status.st_uid, status.st_gid)
+        except OSError:
+            return False
+    os.chmod(temp_name, stat.S_IMODE(status.st_mode))  # after chown, which may clear set-user-ID bits
+    return True
+
+
+def _unchanged_on_disk(original: SourceFile, data: bytes) -> bool:
+    """Whether `data` is still to be written: the file holds what was read (FileChangedError if it holds
+    something else); False when it already holds `data` (another run wrote the same fix meanwhile)."""
+    target = original.path
+    try:
+        current = target.read_bytes()
+    except OSError as error:
+        raise FileChangedError(f"{target} is gone: {error.strerror}") from error
+    if current == data:
+        return False
+    if current != original.raw:
+        raise FileChangedError(f"{target} changed on disk since it was read; not overwritten")
+    return True
+
+
+def _write_in_place(original: SourceFile, data: bytes) -> None:
+    """Overwrite the file's content, keeping the file itself (owner, group, mode, links)."""
+    if not _unchanged_on_disk(original, data):
+        return
+    try:
+        with open(original.path, "r+b") as handle:
+            handle.write(data)
+            handle.truncate()
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as error:
+        raise NotWrittenError(f"cannot write: {error.strerror or error}") from error
 
 
 class LineIndex:
@@ -121,6 +179,7 @@ class LineIndex:
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self._utf8_lines: dict[int, bytes | int] = {}  # by line: its UTF-8 bytes, or the length of an ASCII line
 
     @functools.cached_property
     def starts(self) -> list[int]:
@@ -148,5 +207,11 @@ class LineIndex:
 
     def column_from_utf8(self, line: int, byte_column: int) -> int:
         """`ast` reports columns in UTF-8 bytes; the rest of h2dlint in code points."""
-        prefix = self.line_text(line).encode("utf-8")[:byte_column]
-        return len(prefix.decode("utf-8", errors="ignore"))
+        if line not in self._utf8_lines:
+            # Kept per line: a long line holding many calls would otherwise be encoded again for each.
+            text = self.line_text(line)
+            self._utf8_lines[line] = len(text) if text.isascii() else text.encode("utf-8")
+        encoded = self._utf8_lines[line]
+        if isinstance(encoded, int):  # one byte per code point
+            return min(byte_column, encoded)
+        return len(encoded[:byte_column].decode("utf-8", errors="ignore"))

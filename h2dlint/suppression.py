@@ -45,7 +45,7 @@ class Noqa:
     line: int
     start: int  # column of its "#"
     end: int  # column just after it (after its last code)
-    codes: tuple[str, ...] | None  # None: a blanket `# noqa`
+    codes: tuple[str, ...] | None  # None: a blanket noqa comment
 
     def covers(self, code: str) -> bool:
         return self.codes is None or code in self.codes

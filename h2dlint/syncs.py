@@ -18,7 +18,19 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .facts import NON_TENSOR_METHODS, SYNC_BUILTINS, SYNC_METHODS, CodeContext, Data, FileFacts, Placement, defined_function_names, dotted_name, has_gpu_evidence, is_hot_function
+from .facts import (
+    NON_TENSOR_METHODS,
+    SYNC_BUILTINS,
+    SYNC_METHODS,
+    CodeContext,
+    Data,
+    FileFacts,
+    Placement,
+    defined_function_names,
+    dotted_name,
+    has_gpu_evidence,
+    is_hot_function,
+)
 from .gaps import TokensApart
 from .values import TENSOR_ONLY_METHODS, is_certainly_tensor
 

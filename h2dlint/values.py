@@ -6,8 +6,14 @@ from __future__ import annotations
 import ast
 import weakref
 
-from .facts import (NON_TENSOR_METHODS, NON_TENSOR_TORCH_FUNCTIONS, SAME_DEVICE_ATTRIBUTES, TENSOR_OP_NAMESPACES,
-                    Placement, dotted_name)
+from .facts import (
+    NON_TENSOR_METHODS,
+    NON_TENSOR_TORCH_FUNCTIONS,
+    SAME_DEVICE_ATTRIBUTES,
+    TENSOR_OP_NAMESPACES,
+    Placement,
+    dotted_name,
+)
 from .gaps import TokensApart
 
 # Factories whose result's number of dimensions can be read off their arguments.

@@ -5,8 +5,20 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import (constant_upload, dotted, may_call_tensor_with_device, is_literal, is_pure, join_args, keywords_of, pin_guard, shown,
-                            tight_equal, to_ast, torch_name)
+from h2dlint.copies import (
+    constant_upload,
+    dotted,
+    is_literal,
+    is_pure,
+    join_args,
+    keywords_of,
+    may_call_tensor_with_device,
+    pin_guard,
+    shown,
+    tight_equal,
+    to_ast,
+    torch_name,
+)
 from h2dlint.facts import Data, Device, Placement, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid

@@ -4,9 +4,22 @@ import ast
 
 import libcst as cst
 
-from h2dlint.copies import (copy_device, copy_of, fresh_host_factory, is_literal, keywords_of,
-                            may_copy_to_a_named_device, pin_guard, pinned, placement_is_host, shown, to_ast, torch_name,
-                            with_non_blocking, with_pin_memory)
+from h2dlint.copies import (
+    copy_device,
+    copy_of,
+    fresh_host_factory,
+    is_literal,
+    keywords_of,
+    may_copy_to_a_named_device,
+    pin_guard,
+    pinned,
+    placement_is_host,
+    shown,
+    to_ast,
+    torch_name,
+    with_non_blocking,
+    with_pin_memory,
+)
 from h2dlint.facts import Data, Device, Placement, has_gpu_evidence
 from h2dlint.gaps import TokensApart
 from h2dlint.model import Applicability, Fix

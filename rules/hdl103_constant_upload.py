@@ -4,8 +4,19 @@ import ast
 
 import libcst as cst
 
-from h2dlint.copies import (CONSTANT_UPLOAD_KEYWORDS, code_of, constant_upload, dotted, join_args, keyword, keywords_of,
-                            may_call_tensor_with_device, shown, to_ast, torch_name)
+from h2dlint.copies import (
+    CONSTANT_UPLOAD_KEYWORDS,
+    code_of,
+    constant_upload,
+    dotted,
+    join_args,
+    keyword,
+    keywords_of,
+    may_call_tensor_with_device,
+    shown,
+    to_ast,
+    torch_name,
+)
 from h2dlint.facts import Device, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid

@@ -4,8 +4,21 @@ import ast
 
 import libcst as cst
 
-from h2dlint.copies import (PINNABLE_FACTORIES, copy_device, copy_of, fresh_host_factory, host_factory, is_literal,
-                            makes_no_elements, pin_guard, pinned, shown, to_ast, torch_name, with_pin_memory)
+from h2dlint.copies import (
+    PINNABLE_FACTORIES,
+    copy_device,
+    copy_of,
+    fresh_host_factory,
+    host_factory,
+    is_literal,
+    makes_no_elements,
+    pin_guard,
+    pinned,
+    shown,
+    to_ast,
+    torch_name,
+    with_pin_memory,
+)
 from h2dlint.facts import Data, Device, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid

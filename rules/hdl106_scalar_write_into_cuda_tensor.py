@@ -11,7 +11,6 @@ from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.values import ELEMENT_WRITE, is_int_literal, is_python_int, is_python_number, tensor_dimensions
 
 
-
 class ScalarWriteIntoCudaTensor(Rule):
     """
     ## What it does

@@ -7,8 +7,16 @@ import libcst as cst
 from h2dlint.facts import Placement, dotted_name, has_gpu_evidence
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import RUN_ONCE_FUNCTIONS, outside_per_step_code
-from h2dlint.values import (ELEMENT_WRITE, has_index_list, is_certainly_tensor, is_index_list, is_python_int,
-                            is_python_number, is_tensor_annotation, tensor_dimensions)
+from h2dlint.values import (
+    ELEMENT_WRITE,
+    has_index_list,
+    is_certainly_tensor,
+    is_index_list,
+    is_python_int,
+    is_python_number,
+    is_tensor_annotation,
+    tensor_dimensions,
+)
 
 # Last words of names that read as an int (`last_token_id`, `req_idx`); parts anywhere in, and last words of, names
 # that read as an integer index tensor (`expanded_idx_mapping`, `seq_indices`, `input_ids`).

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-
 from h2dlint.rule import Invalid, Rule, Valid, holds_one_of
 from h2dlint.syncs import CONDITION, INT_ARGUMENT_TEXT, READ, SyncReporter, where
 

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import NONZERO, SyncReporter, receiver_words, where
 

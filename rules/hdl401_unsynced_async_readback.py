@@ -5,8 +5,16 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import (code_of, enclosing_function, enclosing_statement, is_literal, is_sync_call,
-                            keywords_of, statements_after, walk_in_order)
+from h2dlint.copies import (
+    code_of,
+    enclosing_function,
+    enclosing_statement,
+    is_literal,
+    is_sync_call,
+    keywords_of,
+    statements_after,
+    walk_in_order,
+)
 from h2dlint.facts import dotted_name
 from h2dlint.rule import Invalid, Rule, Valid
 

@@ -204,7 +204,7 @@ def _is_pinned_buffer(facts, source: ast.expr, line: int) -> bool:
     # Updates in place (`buf += x`) keep a pinned buffer pinned; some binding must allocate one.
     pinned = [value is not None and _allocates_pinned(facts, value) for value in values or ()]
     return any(pinned) and all(is_pinned or (value is not None and _updates(value, name))
-                               for is_pinned, value in zip(pinned, values))
+                               for is_pinned, value in zip(pinned, values, strict=True))
 
 
 def _updates(value: ast.expr, name: str) -> bool:

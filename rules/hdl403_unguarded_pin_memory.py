@@ -5,8 +5,15 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import PINNABLE_FACTORIES, dotted, enclosing_function, is_literal, keywords_of, pin_guard, \
-    torch_name
+from h2dlint.copies import (
+    PINNABLE_FACTORIES,
+    dotted,
+    enclosing_function,
+    is_literal,
+    keywords_of,
+    pin_guard,
+    torch_name,
+)
 from h2dlint.facts import Device, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid

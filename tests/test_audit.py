@@ -11,7 +11,7 @@ from h2dlint.facts import FileFacts, is_test_path
 from h2dlint.source import LineIndex, decode_source
 from h2dlint.values import is_certainly_tensor
 
-from .helpers import linter_for, lint
+from .helpers import lint, linter_for
 
 
 def certainly_tensor(code: str) -> bool:

@@ -260,25 +260,46 @@ def test_file_already_holding_the_same_fix_is_fine(tmp_path):
 
 
 NEW_SYNTAX = {
-    "pep695.py": ("import torch\ndef first[T](items: list[T]) -> T:\n    return items[0]\n"
-                  "x = torch.tensor([1, 9], device='cuda')\n", 2),
-    "pep701.py": ("import torch\nname = f\"{f\"{1}\"}\"\nx = torch.tensor([1, 9], device='cuda')\n", 2),
+    "pep695.py": "import torch\ndef first[T](items: list[T]) -> T:\n    return items[0]\n"
+                 "class Box[T]:\n    pass\n"
+                 "x = torch.tensor([1, 9], device='cuda')\n",
+    "multi_line_parameters.py": "import torch\ndef f[\n    T,  # the item type\n](x: T):\n    return x\n"
+                                "x = torch.tensor([1, 9], device='cuda')\n",
+    "type_alias.py": "import torch\ntype Pair[T] = tuple[T, T]\nx = torch.tensor([1, 9], device='cuda')\n",
+    "pep701.py": "import torch\nname = f\"{f\"{1}\"}\"\nlabel = f\"{ {'a': 1}[\"a\"] }\"\n"
+                 "x = torch.tensor([1, 9], device='cuda')\n",
 }
 
 
 @pytest.mark.parametrize("name", sorted(NEW_SYNTAX))
-def test_syntax_newer_than_the_running_python(tmp_path, name):
-    content, line = NEW_SYNTAX[name]
+def test_syntax_newer_than_the_running_python_is_checked_and_fixed(tmp_path, name):
+    """Python 3.12 syntax (PEP 695, PEP 701): checked and fixed on 3.11 too, through LibCST's parser."""
+    content = NEW_SYNTAX[name]
     path = tmp_path / name
     path.write_text(content)
+    checked = run(path)
+    assert checked.exit_code == 1 and "HDL001" not in checked.output
+    assert f"{path}:{content.count(chr(10))}:5: HDL101" in checked.output
     result = run(path, "--fix")
-    if sys.version_info < (3, 12):  # this Python cannot parse it: a syntax error, file untouched
-        assert result.exit_code == 1
-        assert f"{path}:{line}:" in result.output and "HDL001 SyntaxError:" in result.output
-        assert path.read_text() == content
-    else:
-        assert result.exit_code == 0
-        assert "non_blocking=True" in path.read_text()
+    assert result.exit_code == 0, result.output
+    assert path.read_text() == content.replace("device='cuda')", "pin_memory=True).to('cuda', non_blocking=True)")
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="Python 3.12 parses it")
+def test_newer_syntax_without_a_stand_in_names_the_python_it_needs(tmp_path):
+    # a type parameter list holding an empty line: no stand-in keeps its lines and parses
+    content = "import torch\ndef f[\n\n    T,\n](x: T):\n    return torch.tensor([1, 9], device='cuda')\n"
+    path = tmp_path / "empty_line_in_parameters.py"
+    path.write_text(content)
+    result = run(path, "--fix")
+    assert result.exit_code == 1
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert (f"{path}:2:6: HDL001 SyntaxError: uses syntax of Python 3.12 (type parameter lists); "
+            f"h2dlint runs on Python {running}; the file is not checked or changed") in result.output
+    assert path.read_text() == content
+    # A plain syntax error still says what Python's parser says.
+    (tmp_path / "broken.py").write_text("import torch\nx = torch.tensor([1], device='cuda')\ndef f(:\n")
+    assert "HDL001 SyntaxError: invalid syntax" in run(tmp_path / "broken.py").output
 
 
 def test_stub_files_are_checked_and_fixed(tmp_path):

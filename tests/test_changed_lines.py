@@ -1,6 +1,7 @@
 """--changed-since REF, in real scratch git repositories."""
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -33,7 +34,8 @@ def repo(tmp_path, monkeypatch):
 def reported(*args):
     result = run(*args, "--output-format", "json")
     assert result.exit_code in (0, 1), result.output
-    return sorted((finding["filename"], finding["location"]["row"]) for finding in json.loads(result.output))
+    return sorted((os.path.relpath(finding["filename"]), finding["location"]["row"])
+                  for finding in json.loads(result.output))
 
 
 def test_only_lines_the_branch_added_are_reported(repo):
@@ -83,4 +85,4 @@ def test_unknown_ref_not_a_repository_and_fix_are_errors(repo, tmp_path_factory,
     (outside / "a.py").write_text(BLOCKING)
     monkeypatch.chdir(outside)
     result = run("a.py", "--changed-since", "main")
-    assert result.exit_code == 2 and "--changed-since needs a git repository" in result.output
+    assert result.exit_code == 2 and "--changed-since needs the checked paths to be in a git repository" in result.output

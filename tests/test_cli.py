@@ -61,7 +61,35 @@ def test_json_output_is_ruff_compatible(tree):
     [edit] = finding["fix"]["edits"]
     assert edit["location"] == {"row": 4, "column": 12} and edit["end_location"] == {"row": 4, "column": 50}
     assert edit["content"].endswith(".to(device, non_blocking=True)")
-    assert set(finding) == {"code", "message", "filename", "location", "end_location", "fix", "url"}
+    assert finding["name"] == "blocking-tensor-copy" and finding["noqa_row"] == 4 and finding["cell"] is None
+    assert finding["url"].startswith("file://") and finding["url"].endswith("hdl101_blocking_tensor_copy.py")
+
+
+def _shape(value):
+    """The keys of a JSON value, nested, without the values."""
+    if isinstance(value, dict):
+        return {key: _shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shape(value[0])] if value else []
+    return None
+
+
+def test_json_has_ruffs_keys_in_ruffs_order(tmp_path):
+    """The same file through Ruff (an unused import, with a fix) and h2dlint: the same keys, nested, in the
+    same order, and the same kinds of values (an absolute filename, a number noqa_row, a url)."""
+    ruff = Path(sys.executable).with_name("ruff")
+    if not ruff.exists():
+        pytest.skip("ruff is not installed (it is in the test extra)")
+    path = tmp_path / "both.py"
+    path.write_text("import os\n" + BLOCKING)
+    ruffs = json.loads(subprocess.run([str(ruff), "check", "--no-cache", "--select", "F401", "--output-format",
+                                       "json", "both.py"], capture_output=True, text=True, cwd=tmp_path).stdout)
+    ours = json.loads(run(path, "--output-format", "json", "--no-cache").output)
+    assert ruffs and ours
+    assert json.dumps(_shape(ours[0])) == json.dumps(_shape(ruffs[0]))
+    for theirs, mine in ((ruffs[0], ours[0]), (ruffs[0]["fix"], ours[0]["fix"])):
+        assert {key: type(value) for key, value in mine.items()} == {key: type(value) for key, value in theirs.items()}
+    assert ours[0]["filename"] == ruffs[0]["filename"] == str(path)
 
 
 def test_fix_rewrites_and_exits_0_when_nothing_is_left(tree):

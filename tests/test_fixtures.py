@@ -52,7 +52,7 @@ def test_after_gives_equal_tensors_on_cpu(folder):
         expected = before.replay("cpu", torch.Generator().manual_seed(seed))
         actual = after.replay("cpu", torch.Generator().manual_seed(seed))
         assert len(expected) == len(actual)
-        for want, got in zip(expected, actual):
+        for want, got in zip(expected, actual, strict=True):
             assert got.dtype == want.dtype and got.shape == want.shape and got.device == want.device
             assert got.requires_grad == want.requires_grad and got.is_leaf == want.is_leaf
             assert torch.equal(got.detach(), want.detach())

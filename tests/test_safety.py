@@ -21,7 +21,7 @@ def test_two_concurrent_fix_runs_leave_every_file_fixed_or_original(tmp_path):
                "--jobs", "2", "--output-format", "concise", "--select", "HDL101"]
     runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [run.communicate(timeout=300) for run in runs]
-    for run, (stdout, stderr) in zip(runs, outputs):
+    for run, (stdout, stderr) in zip(runs, outputs, strict=True):
         assert run.returncode in (1, 2), stdout + stderr  # 1: read-back findings have no fix
         assert "internal error" not in stderr
         # The only error allowed: the other run changed a file first, and this one left it alone.

@@ -159,7 +159,7 @@ def test_tokens_apart_are_found_where_their_definition_finds_them(where):
     found_where_defined()
     # Every way of spelling the tokens apart, after each prefix: found, and the span ends where the tokens do.
     for gaps in itertools.product(GAPS, repeat=len(spellings) - 1):
-        written = spellings[0] + "".join(gap + spelling for gap, spelling in zip(gaps, spellings[1:]))
+        written = spellings[0] + "".join(gap + spelling for gap, spelling in zip(gaps, spellings[1:], strict=True))
         for prefix in PREFIXES:
             text = prefix.format(first=spellings[0]) + written + "\n"
             assert (len(text) - 1 - len(written), len(text) - 1) in set(tokens.spans(text)), repr(text)

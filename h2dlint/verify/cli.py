@@ -18,7 +18,8 @@ EXIT_CLEAN, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 DEFAULT_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings={"help_option_names": ["-h", "--help"]},
+               short_help="Replay fixes with torch to check they keep behaviour.")
 @click.argument("paths", nargs=-1)
 @click.option("--run", "run_program", is_flag=True,
               help="Run the program given after `--`, replaying h2dlint's fix next to each site it would fix.")
@@ -31,8 +32,10 @@ def verify(paths, run_program, include, seeds, output_format) -> None:
     """Replay fixes with torch: prove them equivalent and, on a GPU, free of host-device syncs.
 
     \b
-    h2dlint verify [FIXTURE_FOLDERS]          before.py/after.py cases (default: the repo's fixtures/)
-    h2dlint verify --run -- python train.py   inside a program: each fixable site runs both ways
+    h2dlint verify [FIXTURE_FOLDERS]
+        before.py/after.py cases (default: the repo's fixtures/)
+    h2dlint verify --run -- python train.py
+        inside a program: each fixable site runs both ways
     """
     # Tables piped to a file or CI log get room for every column instead of rich's default 80.
     console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 120)

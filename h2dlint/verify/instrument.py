@@ -17,8 +17,8 @@ where it was, so tracebacks and line numbers in the program do not change.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import libcst as cst
 

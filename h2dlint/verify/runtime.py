@@ -45,7 +45,7 @@ def differences(expected, actual, where: str = "result", values: bool = True) ->
     if isinstance(expected, (tuple, list)):
         if type(expected) is not type(actual) or len(expected) != len(actual):
             return [f"{where}: {type(expected).__name__} of {len(expected)} became {_describe(actual)}"]
-        return [difference for index, (want, got) in enumerate(zip(expected, actual))
+        return [difference for index, (want, got) in enumerate(zip(expected, actual, strict=True))
                 for difference in differences(want, got, f"{where}[{index}]", values)]
     return [] if expected == actual else [f"{where}: {expected!r} became {actual!r}"]
 
