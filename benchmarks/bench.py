@@ -161,8 +161,9 @@ def byte_compile_h2dlint() -> None:
     """Byte-compile h2dlint's modules, as `pip install` does. Under PYTHONDONTWRITEBYTECODE (set in some
     environments, this one among them) an editable install would otherwise compile its source again at every
     start, a cost no installed copy pays."""
-    import h2dlint
     import h2dlint.rules
+
+    import h2dlint
 
     for package in (h2dlint, h2dlint.rules):
         compileall.compile_dir(Path(package.__file__).parent, quiet=1)

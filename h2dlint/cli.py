@@ -347,7 +347,7 @@ def _rule_docs(code_or_name: str, rules: dict) -> str | None:
     return None
 
 
-@main.command()
+@main.command(short_help="Run the language server for editors.")
 def server() -> None:
     """Run the language server for editors (LSP over stdio); needs `pip install 'h2dlint[server]'`."""
     try:

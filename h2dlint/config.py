@@ -99,13 +99,13 @@ def _output_format(key: str, value: object, where: str) -> str:
     return value
 
 
-def _path(key: str, value, where: str) -> str:
+def _path(key: str, value: object, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise SettingsError(f"{where}: `{key}` must be a folder (a string), got {value!r}")
     return value
 
 
-def _paths(key: str, value, where: str) -> tuple[str, ...]:
+def _paths(key: str, value: object, where: str) -> tuple[str, ...]:
     return _strings(key, value, where)
 
 

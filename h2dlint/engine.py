@@ -12,7 +12,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -25,6 +25,9 @@ from .settings import Settings
 from .source import LineIndex, NotWrittenError, SourceError, SourceFile, read_source, write_source_atomically
 from .suppression import add_noqa_edits, is_file_exempt, suppress
 from .textdiff import unified_diff
+
+if TYPE_CHECKING:
+    from .project import Project
 
 MAX_FIX_ROUNDS = 10
 
@@ -48,7 +51,7 @@ class FileResult:
 class Linter:
     """The rules a run checks, and how to check and fix one file's text with them."""
 
-    def __init__(self, rules: list[type[Rule]], settings: Settings, project=None) -> None:
+    def __init__(self, rules: list[type[Rule]], settings: Settings, project: Project | None = None) -> None:
         self.rules = rules
         self.settings = settings
         self.project = project  # the Project (h2dlint.project) the rules ask about other files; None: none
@@ -112,7 +115,7 @@ class Linter:
             findings.extend(context.findings)
         return findings
 
-    def model_key(self, path) -> str:
+    def model_key(self, path: str | os.PathLike[str]) -> str:
         """What the findings of the file at `path` depend on in the project model (see FileView.key)."""
         return self.project.key(path) if self.project is not None else ""
 

@@ -17,9 +17,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import PurePath
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .gaps import BLANK, TokensApart, spans_across_gaps
+
+if TYPE_CHECKING:
+    from .project import FileView
 
 _T = TypeVar("_T")
 
@@ -435,7 +438,7 @@ class FileFacts:
         self._line_map: _LineMap | None = None  # built on first use
         self.sites: dict[tuple[int, int, int, int], Site] = {}  # by (line, column, end line, end column)
         # What the project model says about this file (h2dlint.project.FileView), when a model was built.
-        self.project = None
+        self.project: FileView | None = None
         # How the placements classified since the log was last cleared were inferred through the project model.
         self.inferences: list[str] = []
         self._index(tree)

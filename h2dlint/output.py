@@ -29,12 +29,6 @@ def location(finding: Finding) -> str:
     return f"{finding.path}:{cell}{finding.start.line}:{finding.start.column + 1}:"
 
 
-def rule_url(code: str) -> str | None:
-    """Where a rule's docs are on the web, for reports that link to them. h2dlint has no published docs
-    site yet, so there is none; `h2dlint rule CODE` prints the docs."""
-    return None
-
-
 def finding_to_json(finding: Finding) -> dict:
     """A finding in the shape of Ruff's JSON output: the same keys, in the same (sorted) order."""
     fix = None

@@ -693,7 +693,7 @@ class ProjectModel:
         """Functions that may run under `with torch.device(...)` opened elsewhere: the ones called inside such a
         block, the constructors of the classes made there, and what those call, transitively."""
         queue: deque[str] = deque()
-        for path, summary in self.summaries.items():
+        for summary in self.summaries.values():
             module = summary["module"]
             for function, reference in summary["device_context_calls"]:
                 record = self.functions.get(f"{module}.{function}" if function else f"{module}.<module>")
@@ -971,7 +971,7 @@ def build_model(files: Iterable[Path], source_roots: tuple[str, ...], is_root, g
             finally:
                 if was_enabled:
                     gc.enable()
-        for (path, size, mtime_ns), summary in zip(missing, results):
+        for (path, size, mtime_ns), summary in zip(missing, results, strict=True):
             if summary is not None:
                 summaries[path] = summary
                 cache.store(path, size, mtime_ns, summary)

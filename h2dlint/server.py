@@ -187,7 +187,7 @@ class H2dlintServer(LanguageServer):
         by_cell: dict[str, list[Finding]] = {cell_uri: [] for cell_uri in cell_uris}
         for finding in map(joined.locate, findings):
             by_cell[cell_uris[finding.cell - 1]].append(finding)
-        for cell_uri, text in zip(cell_uris, texts):
+        for cell_uri, text in zip(cell_uris, texts, strict=False):
             self.linted[cell_uri] = Linted(text, linter, tuple(by_cell[cell_uri]), linted)
         self.linted_notebooks[uri] = linted
         return linted
@@ -356,9 +356,9 @@ class H2dlintServer(LanguageServer):
             notebook = linted.notebook
             new_text, _, applied = linted.linter.fix(notebook.joined.python, list(notebook.findings))
             new_texts = dict(zip((cell.number for cell in notebook.joined.cells),
-                                 notebook.joined.cell_texts(new_text)))
+                                 notebook.joined.cell_texts(new_text), strict=False))
             replaced = {cell_uri: self.replace_all(text, new_texts[number])
-                        for number, (cell_uri, text) in enumerate(zip(notebook.cell_uris, notebook.texts), 1)
+                        for number, (cell_uri, text) in enumerate(zip(notebook.cell_uris, notebook.texts, strict=False), 1)
                         if number in new_texts and new_texts[number] != text}
             if applied and replaced:
                 action.edit = self.workspace_edits(replaced)

@@ -16,7 +16,8 @@ from h2dlint.rule import all_rules
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
-TEST_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' torch==2.13.0 && .venv/bin/python -m pytest"
+TEST_COMMAND = ("python3 -m venv .venv && .venv/bin/pip install -e '.[test]' torch==2.13.0 && .venv/bin/python -m pytest "
+                "&& .venv/bin/ruff check . && .venv/bin/mypy")
 QUICK_START = "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/h2dlint examples/quickstart.py"
 
 

@@ -453,9 +453,9 @@ def test_notebook_cells_are_checked_together(server, tmp_path):
         editor.client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
             notebook_document=types.NotebookDocument(
                 uri=notebook, notebook_type="jupyter-notebook", version=1,
-                cells=[types.NotebookCell(kind=kind, document=uri) for kind, uri in zip(kinds, uris)]),
+                cells=[types.NotebookCell(kind=kind, document=uri) for kind, uri in zip(kinds, uris, strict=False)]),
             cell_text_documents=[types.TextDocumentItem(uri=uri, language_id=language, version=1, text=cells[uri])
-                                 for language, uri in zip(languages, uris)]))
+                                 for language, uri in zip(languages, uris, strict=False)]))
         published = {uri: await editor.diagnostics(uri) for uri in (uris[0], uris[2], uris[3])}
         assert published[uris[0]] == []
         (third,) = published[uris[2]]
