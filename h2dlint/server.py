@@ -24,12 +24,14 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from . import __version__
+from .cache import CACHE_DIR_NAME
 from .config import resolve_settings
 from .discovery import force_excluded
 from .engine import Linter
 from .model import SYNTAX_ERROR, Applicability, Edit, Finding, Position
 from .notebook import Notebook, join_cells
 from .output import rule_url
+from .project import find_project_root, project_model_for
 from .rule import all_rules, rule_help
 from .settings import Settings, SettingsError
 from .source import LineIndex, SourceFile
@@ -132,7 +134,20 @@ class H2dlintServer(LanguageServer):
         key = (settings, enabled)
         if key not in self.linters:
             self.linters[key] = Linter([self.rules[code] for code in enabled], settings)
-        return self.linters[key]
+        linter = self.linters[key]
+        if linter.project is None and settings.project_model:
+            # What the other files of the project say (hot call chains, where tensors are made), as the CLI
+            # asks it; the summaries are cached on disk, so only the first build in a project costs much.
+            root = find_project_root([path], settings)
+            linter.project = project_model_for([path], settings, root / CACHE_DIR_NAME, 1)
+        return linter
+
+    def forget_projects(self) -> None:
+        """A saved file may change what the project says of the others: each model is built again, from the
+        cached summaries of the unchanged files, at the next lint."""
+        for linter in self.linters.values():
+            linter.project = None
+        self.linted.clear()
 
     def lint(self, uri: str) -> Linted | None:
         """What linting the open document `uri` (a file, or a notebook's cell) finds now; None for a document
@@ -460,6 +475,7 @@ def create_server() -> H2dlintServer:
 
     @_logged
     def did_save(ls: H2dlintServer, params) -> None:
+        ls.forget_projects()
         ls.publish(_document_uri(params))
 
     @_logged

@@ -338,6 +338,30 @@ def test_configuration_of_the_file_applies(server, tmp_path):
     server.run(scenario)
 
 
+def test_facts_from_other_files_of_the_project_reach_the_editor(server, tmp_path):
+    """The project model, as the CLI builds it: the read is hot because another file's `forward` calls it, and
+    the tensor is on the GPU because a third file's class is made there."""
+    (tmp_path / "pyproject.toml").write_text("")
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "batch.py").write_text("import torch\n\n\nclass Batch:\n    def __init__(self, n):\n"
+                                      "        self.seq_lens = torch.zeros(n, device='cuda')\n")
+    (package / "runner.py").write_text("import torch\nfrom pkg.backend import plan\n\n\n"
+                                       "class Runner(torch.nn.Module):\n    def forward(self, batch):\n"
+                                       "        return plan(batch)\n")
+    backend = "def plan(batch):\n    return batch.seq_lens.max().item()\n"
+    (package / "backend.py").write_text(backend)
+
+    async def scenario(editor: Editor):
+        _, diagnostics = await editor.open(package / "backend.py", backend)
+        assert [d.code for d in diagnostics] == ["HDL201"]
+        assert "hot: Runner.forward -> plan" in diagnostics[0].message
+        assert "`Batch.seq_lens` (pkg.batch:6)" in diagnostics[0].message
+
+    server.run(scenario)
+
+
 def test_lints_the_buffer_not_the_file(server, tmp_path):
     path = tmp_path / "model.py"
     path.write_text("print('nothing here')\n")
