@@ -193,7 +193,6 @@ _CUDA_DEVICE_STRING = re.compile(r"cuda(?::\d+)?")
 _GPU_SUFFIX = re.compile(r"_(?:gpu|cuda)\b")  # ends a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
 _GPU_ATTRIBUTE = TokensApart(r"\.", r"(?!_*is_)\w+_(?:gpu|cuda)\b")
 _FLAG_START = re.compile(r"_*is_")
-_DOT_GPU = TokensApart(r"\.", r"gpu\b")  # the device side of a buffer kept on both (`input_ids.gpu`)
 # The name after each `def`: up to a blank, `(`, `[` or `\` (`\w` misses identifier characters such as combining
 # marks). The name is looked ahead at, so that a `def` ending a word (`# undef`) cannot swallow the next `def` as its
 # name. No leading `\b`: a literal start makes the search fast.
@@ -215,13 +214,13 @@ def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
         return True
     if _names_gpu_attribute(text) or any(next(ordinal.spans(text, comments=False), None)
                                          for ordinal in _ORDINAL_DEVICES) \
-            or "gpu" in text and next(_DOT_GPU.spans(text, comments=False), None):
+:
         return True
     if any(name.search(text) for name in _configured_device_names(gpu_device_names)) \
             or may_use_device_collectives(text) or _reads_a_mirrored_name_as_gpu(text):
         return True
     return _calls_cuda(text, _CUDA_CALL.spans_across_comments(text)) or any(
-        next(tokens.spans_across_comments(text), None) for tokens in (_GPU_ATTRIBUTE, _DOT_GPU, *_ORDINAL_DEVICES))
+        next(tokens.spans_across_comments(text), None) for tokens in (_GPU_ATTRIBUTE, *_ORDINAL_DEVICES))
 
 
 @functools.cache
@@ -1238,7 +1237,10 @@ class FileFacts:
         annotated parameter, or unknown (then the attribute's name decides, see ProjectModel.attribute)."""
         receiver = expr.value
         class_name = None
-        if isinstance(receiver, ast.Name):
+        if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) \
+                and receiver.value.id == "self":
+            class_name = self.project.attribute_type(self.class_at(line), receiver.attr)  # `self.buffer.gpu`
+        elif isinstance(receiver, ast.Name):
             if receiver.id == "self":
                 class_name = self.class_at(line)
             else:
@@ -1248,7 +1250,7 @@ class FileFacts:
         placed = self.project.attribute(class_name, expr.attr)
         if placed is None:
             return Placement.UNKNOWN
-        self.inferences.append(f"{placed.where}, {placed.why}" if placed.why else placed.where)
+        self.inferences.append(f"{placed.where} {placed.why}" if placed.why else placed.where)
         return Placement.GPU if placed.placement == "gpu" else Placement.HOST
 
     def site_at(self, start, end) -> Site | None:
@@ -1414,12 +1416,9 @@ def _placement_by_attribute_name(name: str) -> Placement:
     """An attribute named `*_cpu` (`*_list`, `*_host`, ...) holds a host tensor, one named `*_gpu` / `*_cuda`
     (`batch.seq_lens_gpu`) a CUDA tensor unless it reads as a flag or a count; other names say nothing.
     (For local names only the host suffixes count: a local `utilization_gpu` is as often a string.)"""
-    if name.endswith(HOST_NAME_SUFFIXES) or name in ("cpu", "np"):
+    if name.endswith(HOST_NAME_SUFFIXES):
         return Placement.HOST
     if name.endswith(GPU_NAME_SUFFIXES) and names_a_tensor(name.rsplit("_", 1)[0]):
-        return Placement.GPU
-    # A buffer kept on both sides names them (`input_ids.gpu`, `input_ids.cpu`, `input_ids.np`).
-    if name in ("gpu", "cuda"):
         return Placement.GPU
     return Placement.UNKNOWN
 

@@ -72,7 +72,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5
 
 
 # ----- one file's summary -----------------------------------------------------------------------------------------
@@ -178,13 +178,16 @@ class _Summarizer:
                               "attrs": {}, "types": {}, "scalars": []}
         self._body(node.body, prefix=f"{name}.", class_name=name)
         attrs, scalars = self.classes[name]["attrs"], set(self.classes[name]["scalars"])
+        if "gpu" in attrs and attrs["gpu"][0] == "" and ("cpu" in attrs or "np" in attrs):
+            # A buffer kept on both sides (`self.cpu`, `self.gpu`, `self.np`): `gpu` is the device copy.
+            attrs["gpu"] = [GPU, attrs["gpu"][1], "has a host side `cpu`"]
         for attr in list(attrs):
             if attr in scalars or not names_a_tensor(attr) or _COUNT_WORDS.intersection(_words(attr)):
                 continue  # `use_fused_rope` beside `use_fused_rope_cpu` is a flag, `num_heads_cpu` a count
             for suffix in _MIRROR_SUFFIXES:
                 mirror = attrs.get(attr + suffix)
                 if mirror is not None and attrs[attr][0] == "" and mirror[0] != GPU:
-                    attrs[attr] = [GPU, attrs[attr][1], f"`{name}.{attr}` has a host mirror `{attr}{suffix}`"]
+                    attrs[attr] = [GPU, attrs[attr][1], f"has a host mirror `{attr}{suffix}`"]
 
     def _class_statement(self, statement: ast.stmt, class_name: str) -> None:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
@@ -761,6 +764,14 @@ class ProjectModel:
                 return None
         return self.by_attribute_name.get(attr) if _distinctive(attr) else None
 
+    def attribute_type(self, class_name: str, attr: str) -> str | None:
+        for owner in self.mro(class_name):
+            written = self.classes[owner]["types"].get(attr)
+            if written:
+                resolved = self._resolve_name(self.classes[owner]["module"], written)
+                return resolved if resolved in self.classes else None
+        return None
+
     def placement_digest(self) -> str:
         """A digest of every attribute placement and class hierarchy of the project: what a finding on an attribute
         of another file's class may depend on."""
@@ -837,6 +848,11 @@ class FileView:
     def attribute(self, class_name: str | None, attr: str) -> AttributePlacement | None:
         return self.model.attribute(class_name, attr)
 
+    def attribute_type(self, class_name: str | None, attr: str) -> str | None:
+        """The class of `<object of class_name>.attr`, when the project defines it (`self.x = Buffer(...)`, or an
+        annotation)."""
+        return self.model.attribute_type(class_name, attr) if class_name else None
+
     def device_context(self, local_qualname: str) -> str | None:
         """Where a `with torch.device(...)` that may be open around this function is, if the model sees one."""
         if self.module is None:
@@ -852,9 +868,24 @@ class FileView:
         facts = set()
         if any((hot := self.hot(name)) and len(hot.chain) > 1 for name in self.summary["functions"] if name):
             facts.add("hotness")
-        if not self.model.gpu_attribute_names.isdisjoint(self.summary["reads"]):
+        if not self.model.gpu_attribute_names.isdisjoint(self.summary["reads"]) or self._uses_gpu_holding_class():
             facts.add("placement")
         return frozenset(facts)
+
+    def _uses_gpu_holding_class(self) -> bool:
+        """Whether the file's classes hold, or its functions take, objects of a class that places an attribute on
+        the GPU (`self.input_ids = CpuGpuBuffer(...)`, `def plan(self, batch: ForwardBatch)`)."""
+        module = self.module
+        written = [written for record in self.summary["classes"].values() for written in record["types"].values()]
+        written += [annotation for record in self.summary["functions"].values()
+                    for annotation in record["params"].values()]
+        for dotted in written:
+            resolved = self.model._resolve_name(module, dotted)
+            if resolved in self.model.classes and any(
+                    placed.placement == GPU for owner in self.model.mro(resolved)
+                    for placed in self.model.attribute_placements.get(owner, {}).values()):
+                return True
+        return False
 
     def key(self) -> str:
         """What the findings of this file depend on in the model, as a digest: the hotness (and chains) of its

@@ -97,17 +97,10 @@ LIST_REPETITION = (TokensApart(r"\]", r"\*", gap=")"), TokensApart(r"\*", r"\[",
 INT_ARGUMENT_TEXT = ("range(", "zeros(", "ones(", "empty(", "full(", "full_like(", "rand", "eye(", "split(", ".view(", ".reshape(",
                      ".expand(", ".repeat(", "new_zeros(", "new_ones(", "new_empty(", *LIST_REPETITION)
 
-# Site kinds, and the rule that reports each outside graph capture.
+# Site kinds: what a sync rule reports (SyncReporter.kinds).
 READ, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT = (
     "read", "condition", "nonzero", "mask", "unique", "repeat", "explicit")
-GRAPH_CAPTURE_CODE = "HDL501"
-# Reads, conditions and explicit syncs in functions known neither to be hot nor to run once.
-OUTSIDE_HOT_CODE = "HDL204"
-# The rules that report each kind of site outside graph capture (HDL501 reports every kind inside it).
-KIND_CODES = {READ: frozenset({"HDL201", "HDL202", OUTSIDE_HOT_CODE}),
-              CONDITION: frozenset({"HDL202", "HDL203", OUTSIDE_HOT_CODE}),
-              NONZERO: frozenset({"HDL301"}), MASK: frozenset({"HDL302"}), UNIQUE: frozenset({"HDL303"}),
-              REPEAT: frozenset({"HDL304"}), EXPLICIT: frozenset({"HDL305", OUTSIDE_HOT_CODE})}
+ALL_KINDS = frozenset({READ, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT})
 # The last name part of the calls that can be a site of each kind (method, function or builtin).
 KIND_CALL_NAMES = {READ: SYNC_METHODS | {"to", "type"} | READING_BUILTINS | INT_ARGUMENT_CALL_NAMES
                    | frozenset(SCALAR_KEYWORD_ARGUMENTS), CONDITION: frozenset(),
@@ -141,31 +134,59 @@ _CACHE: weakref.WeakKeyDictionary[FileFacts, dict] = weakref.WeakKeyDictionary()
 
 
 def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
-    """The code of the rule that reports `site` where it is, or None when it costs nothing worth reporting."""
+    """The code of the rule that reports `site` where it is, or None when it costs nothing worth reporting.
+
+    What costs nothing is decided here, for every rule: a host tensor, code that runs once, a logging call, a branch
+    taken only while CUDA graphs are captured or only on another device, a GPU kernel's body. Otherwise each sync
+    rule says what it reports (`kinds`, and `where` by placement), and the first that reports the site owns it;
+    the declarations are disjoint, so there is at most one."""
     if site.placement is Placement.HOST:
         return None
-    if context.in_graph_capture:
-        return GRAPH_CAPTURE_CODE
-    if _runs_once(context) or _only_for_logging(site.node, facts) or _only_while_capturing(site.node, facts) \
-            or _only_on_other_devices(site.node, facts) or _in_device_kernel(site.node, facts):
+    if not context.in_graph_capture and (
+            _runs_once(context) or _only_for_logging(site.node, facts) or _only_while_capturing(site.node, facts)
+            or _only_on_other_devices(site.node, facts) or _in_device_kernel(site.node, facts)):
         return None
-    if site.kind in (READ, CONDITION, EXPLICIT):
-        if not context.hot:
-            return None if outside_per_step_code(context, facts) or not facts.mentions_torch else OUTSIDE_HOT_CODE
-        if site.kind == EXPLICIT:
-            return "HDL305"
-        if site.placement is not Placement.GPU:
-            return "HDL202"
-        return "HDL201" if site.kind == READ else "HDL203"
-    if site.kind in (NONZERO, MASK, UNIQUE):
-        # On a tensor of unknown placement, only a hot function (`forward`, a step) is evidence enough of
-        # device code: loops in other functions are where host-side preprocessing lives.
-        if site.placement is not Placement.GPU and not context.hot_function:
-            return None
-        return {NONZERO: "HDL301", MASK: "HDL302", UNIQUE: "HDL303"}[site.kind]
-    if site.kind == REPEAT:
-        return "HDL304"
+    for rule in sync_rules():
+        where = rule.where.get(site.placement) if site.kind in rule.kinds else None
+        if where is not None and _holds(where, context, facts):
+            return rule.code
     return None
+
+
+# Where a rule may report a site (SyncReporter.where): under CUDA graph capture (there, every kind is an error);
+# in hot code (a loop, a hot function); in a hot function (a loop alone is where host-side preprocessing lives);
+# wherever it runs more than once; in code not known to be hot nor cold (the audit's place).
+GRAPH_CAPTURE, HOT, HOT_FUNCTION, ANYWHERE, UNKNOWN_HOTNESS = (
+    "graph-capture", "hot", "hot-function", "anywhere", "unknown-hotness")
+
+
+def _holds(where: str, context: CodeContext, facts: FileFacts) -> bool:
+    if where == GRAPH_CAPTURE or context.in_graph_capture:
+        return where == GRAPH_CAPTURE and context.in_graph_capture
+    if where == HOT:
+        return context.hot
+    if where == HOT_FUNCTION:
+        return context.hot_function
+    if where == UNKNOWN_HOTNESS:
+        return not context.hot and not outside_per_step_code(context, facts) and facts.mentions_torch
+    return where == ANYWHERE
+
+
+@functools.cache
+def sync_rules() -> tuple[type, ...]:
+    """Every sync rule of the catalogue (a SyncReporter), in code order."""
+    from .rule import all_rules
+
+    return tuple(rule for rule in all_rules().values() if issubclass(rule, SyncReporter))
+
+
+def codes_reporting(kinds: frozenset[str] | None = None, placement: Placement | None = None,
+                    where: str | None = None) -> frozenset[str]:
+    """The codes of the sync rules that report some of `kinds` (any kind when None), on `placement`, `where`."""
+    return frozenset(rule.code for rule in sync_rules()
+                     if (kinds is None or rule.kinds & kinds)
+                     and any((placement is None or placed is placement) and (where is None or at == where)
+                             for placed, at in rule.where.items()))
 
 
 def _runs_once(context: CodeContext) -> bool:
@@ -272,18 +293,18 @@ class _Finder:
         self._contexts: dict[int, CodeContext] = {}
         # Only the kinds some active rule reports are looked for: a site no active rule owns is never reported.
         active = facts.active_codes
-        if active is None or (GRAPH_CAPTURE_CODE in active and facts.graph_captures):
-            self.kinds = frozenset(KIND_CODES)
+        if active is None or (active & codes_reporting(where=GRAPH_CAPTURE) and facts.graph_captures):
+            self.kinds = ALL_KINDS
         else:
-            self.kinds = frozenset(kind for kind, codes in KIND_CODES.items() if codes & active)
+            self.kinds = frozenset(kind for kind in ALL_KINDS if codes_reporting(frozenset({kind})) & active)
         # Without GPU evidence in its text, nothing in a file classifies as a CUDA tensor: the checks that
         # only ever add sites on CUDA tensors are skipped.
         self.gpu_possible = has_gpu_evidence(facts.text, facts.gpu_device_names) or (
             facts.project is not None and "placement" in facts.project.opened_for())
-        # Only HDL204 reports reads, conditions and explicit syncs outside hot code, and only HDL202 and HDL204
-        # conditions on tensors of unknown placement.
-        self.outside_hot = active is None or OUTSIDE_HOT_CODE in active
-        self.possible_conditions = active is None or bool(active & {"HDL202", OUTSIDE_HOT_CODE})
+        # Whether an active rule reports sites outside hot code, and conditions on tensors of unknown placement.
+        self.outside_hot = active is None or bool(active & codes_reporting(where=UNKNOWN_HOTNESS))
+        self.possible_conditions = active is None or bool(
+            active & codes_reporting(frozenset({CONDITION}), Placement.UNKNOWN))
 
     def find(self) -> dict[tuple[int, int, int, int], SyncSite]:
         # `owner()` reports nothing in run-once code, and reads and conditions outside hot code only under
@@ -626,6 +647,9 @@ class SyncReporter:
     """
 
     kinds: frozenset[str] = frozenset()
+    # Where the rule reports those kinds, by the placement of the tensor read (see `owner`): {Placement.GPU: HOT}
+    # reports CUDA tensors in hot code. The rules' declarations never overlap.
+    where: dict[Placement, str] = {}
     MODEL_DEPENDENCIES = frozenset({"hotness", "placement"})
     # What the file's text must show besides the prefilter: "gpu" (a CUDA placement somewhere),
     # "gpu-or-hot" (that, or a hot function), or "" (nothing more).
@@ -648,8 +672,7 @@ class SyncReporter:
     def candidates(cls, facts: FileFacts):
         # Only the sites this rule will report are parsed with LibCST; the visitor asks owner() again.
         return [site.node for site in sync_sites(facts).values()
-                if (cls.code == GRAPH_CAPTURE_CODE or site.kind in cls.kinds)
-                and owner(site, facts.context_at(site.node.lineno), facts) == cls.code]
+                if site.kind in cls.kinds and owner(site, facts.context_at(site.node.lineno), facts) == cls.code]
 
     def _visit(self, node: cst.BaseExpression) -> None:
         start, end = self.position(node)

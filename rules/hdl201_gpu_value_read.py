@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+from h2dlint.facts import Placement
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import INT_ARGUMENT_TEXT, READ, SyncReporter, where
+from h2dlint.syncs import HOT, INT_ARGUMENT_TEXT, READ, SyncReporter, where
 
 
 class GpuValueRead(SyncReporter, Rule):
@@ -86,6 +87,7 @@ class GpuValueRead(SyncReporter, Rule):
     name = "gpu-value-read"
     summary = "`.item()` / `.tolist()` / `.cpu()` / `int(t)` on a CUDA tensor in hot code waits for the GPU"
     kinds = frozenset({READ})
+    where = {Placement.GPU: HOT}
     prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", ".type(", "int(", "float(", "bool(", "alpha",
                  "value=", "any(", "all(", "max(", "min(", *INT_ARGUMENT_TEXT)
     evidence = "gpu"

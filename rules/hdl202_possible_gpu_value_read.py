@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+from h2dlint.facts import Placement
 from h2dlint.rule import Invalid, Rule, Valid, holds_one_of
-from h2dlint.syncs import CONDITION, INT_ARGUMENT_TEXT, READ, SyncReporter, where
+from h2dlint.syncs import CONDITION, HOT, INT_ARGUMENT_TEXT, READ, SyncReporter, where
 
 
 class PossibleGpuValueRead(SyncReporter, Rule):
@@ -55,6 +56,7 @@ class PossibleGpuValueRead(SyncReporter, Rule):
     name = "possible-gpu-value-read"
     summary = "`.item()` / `.tolist()` / `.cpu()` / `if t:` in hot code on a tensor that may be on the GPU"
     kinds = frozenset({READ, CONDITION})
+    where = {Placement.UNKNOWN: HOT}
     default_enabled = False
     prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", ".type(", "int(", "float(", "bool(", "alpha",
                  "value=", "if", "while", "assert")

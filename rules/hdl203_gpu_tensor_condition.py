@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+from h2dlint.facts import Placement
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import CONDITION, SyncReporter, where
+from h2dlint.syncs import CONDITION, HOT, SyncReporter, where
 
 
 class GpuTensorCondition(SyncReporter, Rule):
@@ -48,6 +49,7 @@ class GpuTensorCondition(SyncReporter, Rule):
     name = "gpu-tensor-condition"
     summary = "a CUDA tensor as an `if`/`while` condition or Python index in hot code waits for the GPU"
     kinds = frozenset({CONDITION})
+    where = {Placement.GPU: HOT}
     prefilter = ("if", "while", "assert", "]")
     evidence = "gpu"
 

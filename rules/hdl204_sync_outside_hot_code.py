@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+from h2dlint.facts import Placement
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import CONDITION, EXPLICIT, READ, SyncReporter, receiver_words
+from h2dlint.syncs import CONDITION, EXPLICIT, READ, UNKNOWN_HOTNESS, SyncReporter, receiver_words
 
 
 class SyncOutsideHotCode(SyncReporter, Rule):
@@ -58,6 +59,7 @@ class SyncOutsideHotCode(SyncReporter, Rule):
     name = "sync-outside-hot-code"
     summary = "`.item()` / `if t:` / `synchronize()` in a function that may run every step (an audit)"
     kinds = frozenset({READ, CONDITION, EXPLICIT})
+    where = {Placement.GPU: UNKNOWN_HOTNESS, Placement.UNKNOWN: UNKNOWN_HOTNESS}
     default_enabled = False
     prefilter = ("torch",)
 

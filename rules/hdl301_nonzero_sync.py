@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+from h2dlint.facts import Placement
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import NONZERO, SyncReporter, receiver_words, where
+from h2dlint.syncs import ANYWHERE, HOT_FUNCTION, NONZERO, SyncReporter, receiver_words, where
 
 
 class NonzeroSync(SyncReporter, Rule):
@@ -45,6 +46,7 @@ class NonzeroSync(SyncReporter, Rule):
     name = "nonzero-sync"
     summary = "`nonzero()` / one-argument `torch.where` reads the result size back to the host"
     kinds = frozenset({NONZERO})
+    where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: HOT_FUNCTION}
     prefilter = ("nonzero(", "argwhere(", "where(")
     evidence = "gpu-or-hot"  # on a tensor of unknown placement, owner() asks for a hot function
     text_test_spares_only_parsing = True

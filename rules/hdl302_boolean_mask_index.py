@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+from h2dlint.facts import Placement
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import MASK, SyncReporter, receiver_words, where
+from h2dlint.syncs import ANYWHERE, HOT_FUNCTION, MASK, SyncReporter, receiver_words, where
 
 
 class BooleanMaskIndex(SyncReporter, Rule):
@@ -40,6 +41,7 @@ class BooleanMaskIndex(SyncReporter, Rule):
     name = "boolean-mask-index"
     summary = "`t[mask]` / `masked_select` on a GPU tensor copies the selected count to the host"
     kinds = frozenset({MASK})
+    where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: HOT_FUNCTION}
     prefilter = ("]", "masked_select")
     evidence = "gpu-or-hot"
 

@@ -4,10 +4,10 @@ import ast
 
 import libcst as cst
 
-from h2dlint.facts import Data, FileFacts, dotted_name
+from h2dlint.facts import Data, FileFacts, Placement, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import REPEAT, SyncReporter, receiver_words, where
+from h2dlint.syncs import ANYWHERE, REPEAT, SyncReporter, receiver_words, where
 
 
 class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):
@@ -59,6 +59,7 @@ class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):
     name = "repeat-interleave-without-output-size"
     summary = "`repeat_interleave` with tensor repeats and no `output_size` copies the total to the host"
     kinds = frozenset({REPEAT})
+    where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: ANYWHERE}
     prefilter = ("repeat_interleave(",)
     text_test_spares_only_parsing = True
 

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+from h2dlint.facts import Placement
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import EXPLICIT, SyncReporter, where
+from h2dlint.syncs import EXPLICIT, HOT, SyncReporter, where
 
 
 class ExplicitSynchronize(SyncReporter, Rule):
@@ -55,6 +56,7 @@ class ExplicitSynchronize(SyncReporter, Rule):
     name = "explicit-synchronize"
     summary = "`torch.cuda.synchronize()` / `stream.synchronize()` in hot code blocks the host"
     kinds = frozenset({EXPLICIT})
+    where = {Placement.GPU: HOT, Placement.UNKNOWN: HOT}
     default_enabled = False
     prefilter = ("synchronize(",)
     text_test_spares_only_parsing = True

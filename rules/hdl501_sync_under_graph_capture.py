@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from h2dlint.facts import is_word_character
+from h2dlint.facts import Placement, is_word_character
 from h2dlint.gaps import TokensApart
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import SyncReporter
+from h2dlint.syncs import ALL_KINDS, GRAPH_CAPTURE, SyncReporter
 
 # `graph` called or imported under another name; the word's start is checked apart (a leading `\b` would make
 # the search many times slower: it could no longer look for the literal first).
@@ -54,6 +54,8 @@ class SyncUnderGraphCapture(SyncReporter, Rule):
     code = "HDL501"
     name = "sync-under-graph-capture"
     summary = "a host sync inside `torch.cuda.graph(...)` capture is an error"
+    kinds = ALL_KINDS
+    where = {Placement.GPU: GRAPH_CAPTURE, Placement.UNKNOWN: GRAPH_CAPTURE}
     prefilter = ("graph",)
 
     @classmethod

@@ -86,7 +86,7 @@ def test_a_read_in_another_files_hot_path_of_a_tensor_placed_in_a_third_file_is_
     message = findings[0]["message"]
     # the shortest chain of calls from the root, and where the model placed the tensor
     assert "hot: ModelRunner.forward -> Backend.plan_later -> Backend.plan" in message
-    assert "`ForwardBatch.seq_lens` (pkg.batch:7)" in message and "host mirror `seq_lens_cpu`" in message
+    assert "`ForwardBatch.seq_lens` (pkg.batch:7) has a host mirror `seq_lens_cpu`" in message
 
 
 def test_without_the_project_model_the_same_read_goes_unreported(tmp_path):
@@ -197,8 +197,7 @@ def test_findings_carry_their_evidence_in_json_sarif_and_statistics(tmp_path):
     findings = {Path(finding["filename"]).name: finding for finding in check(tmp_path)}
     assert findings["backend.py"]["evidence"] == {
         "placement": "inferred",
-        "placement_source": "`ForwardBatch.seq_lens` (pkg.batch:7), `ForwardBatch.seq_lens` has a host mirror "
-                            "`seq_lens_cpu`",
+        "placement_source": "`ForwardBatch.seq_lens` (pkg.batch:7) has a host mirror `seq_lens_cpu`",
         "hot": "ModelRunner.forward -> Backend.plan_later -> Backend.plan"}
     assert findings["local.py"]["evidence"] == {"placement": "proven", "hot": "in `forward`"}
     sarif = json.loads(CliRunner().invoke(main, ["check", str(tmp_path / "pkg"), "--no-cache", "--exit-zero",
@@ -256,3 +255,17 @@ def run_child(x):
     assert chains["base.Base.helper"] == "Base.forward -> Base.helper"
     # Holder.step calls a method Child does not have: not the module-level function of the same name.
     assert "other.run_child" not in chains
+
+
+def test_an_attribute_of_a_typed_attribute_is_placed_by_its_class(tmp_path):
+    """`self.input_ids.gpu`: `input_ids` is a buffer class kept on both sides, made in another file."""
+    buffer = ("import torch\n\n\nclass CpuGpuBuffer:\n    def __init__(self, n, device):\n"
+              "        self.cpu = torch.zeros(n)\n        self.gpu = torch.zeros_like(self.cpu, device=device)\n")
+    runner = ("from pkg.buffer import CpuGpuBuffer\n\n\nclass Runner:\n    def __init__(self, device):\n"
+              "        self.input_ids = CpuGpuBuffer(8, device)\n\n    def forward(self, n):\n"
+              "        return self.input_ids.gpu[:n].max().item(), self.input_ids.cpu[:n].max().item()\n")
+    make_project(tmp_path, buffer=buffer, runner=runner)
+    findings = check(tmp_path)
+    assert by_file(findings) == {"runner.py": [(9, "HDL201")]}
+    assert findings[0]["location"]["column"] == 16
+    assert "`CpuGpuBuffer.gpu` (pkg.buffer:7) has a host side `cpu`" in findings[0]["message"]
