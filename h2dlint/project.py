@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
-from .facts import names_a_tensor
+from .facts import dotted_name, names_a_tensor
 
 # Names of functions that run once (construction, loading, checkpointing): hotness does not flow into them.
 RUN_ONCE_NAMES = frozenset({"__init__", "__post_init__", "__new__", "setup", "reset_parameters", "post_init",
@@ -404,14 +404,7 @@ def _dotted(node: ast.expr | None) -> str | None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # `Foo | None`
         return _dotted(node.left) if not (isinstance(node.left, ast.Constant) and node.left.value is None) \
             else _dotted(node.right)
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+    return dotted_name(node) if node is not None else None
 
 
 def _defines(statement: ast.If | ast.Try) -> bool:
