@@ -202,7 +202,7 @@ def check(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool | None, diff: b
         cache = None if no_cache else FindingsCache(Path.cwd(), build_fingerprint(settings, enabled))
         if settings.project_model and files:
             linter.project = project_model_for(list(paths) or [Path(".")], settings,
-                                               cache.folder if cache is not None else None, jobs)
+                                               cache.folder if cache is not None else None, jobs, files)
         with progress_bar(errors, len(files)) as step:
             results = run_files(files, linter, mode, jobs, cache, on_done=step)
         if changed is not None:

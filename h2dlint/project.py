@@ -1088,13 +1088,16 @@ class Project:
             os.replace(temp, self._state_file)
 
 
-def project_model_for(paths: list[Path], settings, cache_folder: Path | None, jobs: int | None) -> Project:
+def project_model_for(paths: list[Path], settings, cache_folder: Path | None, jobs: int | None,
+                      checked: list[Path] = ()) -> Project:
     """The project the checked `paths` belong to: every Python file under its root (the excludes and .gitignore
-    apply); its model is built from their summaries, taken from the cache where unchanged."""
+    apply), and the `checked` files themselves (a tree checked on purpose counts even where the repository around
+    it ignores it); its model is built from their summaries, taken from the cache where unchanged."""
     from .discovery import find_python_files
 
     root = find_project_root(paths, settings)
-    files = [Path(os.path.abspath(path)) for path in find_python_files(
+    files = {Path(os.path.abspath(path)): None for path in find_python_files(
         [root], settings.exclude, settings.respect_gitignore, [], exclude_base=Path(settings.project_root))
-        if path.suffix in (".py", ".pyi")]
-    return Project(root, files, settings, cache_folder, jobs or os.cpu_count() or 1)
+        if path.suffix in (".py", ".pyi")}
+    files.update((Path(os.path.abspath(path)), None) for path in checked if path.suffix in (".py", ".pyi"))
+    return Project(root, list(files), settings, cache_folder, jobs or os.cpu_count() or 1)

@@ -269,3 +269,16 @@ def test_an_attribute_of_a_typed_attribute_is_placed_by_its_class(tmp_path):
     assert by_file(findings) == {"runner.py": [(9, "HDL201")]}
     assert findings[0]["location"]["column"] == 16
     assert "`CpuGpuBuffer.gpu` (pkg.buffer:7) has a host side `cpu`" in findings[0]["message"]
+
+
+def test_a_tree_the_repository_ignores_is_in_the_model_when_checked(tmp_path):
+    """A vendored or downloaded tree inside a repository that ignores it: checked on purpose, it is its own
+    project's content, so its cross-file facts count."""
+    (tmp_path / ".gitignore").write_text("vendored/\n")
+    (tmp_path / ".git").mkdir()
+    vendored = tmp_path / "vendored"
+    vendored.mkdir()
+    make_project(vendored, batch=BATCH, backend=BACKEND, runner=RUNNER)
+    (vendored / "pyproject.toml").unlink()  # the closest project root is the repository
+    findings = check(vendored)
+    assert by_file(findings) == {"backend.py": [(6, "HDL201")]}
