@@ -4,10 +4,11 @@ dimensions it has), a list of ints. Shared by the rules about element writes and
 from __future__ import annotations
 
 import ast
+import enum
 import weakref
 
 from .facts import (NON_TENSOR_METHODS, NON_TENSOR_TORCH_FUNCTIONS, SAME_DEVICE_ATTRIBUTES, TENSOR_OP_NAMESPACES,
-                    Placement, dotted_name)
+                    Data, Placement, dotted_name)
 from .gaps import TokensApart
 
 # Factories whose result's number of dimensions can be read off their arguments.
@@ -404,3 +405,73 @@ def _own_nodes(function: ast.FunctionDef):
         yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             stack.extend(ast.iter_child_nodes(node))
+
+
+# ----- what `torch.tensor(data, pin_memory=True)` accepts ------------------------------------------------------
+
+
+class PinData(enum.Enum):
+    """The kind of `data` in `torch.tensor(data, pin_memory=True)`: only Python data can be pinned there;
+    torch refuses a numpy array ("Can't pin tensor constructed from numpy") and a tensor ("... from a
+    variable") before it allocates, on CUDA too."""
+
+    PYTHON = "Python data"
+    NUMPY = "a numpy array"
+    TENSOR = "a tensor"
+    UNKNOWN = "a tensor or a numpy array"  # what it may be, for messages
+
+
+# numpy methods whose result is an array again (of a numpy receiver).
+NUMPY_ARRAY_METHODS = frozenset({"astype", "reshape", "copy", "transpose", "flatten", "ravel", "squeeze", "clip",
+                                 "cumsum", "repeat", "view", "take", "T"})
+
+
+def pin_data_kind(facts, data: ast.expr, line: int) -> PinData:
+    """What `data` holds, as far as `torch.tensor(data, pin_memory=...)` is concerned. NUMPY when any way it
+    may be bound leads to numpy, TENSOR when it certainly is a tensor, PYTHON when it certainly is Python data
+    (literals, comprehensions, `.tolist()`, names bound only to those)."""
+    if _may_be_numpy(facts, data, line):
+        return PinData.NUMPY
+    found = facts.classify_data(data, line)
+    if found is Data.HOST:
+        return PinData.PYTHON
+    if found is Data.TENSOR or is_certainly_tensor(facts, data, line):
+        return PinData.TENSOR
+    return PinData.UNKNOWN
+
+
+def _may_be_numpy(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
+    """A numpy array where it is made: `np.*(...)`, `t.numpy()`, an array method of one, an index, arithmetic
+    or a comparison with one (`mask = lens > 0` of an array), a name or `self.x` bound to any of those, a
+    parameter annotated `np.ndarray` / `NDArray`."""
+    if depth > 4:
+        return False
+    if isinstance(node, ast.Call):
+        func = node.func
+        if (facts.qualify(dotted_name(func)) or "").startswith("numpy."):
+            return True
+        return isinstance(func, ast.Attribute) and (
+            func.attr == "numpy" and not node.args
+            or func.attr in NUMPY_ARRAY_METHODS and _may_be_numpy(facts, func.value, line, depth))
+    if isinstance(node, ast.Attribute) and node.attr == "T" or isinstance(node, ast.Subscript):
+        return _may_be_numpy(facts, node.value, line, depth)
+    if isinstance(node, ast.BinOp):
+        return _may_be_numpy(facts, node.left, line, depth) or _may_be_numpy(facts, node.right, line, depth)
+    if isinstance(node, ast.UnaryOp):
+        return _may_be_numpy(facts, node.operand, line, depth)
+    if isinstance(node, ast.Compare):
+        return any(_may_be_numpy(facts, operand, line, depth) for operand in [node.left, *node.comparators])
+    if isinstance(node, ast.IfExp):
+        return _may_be_numpy(facts, node.body, line, depth) or _may_be_numpy(facts, node.orelse, line, depth)
+    if isinstance(node, ast.Name):
+        annotation = facts.parameter_annotation(node.id, line)
+        if annotation is not None and (facts.qualify(dotted_name(
+                annotation.value if isinstance(annotation, ast.Subscript) else annotation)) or "").startswith(
+                ("numpy.", "numpy.typing.")):
+            return True
+        return any(value is not None and _may_be_numpy(facts, value, line, depth + 1)
+                   for value in facts.bindings_at(node.id, line) or [])
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return any(binding.value is not None and _may_be_numpy(facts, binding.value, binding.line, depth + 1)
+                   for binding in facts.self_attribute_bindings(node.attr, line) or [])
+    return False

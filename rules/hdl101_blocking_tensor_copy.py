@@ -5,11 +5,13 @@ import re
 
 import libcst as cst
 
-from h2dlint.copies import (constant_upload, dotted, may_call_tensor_with_device, is_literal, is_pure, join_args, keywords_of, pin_guard, shown,
-                            tight_equal, to_ast, torch_name)
+from h2dlint.copies import (constant_upload, dotted, is_literal, is_pure, join_args, keywords_of,
+                            may_call_tensor_with_device, no_pinned_rewrite, pin_guard, shown, tight_equal, to_ast,
+                            torch_name, unpinnable_data)
 from h2dlint.facts import Data, Device, Placement, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.values import PinData, pin_data_kind
 
 
 class BlockingTensorCopy(Rule):
@@ -233,8 +235,9 @@ class BlockingTensorCopy(Rule):
         if isinstance(data_ast, (ast.List, ast.Tuple)) and not data_ast.elts:
             return  # an empty copy returns before the device copy: nothing waits
         data = facts.classify_data(data_ast, start.line)
-        if data is Data.TENSOR or (is_as_tensor and data not in (Data.HOST, Data.LIKELY_HOST)):
-            return
+        if data is Data.TENSOR or (is_as_tensor and data not in (Data.HOST, Data.LIKELY_HOST)) \
+                or pin_data_kind(facts, data_ast, start.line) is PinData.TENSOR:
+            return  # a tensor's copy: no host data
 
         call_text = "torch.as_tensor" if is_as_tensor else "torch.tensor"
         device_text = shown(device_arg.value)
@@ -250,6 +253,10 @@ class BlockingTensorCopy(Rule):
         if facts.in_torchscript(start.line):
             self.report(node, f"{message}; no rewrite is offered under TorchScript, whose `torch.tensor` has no "
                               "`pin_memory`")
+            return
+        why_not = no_pinned_rewrite(facts, start.line, data_ast, shown(data_arg.value))
+        if why_not is not None:
+            self.report(node, f"{message}; {why_not}")
             return
         self.report(node, message, self._fix(node, is_as_tensor, data, device, data_arg, device_arg,
                                              keywords.get("requires_grad")))
@@ -279,10 +286,12 @@ class BlockingTensorCopy(Rule):
             return None
 
         unsafe_reasons = []
-        if data is not Data.HOST:
-            unsafe_reasons.append(f"`{shown(data_arg.value)}` may be a tensor, and pinning one raises"
-                                  if not is_as_tensor else
-                                  "`torch.as_tensor` returned data already on the device without a copy")
+        unpinnable = unpinnable_data(facts, to_ast(data_arg.value), self.position(node)[0].line,
+                                     shown(data_arg.value))
+        if unpinnable is not None:
+            unsafe_reasons.append(unpinnable)
+        if is_as_tensor and data is not Data.HOST:
+            unsafe_reasons.append("`torch.as_tensor` returned data already on the device without a copy")
         if facts.uses_several_streams:
             unsafe_reasons.append("this file uses several CUDA streams; the copy is now ordered on the current "
                                   "stream only")

@@ -4,10 +4,11 @@ import ast
 
 import libcst as cst
 
-from h2dlint.copies import (copy_device, copy_of, fresh_host_factory, is_literal, keywords_of,
-                            may_copy_to_a_named_device, pin_guard, pinned, placement_is_host, shown, to_ast, torch_name,
-                            with_non_blocking, with_pin_memory)
-from h2dlint.facts import Data, Device, Placement, has_gpu_evidence
+from h2dlint.copies import (copy_device, copy_of, factory_data, fresh_host_factory, is_literal, keywords_of,
+                            may_copy_to_a_named_device, may_run_under_default_device, no_pinned_rewrite, pin_guard,
+                            pinned, placement_is_host, shown, to_ast, torch_name, unpinnable_data, with_non_blocking,
+                            with_pin_memory)
+from h2dlint.facts import Device, Placement, has_gpu_evidence
 from h2dlint.gaps import TokensApart
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -157,6 +158,8 @@ class BlockingHostTensorCopy(Rule):
             requires_grad = keywords_of(fresh[0]).get("requires_grad")
             if requires_grad is not None and not is_literal(requires_grad.value, "False"):
                 return  # HDL404
+            if fresh[1] != "from_numpy" and may_run_under_default_device(facts, start.line) is not None:
+                return  # the factory allocates on the context's device: there may be no host tensor to copy
         elif not placement_is_host(facts, copy.source, start.line):
             return
         where = facts.context_at(start.line).describe()
@@ -169,6 +172,12 @@ class BlockingHostTensorCopy(Rule):
                               "an async copy would gain nothing")
             return
         fix = self._fix(node, copy, device, fresh)
+        if fix is not None:
+            data = factory_data(fresh)
+            why_not = no_pinned_rewrite(facts, start.line, data and to_ast(data), data and shown(data))
+            if why_not is not None:
+                self.report(node, f"{message}; {why_not}")
+                return
         if fix is None:
             message += ("; the source is pageable memory: copy from a pinned staging buffer with "
                         "`non_blocking=True`")
@@ -187,11 +196,11 @@ class BlockingHostTensorCopy(Rule):
                 torch_local, extra_edits = torch_name(self)
                 if torch_local is None:
                     return None
-                if name == "tensor":
-                    data = next((arg.value for arg in factory.args if arg.keyword is None), None)
-                    line = self.position(node)[0].line
-                    if data is None or facts.classify_data(to_ast(data), line) is not Data.HOST:
-                        unsafe.append("the data may be a tensor, and `torch.tensor(t, pin_memory=True)` raises")
+                data = factory_data(fresh)
+                if data is not None:
+                    unpinnable = unpinnable_data(facts, to_ast(data), self.position(node)[0].line, shown(data))
+                    if unpinnable is not None:
+                        unsafe.append(unpinnable)
                 source = with_pin_memory(factory, pin_guard(self, device, torch_local))
         elif not (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
                   and source.func.attr.value == "pin_memory"):

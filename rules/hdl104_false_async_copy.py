@@ -4,9 +4,10 @@ import ast
 
 import libcst as cst
 
-from h2dlint.copies import (PINNABLE_FACTORIES, copy_device, copy_of, fresh_host_factory, host_factory, is_literal,
-                            makes_no_elements, pin_guard, pinned, shown, to_ast, torch_name, with_pin_memory)
-from h2dlint.facts import Data, Device, dotted_name
+from h2dlint.copies import (PINNABLE_FACTORIES, copy_device, copy_of, factory_data, fresh_host_factory, host_factory,
+                            is_literal, makes_no_elements, may_run_under_default_device, no_pinned_rewrite, pin_guard,
+                            pinned, shown, to_ast, torch_name, unpinnable_data, with_pin_memory)
+from h2dlint.facts import Device, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -117,23 +118,35 @@ class FalseAsyncCopy(Rule):
             what = f"`{copy.source.value}` (bound to a fresh host tensor)"
         else:
             return
+        if (fresh is None or fresh[1] != "from_numpy") and may_run_under_default_device(facts, start.line):
+            return  # the factory allocates on the context's device: there may be no host memory to pin
         where = facts.context_at(start.line).describe()
         message = (f"{what} is pageable memory, so this `non_blocking=True` copy is staged by CUDA and may still "
                    f"synchronize{' ' + where if where else ''}: pin the source")
-        fix = None
-        if fresh is not None and fresh[1] != "from_numpy":
-            fix = self._fix(node, copy, device, fresh[0], fresh[1], start.line)
-        self.report(node, message, fix)
+        if fresh is None or fresh[1] == "from_numpy":
+            self.report(node, message)
+            return
+        site = facts.site_at(start, self.position(node)[1])
+        if site is not None and site.synced_by:
+            self.report(node, f"{message}; its result is read back to the host at once ({site.synced_by}), so "
+                              "pinning would gain nothing: no rewrite is offered")
+            return
+        data = factory_data(fresh)
+        why_not = no_pinned_rewrite(facts, start.line, data and to_ast(data), data and shown(data))
+        if why_not is not None:
+            self.report(node, f"{message}; {why_not}")
+            return
+        self.report(node, message, self._fix(node, copy, device, fresh[0], fresh[1], start.line))
 
     def _fix(self, node, copy, device, factory, name, line) -> Fix | None:
         torch_local, extra_edits = torch_name(self)
         if torch_local is None:
             return None
         unsafe = []
-        if name == "tensor":
-            data = next((arg.value for arg in factory.args if arg.keyword is None), None)
-            if data is None or self.context.facts.classify_data(to_ast(data), line) is not Data.HOST:
-                unsafe.append(f"`{shown(data) if data else 'the data'}` may be a tensor, and pinning one raises")
+        data = factory_data((factory, name))
+        unpinnable = data and unpinnable_data(self.context.facts, to_ast(data), line, shown(data))
+        if unpinnable:
+            unsafe.append(unpinnable)
         source = with_pin_memory(factory, pin_guard(self, device, torch_local))
         edit = self.context.replace_node(node, node.with_changes(func=node.func.with_changes(value=source)), self)
         if edit is None:

@@ -86,10 +86,31 @@ def test_probe_reports_a_fixed_form_that_differs_and_returns_the_original():
     assert value.dtype == torch.float32
     record = recorder.records[1]
     assert not record.equal and record.differences == ["result.dtype: torch.float32 became torch.float64"]
-    raising = lambda data: torch.tensor(data, pin_memory=True)  # noqa: E731
+    raising = lambda data: torch.tensor(data).view(5)  # noqa: E731
     recorder.register([Site(2, "x.py", 4, 5, "HDL101", "")])
     recorder.probe(2, lambda data: torch.tensor(data), raising, raising, [1])
     assert recorder.records[2].errors and not recorder.records[2].equal
+
+
+def test_probe_runs_the_pinned_branch_and_flags_a_pin_torch_refuses():
+    from h2dlint.verify.instrument import Site
+
+    numpy = pytest.importorskip("numpy")
+    recorder = Recorder()
+    recorder.register([Site(1, "x.py", 3, 5, "HDL101", ""), Site(2, "x.py", 4, 5, "HDL101", "")])
+    original = lambda data: torch.tensor(data)  # noqa: E731
+    pinned = lambda data: torch.tensor(data, pin_memory=True).to("cpu", non_blocking=True)  # noqa: E731
+    # A list can be pinned: only the allocator is missing here, so the branch runs unpinned and is compared.
+    recorder.probe(1, original, pinned, pinned, [1, 2])
+    legal = recorder.records[1]
+    assert (legal.equal, legal.pinned_branch_runs, legal.cuda_crashes, legal.errors) == (True, 1, [], [])
+    # A numpy array cannot: torch refuses it before it needs an allocator, as it would on CUDA.
+    value = recorder.probe(2, original, pinned, pinned, numpy.array([1, 2]))
+    assert torch.equal(value, torch.tensor([1, 2])), "the program still gets the original's result"
+    crashed = recorder.records[2]
+    assert not crashed.equal and crashed.errors == []
+    assert crashed.cuda_crashes == ["`torch.tensor` with pin_memory would raise on CUDA: "
+                                    "RuntimeError: Can't pin tensor constructed from numpy"]
 
 
 def verify(*args, cwd=ROOT):
@@ -120,6 +141,11 @@ def test_broken_rewrites_are_flagged_on_cpu():
     assert "meta device: result[0].is_leaf: True became False" in cases["lost_leaf"]["differences"]
     assert not cases["changed_dtype"]["passed"]
     assert "seed 1: result[0].dtype: torch.int64 became torch.int32" in cases["changed_dtype"]["differences"]
+    for case, refused in (("pinned_numpy", "from numpy"), ("pinned_tensor", "from a variable")):
+        # after.py's pin guard is false here; forced true, torch refuses the pin as it would on CUDA.
+        assert not cases[case]["passed"] and not cases[case]["equal"]
+        assert cases[case]["cuda_crashes"][0] == ("`torch.tensor` with pin_memory would raise on CUDA: "
+                                                  f"RuntimeError: Can't pin tensor constructed {refused}")
     early = cases["early_host_read"]
     assert early["equal"] is None and early["gpu_checked"] is False and "needs CUDA" in early["skipped"]
 
@@ -142,7 +168,8 @@ from model import offsets
 for step in range(3):
     scale = torch.tensor([0.5 * step + 1.0, 2.0], device="cpu" if step < 0 else sys.argv[1])
     lengths = offsets([2, 3, 4], sys.argv[1])
-    print(step, lengths.tolist(), scale.tolist())
+    ends = lengths + 4  # keeps the read of `scale` three statements away: a read sooner leaves nothing to fix
+    print(step, lengths.tolist(), ends.tolist(), scale.tolist())
 sys.exit(int(sys.argv[2]))
 """
 

@@ -48,7 +48,8 @@ def verify(paths, run_program, include, seeds, output_format) -> None:
 
 def _gpu_note(reason: str) -> str:
     return (f"GPU checks skipped: {reason}. Sync-freedom and host stalls were NOT checked; equivalence "
-            "(values, dtype, device, shape, requires_grad, is_leaf) was checked on the CPU with pin_memory off.")
+            "(values, dtype, device, shape, requires_grad, is_leaf) was checked on the CPU, on the pinned branch "
+            "(pin guards forced true; a pin request torch refuses is a crash on CUDA, the rest run unpinned).")
 
 
 def _verify_fixtures(paths: list[Path], seeds: int, output_format: str, console: Console, errors: Console) -> None:
@@ -67,18 +68,27 @@ def _verify_fixtures(paths: list[Path], seeds: int, output_format: str, console:
     else:
         from rich.table import Column, Table  # only for this report: 5 ms at every start of h2dlint otherwise
 
-        table = Table(Column("case", no_wrap=True), "equal", "sync-free (after)", "caught (before)", "host ms before", "host ms after",
-                      "result", title="h2dlint verify: fixtures")
+        table = Table(Column("case", no_wrap=True), "equal", "pinned branch", "sync-free (after)", "caught (before)",
+                      "host ms before", "host ms after", "result", title="h2dlint verify: fixtures")
         for result in results:
-            table.add_row(result.case, _yes_no(result.equal, "skipped"), *_gpu_cells(result, cuda),
-                          "skipped" if result.skipped else "pass" if result.passed else "FAIL")
+            table.add_row(result.case, _yes_no(result.equal, "skipped"), _pinned_cell(result, cuda),
+                          *_gpu_cells(result, cuda), "skipped" if result.skipped else "pass" if result.passed else "FAIL")
         console.print(table)
         for result in results:
-            for line in ([result.skipped] if result.skipped else []) + result.differences:
+            for line in ([result.skipped] if result.skipped else []) + result.differences + result.cuda_crashes:
                 console.print(f"{result.case}: {line}", markup=False)
     if not cuda:
         errors.print(_gpu_note(reason), markup=False)
     sys.exit(EXIT_CLEAN if all(result.passed for result in results) else EXIT_FAILED)
+
+
+def _pinned_cell(result, cuda: bool) -> str:
+    """Without CUDA: whether after.py's pinned branch ran, and ran clean."""
+    if result.skipped or cuda:
+        return "on the GPU" if cuda and not result.skipped else "skipped"
+    if result.cuda_crashes:
+        return "CRASH on CUDA"
+    return f"ok ({result.pin_requests} pins)" if result.pin_requests else "no pins"
 
 
 def _gpu_cells(result, cuda: bool) -> list[str]:
@@ -135,7 +145,8 @@ def _verify_program(command: list[str], include: list[Path], output_format: str,
     if completed.returncode != 0:
         errors.print(f"the program exited with status {completed.returncode}", markup=False)
         sys.exit(completed.returncode)
-    passed = all(site["equal"] and (not site["gpu_checked"] or site["sync_free"]) for site in sites)
+    passed = all(site["equal"] and not site["cuda_crashes"] and (not site["gpu_checked"] or site["sync_free"])
+                 for site in sites)
     sys.exit(EXIT_CLEAN if passed else EXIT_FAILED)
 
 
@@ -160,16 +171,18 @@ def _launcher(command: list[str]) -> list[str] | None:
 def _site_table(console: Console, sites: list[dict]) -> None:
     from rich.table import Column, Table
 
-    table = Table(Column("site", no_wrap=True), "code", "hits", "equal", "sync-free", "caught (before)", "host ms saved",
-                  title="h2dlint verify --run: sites")
+    table = Table(Column("site", no_wrap=True), "code", "hits", "equal", "pinned branch", "sync-free", "caught (before)",
+                  "host ms saved", title="h2dlint verify --run: sites")
     for site in sites:
         gpu = site["gpu_checked"]
         saved = site["host_ms_saved"]
-        table.add_row(f"{site['filename']}:{site['row']}", site["code"], str(site["hits"]), _yes_no(site["equal"]),
+        pinned = "CRASH on CUDA" if site["cuda_crashes"] else "on the GPU" if gpu else \
+            "ok" if site["pinned_branch_runs"] else "no pins"
+        table.add_row(f"{site['filename']}:{site['row']}", site["code"], str(site["hits"]), _yes_no(site["equal"]), pinned,
                       _yes_no(site["sync_free"]) if gpu else "skipped",
                       _yes_no(site["original_caught"]) if gpu else "skipped",
                       f"{saved:.3f}" if saved is not None else "skipped")
     console.print(table)
     for site in sites:
-        for line in site["differences"] + site["errors"]:
+        for line in site["differences"] + site["errors"] + site["cuda_crashes"]:
             console.print(f"{site['filename']}:{site['row']}: {line}", markup=False)
