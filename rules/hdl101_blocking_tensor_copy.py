@@ -138,6 +138,37 @@ class BlockingTensorCopy(Rule):
             unsafe=True,
         ),
         Invalid(
+            "import numpy as np\nimport torch\ndef f(rows, device):\n    table = np.concatenate(rows)\n"
+            "    return torch.tensor(table > 0, device=device)\n",
+            None,
+            message_contains="`table > 0` is a numpy array, which `torch.tensor(..., pin_memory=True)` cannot pin",
+        ),
+        Invalid(
+            "import torch\ndef build(load_device, sizes):\n    with torch.device(load_device):\n"
+            "        return torch.tensor(sizes, device=load_device)\n",
+            None,
+            message_contains="it may run under `with torch.device(...)` (line 3)",
+        ),
+        Invalid(
+            "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self, n, device):\n"
+            "        super().__init__()\n        self.bounds = torch.tensor([0, n], device=device)\n"
+            "with torch.device('cuda'):\n    rope = Rope(4, 'cuda')\n",
+            None,
+            message_contains="in `__init__`, which runs under `with torch.device(...)` (line 6)",
+        ),
+        Invalid(
+            "import torch\ntorch.set_default_device('cuda')\ndef f(n, device):\n"
+            "    return torch.tensor([n, n + 1], device=device)\n",
+            None,
+            message_contains="`torch.set_default_device` is called on line 2",
+        ),
+        Invalid(
+            "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self, n, device):\n"
+            "        super().__init__()\n        self.bounds = torch.tensor([0, n], device=device)\n",
+            None,
+            message_contains="it runs once (in `__init__`), so a pinned non_blocking copy would gain nothing",
+        ),
+        Invalid(
             "import torch as th\ndef f(states):\n    idx = [i * 2 for i in range(4)]\n"
             "    return th.tensor(idx, device=states.device)\n",
             "import torch as th\ndef f(states):\n    idx = [i * 2 for i in range(4)]\n"

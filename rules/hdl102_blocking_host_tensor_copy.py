@@ -92,6 +92,8 @@ class BlockingHostTensorCopy(Rule):
         Valid("import torch\ndef f(m):\n    return torch.nn.Linear(3, 4).cuda()\n"),
         Valid("import torch\ndef f(v, d):\n    return torch.tensor(v, requires_grad=True).to(d)\n"),
         Valid("import torch\ndef forward(n, x, device):\n    return torch.cat([torch.arange(n), x]).to(device)\n"),
+        Valid("import torch\ndef build(device, n):\n    with torch.device(device):\n"
+              "        return torch.arange(n).to(device)\n"),
         Valid("import torch\nclass Rope(torch.nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
               "        self.register_buffer('inv_freq', torch.arange(n), persistent=False)\n"
               "        self.inv_freq = torch.arange(n)\n"
@@ -110,6 +112,10 @@ class BlockingHostTensorCopy(Rule):
                 unsafe=True),
         Invalid("import torch\ndef f(a):\n    return torch.from_numpy(a).cuda()\n", None,
                 message_contains="staging buffer"),
+        Invalid("import torch\ndef load_weights(model, n):\n    return torch.arange(n).cuda()\n", None,
+                message_contains="it runs once (in `load_weights`)"),
+        Invalid("import numpy as np\nimport torch\ndef f(a, device):\n    return torch.tensor(np.pad(a, 1)).to(device)\n",
+                None, message_contains="`np.pad(a, 1)` is a numpy array"),
         Invalid("import torch\ndef f(t):\n    t_cpu = t.cpu()\n    return t_cpu.to('cuda:0')\n", None),
         Invalid("import torch\ndef f(x):\n    return x.pin_memory().cuda(non_blocking=False)\n",
                 "import torch\ndef f(x):\n    return x.pin_memory().cuda(non_blocking=True)\n"),

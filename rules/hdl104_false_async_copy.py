@@ -86,6 +86,11 @@ class FalseAsyncCopy(Rule):
                 unsafe=True),
         Invalid("import torch\ndef f(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n", None,
                 message_contains="pageable"),
+        Invalid("import numpy as np\nimport torch\ndef f(a, device):\n"
+                "    return torch.tensor(np.pad(a, 1)).to(device, non_blocking=True)\n", None,
+                message_contains="`np.pad(a, 1)` is a numpy array"),
+        Invalid("import torch\ndef f(ids, device):\n    t = torch.tensor([len(ids)]).to(device, non_blocking=True)\n"
+                "    return t.item()\n", None, message_contains="read back to the host at once (t.item() on the next"),
         Invalid("import torch\ndef f(n, device):\n    b = torch.empty(n)\n    return b.to(device, non_blocking=True)\n", None,
                 message_contains="`b` (bound to a fresh host tensor)"),
     )
