@@ -31,8 +31,9 @@ class BlockingTensorCopy(Rule):
     only enqueues the copy.
 
     Where the result is read back to the host at once (`.item()`, `.tolist()`,
-    `.cpu()`, `int(...)`, in the same or the next statement), the host waits anyway:
-    h2dlint still reports the copy but offers no rewrite, since it would gain nothing.
+    `.cpu()`, `int(...)`, in the same statement or one of the next two), the host
+    waits anyway: h2dlint still reports the copy but offers no rewrite, since it
+    would gain nothing.
     Inside TorchScript (`@torch.jit.script`, `@torch.jit.export`) the copy is reported
     without a rewrite too: TorchScript's `torch.tensor` takes no `pin_memory`. An empty
     list is not reported: a zero-element copy returns before it reaches the device.
@@ -62,11 +63,27 @@ class BlockingTensorCopy(Rule):
     where the device turns out to be the CPU, the result is a pinned CPU tensor with
     the same values.
 
-    The fix is **safe** when the data is certainly host data (a literal, a
+    `torch.tensor(data, pin_memory=True)` pins only Python data: for a numpy array
+    PyTorch raises "Can't pin tensor constructed from numpy", for a tensor "Can't pin
+    tensor constructed from a variable", on a CUDA machine too. So no rewrite is
+    offered (the copy is still reported, with the reason) where:
+    - the data is a numpy array where it is made (`np.concatenate(...)`, `np.pad`,
+      `a > 0` of an array, `t.numpy()`, a name bound to one): copy it from a pinned
+      staging buffer instead; data that is certainly a tensor is not reported;
+    - the call may run under a default-device context this file sets up
+      (`torch.set_default_device(...)`, the body of `with torch.device(...)`, or the
+      constructor of a class built there): a factory then allocates on that device
+      and `pin_memory=True` raises on CUDA;
+    - the code runs once (`__init__`, `__post_init__`, `setup`, `reset_parameters`,
+      a loading function such as `load_weights` or `from_pretrained`, outside a
+      loop): the copy waits once at start-up, and the rewrite would gain nothing.
+
+    The fix is **safe** when the data is certainly Python data (a literal, a
     comprehension, `.tolist()`, or a local name bound only to those). It is
     **unsafe** when:
-    - the data might be a tensor: `torch.tensor(t, pin_memory=...)` raises for a
-      tensor `t` ("Can't pin tensor constructed from a variable");
+    - the data's kind is unknown (a parameter, an attribute, a `*_cpu` name): it may
+      be a tensor or a numpy array, which `torch.tensor(..., pin_memory=True)`
+      cannot pin, so the fixed line raises on CUDA for those;
     - it is `torch.as_tensor` with data that is only probably host data: `as_tensor`
       returned a tensor already on the device without copying, `torch.tensor` copies;
     - the file uses several CUDA streams: a `non_blocking` copy is ordered only on

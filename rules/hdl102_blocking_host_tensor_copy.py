@@ -60,13 +60,23 @@ class BlockingHostTensorCopy(Rule):
     `.pin_memory()` on it is an extra host copy that can cost more than it saves.
     Keep a pinned staging buffer instead, and mind HDL402 when reusing it.
 
-    The fix is **unsafe** when `torch.tensor`'s data may be a tensor
-    (`torch.tensor(t, pin_memory=True)` raises for a tensor `t`) or when the file
-    uses several CUDA streams (the copy is then ordered only on the current stream).
+    `torch.tensor(data, pin_memory=True)` pins only Python data: PyTorch refuses a
+    numpy array ("Can't pin tensor constructed from numpy") and a tensor ("... from a
+    variable") on a CUDA machine too. No rewrite is offered (the copy is reported,
+    with the reason) when the data is a numpy array where it is made, or when the
+    code runs once (a constructor or a loading function, outside a loop: nothing
+    worth the risk is gained). A fresh factory under a default-device context this
+    file sets up (`torch.set_default_device`, `with torch.device(...)` and the
+    constructors it runs) is not reported at all: it allocates on that device, so
+    there may be no host tensor to copy, and `pin_memory=True` would raise on CUDA.
+
+    The fix is **unsafe** when `torch.tensor`'s data is of unknown kind (it may be
+    a tensor or a numpy array, which cannot be pinned there) or when the file uses
+    several CUDA streams (the copy is then ordered only on the current stream).
 
     Sources with `requires_grad=True` are left to HDL404. Where the result is read
-    back to the host at once (`.item()`, `.tolist()`, ...), the finding has no fix:
-    the host waits anyway.
+    back to the host at once (`.item()`, `.tolist()`, ..., in the same statement or
+    one of the next two), the finding has no fix: the host waits anyway.
 
     ## References
     - h2dlint reference "What makes PyTorch code stall the GPU stream": blocking H2D

@@ -43,8 +43,17 @@ class FalseAsyncCopy(Rule):
     is certainly CUDA (`.cuda()`, `"cuda"`, ...), else the file's pin-memory helper or
     `torch.cuda.is_available()`: `pin_memory=True` raises on a build without CUDA.
     The pinned source is a temporary, so nothing can write to it during the copy.
-    The fix is **unsafe** when `torch.tensor`'s data may be a tensor:
-    `torch.tensor(t, pin_memory=True)` raises for a tensor `t`.
+    The fix is **unsafe** when `torch.tensor`'s data is of unknown kind: it may be a
+    tensor or a numpy array, and PyTorch refuses to pin those ("Can't pin tensor
+    constructed from a variable" / "... from numpy"), on a CUDA machine too.
+
+    No rewrite is offered (the copy is still reported, with the reason) when the
+    data is a numpy array where it is made, when the result is read back to the
+    host at once (`.item()`, `.tolist()`, ... in the same or one of the next two
+    statements), or when the code runs once (a constructor or a loading function).
+    A source made under a default-device context this file sets up
+    (`torch.set_default_device`, `with torch.device(...)`) is not reported: the
+    factory allocates on that device, and pinning it raises on CUDA.
 
     No fix is offered for `torch.from_numpy(a)` (it cannot allocate pinned memory;
     `.pin_memory()` is an extra host copy) or for a source bound to a name on another

@@ -244,3 +244,31 @@ def test_run_on_gpu_checks_sync_and_time(program):
     for site in json.loads(completed.stdout):
         assert site["equal"] and site["gpu_checked"] and site["sync_free"] and site["original_caught"], site
         assert site["host_ms_saved"] > 1.0, site
+
+
+def test_examples_replays_every_documented_fix_on_its_pinned_branch():
+    completed = verify("--examples", "--output-format", "json")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    rows = {row["example"]: row for row in json.loads(completed.stdout)}
+    assert all(row["passed"] for row in rows.values())
+    # `torch.tensor(indices, pin_memory=...)` with `indices` a parameter: refused for numpy and tensor stand-ins,
+    # which is why that fix is unsafe.
+    unknown = rows["HDL101-invalid-3"]
+    assert unknown["unsafe"] and unknown["runs"] and unknown["cuda_crashes"]
+    assert {crash.split(":")[0] for crash in unknown["cuda_crashes"]} == {
+        "f(numpy, numpy)", "f(numpy, tensor)", "f(tensor, numpy)", "f(tensor, tensor)"}
+    safe = [row for row in rows.values() if not row["unsafe"] and row["pin_requests"]]
+    assert safe and not any(row["cuda_crashes"] for row in safe)
+
+
+@pytest.mark.cuda
+def test_on_gpu_torch_refuses_the_pins_the_cpu_replay_calls_crashes():
+    """What PinnedBranch reports without CUDA is what CUDA torch raises, and what it retries unpinned pins."""
+    numpy = pytest.importorskip("numpy")
+    for data, refused in ((numpy.arange(3), "Can't pin tensor constructed from numpy"),
+                          (torch.arange(3), "Can't pin tensor constructed from a variable")):
+        with pytest.raises(RuntimeError, match=refused):
+            torch.tensor(data, pin_memory=True)
+    assert torch.tensor([1, 2], pin_memory=True).is_pinned() and torch.zeros(3, pin_memory=True).is_pinned()
+    with torch.device("cuda"), pytest.raises(RuntimeError):
+        torch.zeros(3, pin_memory=True)  # a default-device context: pinning raises

@@ -17,7 +17,8 @@ rewrites every `pin_memory=` argument of the fixed code to `True`) and the forms
 A pin request on a device other than the CPU (a factory under `torch.set_default_device` or
 `with torch.device(...)`) raises on CUDA ("Only dense CPU tensors can be pinned") but passes on
 the meta device and cannot be reached on a CPU-only machine, so it is recorded from the device
-the call sees. A default-device context whose device is the CPU here (`torch.device(device)`
+the call sees. (`torch.tensor` builds its data on the CPU before moving it and may not raise
+there; it is recorded all the same: the pin is wasted at best.) A default-device context whose device is the CPU here (`torch.device(device)`
 with a CPU `device` on this machine) is not visible at run time: the linter's static check
 (`copies.may_run_under_default_device`) is what keeps fixes out of those.
 """
