@@ -432,12 +432,64 @@ def pin_data_kind(facts, data: ast.expr, line: int) -> PinData:
     (literals, comprehensions, `.tolist()`, names bound only to those)."""
     if _may_be_numpy(facts, data, line):
         return PinData.NUMPY
-    found = facts.classify_data(data, line)
-    if found is Data.HOST:
+    if _is_python_data(facts, data, line):
         return PinData.PYTHON
-    if found is Data.TENSOR or is_certainly_tensor(facts, data, line):
+    if facts.classify_data(data, line) is Data.TENSOR or is_certainly_tensor(facts, data, line):
         return PinData.TENSOR
     return PinData.UNKNOWN
+
+
+def _is_python_data(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
+    """Python data as `classify_data` finds it (literals, comprehensions, `.tolist()`, names bound only to
+    those), a Python number, a slice of Python data, a sum of lists (`prev + next`), a name checked by
+    `isinstance(name, list)`, or a name bound only to any of those, unpacking included (`out, n = [], 0`)."""
+    if depth > 4:
+        return False
+    if facts.classify_data(node, line) is Data.HOST or is_python_number(facts, node, line) \
+            or _checked_to_be_a_list(facts, node, line):
+        return True
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        return _is_python_data(facts, node.value, line, depth + 1)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+        return _is_python_data(facts, node.left, line, depth + 1) and (
+            isinstance(node.op, ast.Mult) or _is_python_data(facts, node.right, line, depth + 1))
+    if isinstance(node, ast.Name):
+        bindings = facts.reaching_bindings(node.id, line)
+        if not bindings or facts.parameter_annotation(node.id, line) is not None:
+            return False
+        values = [binding.value if binding.value is not None else _unpacked(facts, node.id, binding.line)
+                  for binding in bindings]
+        return all(value is not None and _is_python_data(facts, value, line, depth + 1) for value in values)
+    return False
+
+
+def _unpacked(facts, name: str, line: int) -> ast.expr | None:
+    """What `name` is bound to by `a, name = x, y` on `line`: the matching element of a tuple display."""
+    for node in ast.walk(facts.tree):
+        if isinstance(node, ast.Assign) and node.lineno == line and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple) \
+                and len(node.targets[0].elts) == len(node.value.elts):
+            for target, value in zip(node.targets[0].elts, node.value.elts):
+                if isinstance(target, ast.Name) and target.id == name:
+                    return value
+    return None
+
+
+def _checked_to_be_a_list(facts, data: ast.expr, line: int) -> bool:
+    """`data` is a name that an enclosing `if isinstance(name, list):` (or `tuple`, or both) has checked."""
+    if not isinstance(data, ast.Name):
+        return False
+    for node in ast.walk(facts.tree):
+        if not (isinstance(node, ast.If) and node.body and node.body[0].lineno <= line <= (
+                node.body[-1].end_lineno or node.body[-1].lineno)):
+            continue
+        test = node.test
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
+                and len(test.args) == 2 and isinstance(test.args[0], ast.Name) and test.args[0].id == data.id:
+            kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+            if kinds and all(isinstance(kind, ast.Name) and kind.id in ("list", "tuple") for kind in kinds):
+                return True
+    return False
 
 
 def _may_be_numpy(facts, node: ast.expr, line: int, depth: int = 0) -> bool:

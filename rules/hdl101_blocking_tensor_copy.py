@@ -79,7 +79,9 @@ class BlockingTensorCopy(Rule):
       loop): the copy waits once at start-up, and the rewrite would gain nothing.
 
     The fix is **safe** when the data is certainly Python data (a literal, a
-    comprehension, `.tolist()`, or a local name bound only to those). It is
+    comprehension, `.tolist()`, a Python number such as `float(x)` or `len(x)`, a
+    slice or a sum of lists, a name checked by an enclosing `if isinstance(name,
+    list):`, or a local name bound only to those, by unpacking too). It is
     **unsafe** when:
     - the data's kind is unknown (a parameter, an attribute, a `*_cpu` name): it may
       be a tensor or a numpy array, which `torch.tensor(..., pin_memory=True)`
@@ -153,6 +155,24 @@ class BlockingTensorCopy(Rule):
             "    return torch.tensor(indices, dtype=torch.int64, pin_memory=torch.cuda.is_available())"
             ".to(states.device, non_blocking=True)\n",
             unsafe=True,
+        ),
+        Invalid(
+            "import torch\ndef f(lengths, device):\n    if isinstance(lengths, list):\n"
+            "        return torch.tensor(lengths, device=device)\n",
+            "import torch\ndef f(lengths, device):\n    if isinstance(lengths, list):\n"
+            "        return torch.tensor(lengths, pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(lens, device):\n    out, total = [], 0\n    for n in lens:\n"
+            "        out.append(total)\n        total += n\n    return torch.tensor(out[1:] + out[:1], device=device)\n",
+            "import torch\ndef f(lens, device):\n    out, total = [], 0\n    for n in lens:\n"
+            "        out.append(total)\n        total += n\n"
+            "    return torch.tensor(out[1:] + out[:1], pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(scale, device):\n    return torch.tensor(float(scale), device=device)\n",
+            "import torch\ndef f(scale, device):\n"
+            "    return torch.tensor(float(scale), pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
         ),
         Invalid(
             "import numpy as np\nimport torch\ndef f(rows, device):\n    table = np.concatenate(rows)\n"

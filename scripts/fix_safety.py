@@ -14,9 +14,9 @@ For each tree, `h2dlint check --unsafe-fixes --output-format json` gives every f
    classes, hold the fix. A *safe* fix with such evidence, or an unsafe one whose message does not say
    what cannot be pinned, or any pin under a default-device context, is flagged.
 
-    python scripts/fix_safety.py /tmp/trees/vllm /tmp/trees/sglang ...       # counts per tree
+    python scripts/fix_safety.py /tmp/dl/vllm-0.34.0-*.whl /tmp/trees/sglang ...  # counts per tree
     python scripts/fix_safety.py TREES... --sample 40 --seed 1 > sample.txt   # plus fixes for a hand check
-    python scripts/fix_safety.py TREES... --linter /tmp/old-h2dlint           # an older commit's fixes
+    python scripts/fix_safety.py TREES... --linter /tmp/old/.venv/bin/python  # an older commit's fixes
 
 Exit status 0 when nothing is flagged and no replay crashed, 1 otherwise.
 """
@@ -26,11 +26,13 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import os
 import random
 import re
 import subprocess
 import sys
+import tarfile
+import tempfile
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,14 +65,25 @@ class TreeReport:
     verdicts: Counter = field(default_factory=Counter)
 
 
-def lint(tree: Path, jobs: int, linter: str | None) -> list[dict]:
-    env = {**os.environ, "PYTHONPATH": linter} if linter else None
+def lint(tree: Path, jobs: int, linter: str | None, saved: Path | None) -> list[dict]:
+    """The findings of `h2dlint check --unsafe-fixes` on `tree`, by the h2dlint installed for the interpreter
+    `linter` (else this one); read from, or written to, `saved` when given."""
+    if saved is not None and saved.exists():
+        findings = json.loads(saved.read_text())
+        for finding in findings:  # saved relative to the tree, which may have been unpacked elsewhere
+            finding["filename"] = str(tree.resolve() / finding["filename"])
+        return findings
     completed = subprocess.run(
-        [sys.executable, "-m", "h2dlint", "check", str(tree), "--unsafe-fixes", "--no-cache", "--exit-zero",
-         "--output-format", "json", "--jobs", str(jobs)], capture_output=True, text=True, check=False, env=env)
+        [linter or sys.executable, "-m", "h2dlint", "check", str(tree.resolve()), "--unsafe-fixes", "--no-cache",
+         "--exit-zero", "--output-format", "json", "--jobs", str(jobs)],
+        capture_output=True, text=True, check=False, cwd=tree)
     if completed.returncode != 0:
         sys.exit(f"h2dlint failed on {tree}: {completed.stderr[-2000:]}")
-    return json.loads(completed.stdout)
+    findings = json.loads(completed.stdout)
+    if saved is not None:
+        saved.write_text(json.dumps([{**finding, "filename": str(Path(finding["filename"]).relative_to(tree.resolve()))}
+                                     for finding in findings]))
+    return findings
 
 
 def pinned_calls(content: str) -> list[ast.Call]:
@@ -90,6 +103,21 @@ def data_of(call: ast.Call) -> ast.expr | None:
             or isinstance(call.func, ast.Name) and call.func.id == "tensor"):
         return None
     return call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "data"), None)
+
+
+def is_python_data(node: ast.expr) -> bool:
+    """A list or tuple display or comprehension, `[x] * n` / `[a] + rest`, `list(...)`, `sorted(...)`, `range(...)`,
+    `.tolist()`, a constant, a Python number (`len(x) - 1`, `int(n)`, `t.item()`): whatever their elements, torch
+    pins these (a list of numbers, numpy scalars or 0-d tensors)."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.ListComp, ast.Constant)):
+        return True
+    if isinstance(node, ast.BinOp):
+        return is_python_data(node.left) and (isinstance(node.op, (ast.Add, ast.Mult)) or is_python_data(node.right))
+    if isinstance(node, ast.Call):
+        func = node.func
+        return isinstance(func, ast.Attribute) and func.attr in ("tolist", "item") or \
+            isinstance(func, ast.Name) and func.id in ("list", "tuple", "sorted", "range", "len", "int", "float")
+    return False
 
 
 def replay(call: ast.Call) -> str | None:
@@ -139,10 +167,13 @@ class FileModel:
                     found = node
         return found
 
-    def assignments(self, scope: ast.AST, name: str, attribute: bool = False) -> list[str]:
-        """The text of each value bound to `name` (or `self.name`) in `scope`, and of its annotations."""
+    def assignments(self, scope: ast.AST, name: str, before: int, attribute: bool = False) -> list[str]:
+        """The text of each value bound to `name` (or `self.name`) in `scope` on a line before `before` (in a
+        class: anywhere), and of its annotations."""
         values = []
         for node in ast.walk(scope):
+            if not attribute and getattr(node, "lineno", 0) >= before:
+                continue
             targets = node.targets if isinstance(node, ast.Assign) else \
                 [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For)) else []
             for target in targets:
@@ -158,46 +189,60 @@ class FileModel:
                 values.append(self.segment(node.annotation))
         return values
 
-    def data_evidence(self, data_text: str, row: int) -> list[str]:
-        """What says the data is numpy or a tensor: its own text and what its names are bound to."""
+    def data_evidence(self, data: ast.expr, row: int) -> list[str]:
+        """What says the data is numpy or a tensor: its own text and what its names are bound to. A literal
+        list or tuple, a comprehension and `.tolist()` are Python data whatever they hold (torch pins a list of
+        numbers, numpy scalars or 0-d tensors): no evidence is looked for in them."""
+        if is_python_data(data) or self.checked_to_be_a_list(data, row):
+            return []
         evidence = []
-        texts = [data_text]
+        texts = [ast.unparse(data)]
         function = self.enclosing(row, (ast.FunctionDef, ast.AsyncFunctionDef))
         cls = self.enclosing(row, ast.ClassDef)
-        try:
-            data = ast.parse(data_text.strip(), mode="eval").body
-        except SyntaxError:
-            data = None
-        for node in ast.walk(data) if data is not None else []:
+        for node in ast.walk(data):
             if isinstance(node, ast.Name) and function is not None:
-                texts.extend(self.assignments(function, node.id))
+                texts.extend(self.assignments(function, node.id, row))
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
                     and cls is not None:
-                texts.extend(self.assignments(cls, node.attr, attribute=True))
+                texts.extend(self.assignments(cls, node.attr, row, attribute=True))
         for text in texts:
+            try:
+                value = ast.parse(text.strip(), mode="eval").body
+            except SyntaxError:
+                value = None
+            if value is not None and is_python_data(value):
+                continue
             if NUMPY_TEXT.search(text):
-                evidence.append(f"numpy: {text[:80]}")
-            elif TENSOR_TEXT.search(text) and not text.lstrip().startswith(("[", "(")) and ".tolist()" not in text:
-                evidence.append(f"tensor: {text[:80]}")
+                evidence.append(f"numpy: {' '.join(text.split())[:80]}")
+            elif TENSOR_TEXT.search(text):
+                evidence.append(f"tensor: {' '.join(text.split())[:80]}")
         return evidence
+
+    def checked_to_be_a_list(self, data: ast.expr, row: int) -> bool:
+        """`data` is a name an enclosing `if isinstance(data, list):` (or `tuple`) checked."""
+        if not isinstance(data, ast.Name):
+            return False
+        check = re.compile(rf"isinstance\(\s*{re.escape(data.id)}\s*,\s*\(?\s*(?:list|tuple)\b")
+        return any(isinstance(node, ast.If) and node.body[0].lineno <= row <= (node.body[-1].end_lineno or row)
+                   and check.match(self.segment(node.test)) for node in ast.walk(self.tree))
 
     def _default_device_spans(self) -> list[tuple[int, int, str]]:
         spans = []
-        definitions: dict[str, list[ast.AST]] = {}
-        for node in ast.walk(self.tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                definitions.setdefault(node.name, []).append(node)
-        for node in ast.walk(self.tree):
+        nodes = list(ast.walk(self.tree))
+        defined = [node for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        for node in nodes:
             if isinstance(node, ast.Call) and self.segment(node.func).endswith("set_default_device") and not (
                     node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu"):
                 spans.append((1, len(self.lines), f"set_default_device on line {node.lineno}"))
+            # `with torch.device(d):` sets the default device; `with torch.cuda.device(d):` only the current one.
             if isinstance(node, (ast.With, ast.AsyncWith)) and any(
-                    isinstance(item.context_expr, ast.Call) and self.segment(item.context_expr.func).endswith("device")
+                    isinstance(item.context_expr, ast.Call)
+                    and self.segment(item.context_expr.func) in ("torch.device", "device")
                     and not self.segment(item.context_expr).endswith(("'cpu')", '"cpu")')) for item in node.items):
                 spans.append((node.lineno, node.end_lineno or node.lineno, f"with ... device(...) on line {node.lineno}"))
                 for call in (n for statement in node.body for n in ast.walk(statement) if isinstance(n, ast.Call)):
                     name = self.segment(call.func).rsplit(".", 1)[-1]
-                    for definition in definitions.get(name, []):
+                    for definition in (found for found in defined if found.name == name):
                         spans.append((definition.lineno, definition.end_lineno or definition.lineno,
                                       f"{name} called under with ... device(...) on line {node.lineno}"))
         return spans
@@ -206,9 +251,9 @@ class FileModel:
         return next((why for first, last, why in self.default_device_spans if first <= row <= last), None)
 
 
-def check_tree(tree: Path, jobs: int, linter: str | None) -> TreeReport:
+def check_tree(tree: Path, jobs: int, linter: str | None, saved: Path | None) -> TreeReport:
     report = TreeReport(tree.name)
-    findings = lint(tree, jobs, linter)
+    findings = lint(tree, jobs, linter, saved)
     report.findings = len(findings)
     models: dict[str, FileModel] = {}
     for finding in findings:
@@ -234,7 +279,7 @@ def check_tree(tree: Path, jobs: int, linter: str | None) -> TreeReport:
         for call in calls:
             data = data_of(call)
             if data is not None:
-                evidence.extend(model.data_evidence(ast.unparse(data), pin.row))
+                evidence.extend(model.data_evidence(data, pin.row))
         pin.evidence = ([f"default device: {context}"] if context else []) + evidence
         if context:
             pin.verdict = "FLAGGED: pins under a default-device context"
@@ -271,15 +316,42 @@ def show(pin: PinFix) -> str:
     ])
 
 
+def unpacked(path: Path, into: Path) -> Path:
+    """A tree to check: `path` itself when it is a folder, else the .py files of a wheel or sdist unpacked
+    into a folder of `into` named after the package (the archive itself is only read)."""
+    if path.is_dir():
+        return path
+    target = into / path.name.split("-")[0]
+    if not target.exists():
+        if path.suffix == ".whl":
+            with zipfile.ZipFile(path) as archive:
+                archive.extractall(target, [name for name in archive.namelist() if name.endswith(".py")])
+        else:
+            with tarfile.open(path) as archive:
+                archive.extractall(target, [member for member in archive.getmembers()
+                                            if member.isfile() and member.name.endswith(".py")], filter="data")
+    return target
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("trees", nargs="+", type=Path)
+    parser.add_argument("trees", nargs="+", type=Path, help="folders, or wheels / sdists to unpack (.py files only)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--sample", type=int, default=0, help="print this many pin fixes, at random, to check by hand")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--linter", help="PYTHONPATH of another h2dlint checkout to lint with (an older commit)")
+    parser.add_argument("--linter", help="a python with another h2dlint installed (an older commit) to lint with")
+    parser.add_argument("--save", type=Path, help="keep each tree's findings in this folder, and reuse them")
     args = parser.parse_args()
-    reports = [check_tree(tree, args.jobs, args.linter) for tree in args.trees]
+    with tempfile.TemporaryDirectory(prefix="h2dlint-fix-safety-") as work:
+        args.trees = [unpacked(tree, Path(work)) for tree in args.trees]
+        return check_and_print(args)
+
+
+def check_and_print(args) -> int:
+    if args.save:
+        args.save.mkdir(parents=True, exist_ok=True)
+    reports = [check_tree(tree, args.jobs, args.linter, args.save / f"{tree.name}.json" if args.save else None)
+               for tree in args.trees]
     print(f"{'tree':16} {'findings':>8} {'fixes':>6} {'pin fixes':>9}  verdicts")
     for report in reports:
         print(f"{report.tree:16} {report.findings:8} {report.fixes:6} {len(report.pin_fixes):9}  "
