@@ -34,12 +34,15 @@ class ExampleReplay:
 
 
 def stand_ins():
-    """The kinds of argument tried for each parameter."""
-    import numpy
+    """The kinds of argument tried for each parameter (a numpy array only where numpy is installed)."""
     import torch
 
-    return {"int": 3, "list": [3, 1, 2], "numpy": numpy.array([3, 1, 2]), "tensor": torch.tensor([3, 1, 2]),
-            "device": "cpu"}
+    kinds = {"int": 3, "list": [3, 1, 2], "tensor": torch.tensor([3, 1, 2]), "device": "cpu"}
+    try:
+        import numpy
+    except ImportError:
+        return kinds
+    return {**kinds, "numpy": numpy.array([3, 1, 2])}
 
 
 def redirect_cuda():

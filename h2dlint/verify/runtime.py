@@ -48,6 +48,9 @@ def differences(expected, actual, where: str = "result", values: bool = True) ->
             return [f"{where}: {type(expected).__name__} of {len(expected)} became {_describe(actual)}"]
         return [difference for index, (want, got) in enumerate(zip(expected, actual))
                 for difference in differences(want, got, f"{where}[{index}]", values)]
+    if type(expected).__module__ == "numpy" and type(actual) is type(expected):  # `==` is elementwise there
+        same = expected.shape == actual.shape and (expected == actual).all()
+        return [] if same else [f"{where}: values differ"]
     return [] if expected == actual else [f"{where}: {expected!r} became {actual!r}"]
 
 
