@@ -272,3 +272,22 @@ def test_on_gpu_torch_refuses_the_pins_the_cpu_replay_calls_crashes():
     assert torch.tensor([1, 2], pin_memory=True).is_pinned() and torch.zeros(3, pin_memory=True).is_pinned()
     with torch.device("cuda"), pytest.raises(RuntimeError):
         torch.zeros(3, pin_memory=True)  # a default-device context: pinning raises
+
+
+def test_run_reports_a_fix_that_would_raise_on_cuda_inside_the_program(tmp_path):
+    """`lengths` is a parameter, so the fix is unsafe; the program passes a numpy array, which the pinned
+    branch cannot pin: without a GPU, --run still sees the crash the fix would cause on CUDA."""
+    pytest.importorskip("numpy")
+    (tmp_path / "batch.py").write_text(
+        "import torch\n\n\ndef upload(lengths, device):\n    return torch.tensor(lengths, device=device)\n")
+    (tmp_path / "main.py").write_text(
+        "import numpy as np\n\nfrom batch import upload\n\n"
+        "print(upload([1, 2], 'cpu').tolist(), upload(np.array([3, 4]), 'cpu').tolist())\n")
+    completed = verify("--run", "--output-format", "json", "--", "python", "main.py", cwd=tmp_path)
+    assert completed.returncode == 1, completed.stderr
+    assert "[1, 2] [3, 4]" in completed.stderr, "the program still runs as it would"
+    [site] = json.loads(completed.stdout)
+    assert (Path(site["filename"]).name, site["row"], site["hits"]) == ("batch.py", 5, 2)
+    assert site["pinned_branch_runs"] == 2 and not site["equal"]  # the list is pinned, the array refused
+    assert site["cuda_crashes"] == ["`torch.tensor` with pin_memory would raise on CUDA: "
+                                    "RuntimeError: Can't pin tensor constructed from numpy"]
