@@ -76,8 +76,9 @@ def _verify_fixtures(paths: list[Path], seeds: int, output_format: str, console:
         table = Table(Column("case", no_wrap=True), "equal", "pinned branch", "sync-free (after)", "caught (before)",
                       "host ms before", "host ms after", "result", title="h2dlint verify: fixtures")
         for result in results:
+            verdict = "skipped" if result.skipped else "pass" if result.passed else "FAIL"
             table.add_row(result.case, _yes_no(result.equal, "skipped"), _pinned_cell(result, cuda),
-                          *_gpu_cells(result, cuda), "skipped" if result.skipped else "pass" if result.passed else "FAIL")
+                          *_gpu_cells(result, cuda), verdict)
         console.print(table)
         for result in results:
             for line in ([result.skipped] if result.skipped else []) + result.differences + result.cuda_crashes:
@@ -177,7 +178,7 @@ def _verify_program(command: list[str], include: list[Path], output_format: str,
     if output_format == "json":
         console.out(json.dumps(sites, indent=2), highlight=False)
     else:
-        _site_table(console, sites)
+        _site_table(console, sites, results["gpu"]["available"])
     if unreached:
         errors.print(f"{unreached} instrumented site{'s' * (unreached != 1)} never ran.", markup=False)
     for why in results["skipped"]:
@@ -210,17 +211,19 @@ def _launcher(command: list[str]) -> list[str] | None:
     return [sys.executable, *bootstrap, script, *rest]  # a console script such as pytest: run its file
 
 
-def _site_table(console: Console, sites: list[dict]) -> None:
+def _site_table(console: Console, sites: list[dict], cuda: bool) -> None:
     from rich.table import Column, Table
 
-    table = Table(Column("site", no_wrap=True), "code", "hits", "equal", "pinned branch", "sync-free", "caught (before)",
-                  "host ms saved", title="h2dlint verify --run: sites")
+    table = Table(Column("site", no_wrap=True), "code", "hits", "equal", "pinned branch", "sync-free",
+                  "caught (before)", "host ms saved", title="h2dlint verify --run: sites")
     for site in sites:
         gpu = site["gpu_checked"]
         saved = site["host_ms_saved"]
-        pinned = "CRASH on CUDA" if site["cuda_crashes"] else "on the GPU" if gpu else \
+        # On a CUDA machine the fixed form is the pinned branch, run as it is.
+        pinned = "CRASH on CUDA" if site["cuda_crashes"] else "on the GPU" if cuda else \
             "ok" if site["pinned_branch_runs"] else "no pins"
-        table.add_row(f"{site['filename']}:{site['row']}", site["code"], str(site["hits"]), _yes_no(site["equal"]), pinned,
+        table.add_row(f"{site['filename']}:{site['row']}", site["code"], str(site["hits"]), _yes_no(site["equal"]),
+                      pinned,
                       _yes_no(site["sync_free"]) if gpu else "skipped",
                       _yes_no(site["original_caught"]) if gpu else "skipped",
                       f"{saved:.3f}" if saved is not None else "skipped")

@@ -6,9 +6,9 @@ the CPU: the original as written, the fixed one with its pin guards forced true 
 here. Module-level code runs when the module does; each module-level function is called with every
 combination of stand-in arguments (an int, a Python list, a numpy array, a tensor, the string "cpu") that
 the original function accepts. The original runs under PinnedBranch too, so its own legal pin requests
-(`x.pin_memory()`) run here; only the fixed form's refused ones count. A pin request torch refuses for such arguments is a crash the fix would cause on
-CUDA for inputs the original handles: a safe fix must have none, and an unsafe one must say why
-(its message names what cannot be pinned).
+(`x.pin_memory()`) run here; only the fixed form's refused ones count. A pin request torch refuses for
+such arguments is a crash the fix would cause on CUDA for inputs the original handles: a safe fix must
+have none, and an unsafe one must say why (its message names what cannot be pinned).
 """
 
 from __future__ import annotations
