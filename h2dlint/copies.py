@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -16,6 +17,7 @@ import libcst as cst
 
 from .facts import Device, FileFacts, Placement, dotted_name
 from .gaps import TokensApart
+from .values import PinData, pin_data_kind
 
 # torch factories that accept `pin_memory=` (checked against torch 2.13: `as_tensor` and the `*_like` do not).
 PINNABLE_FACTORIES = frozenset({"tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint",
@@ -345,6 +347,14 @@ def fresh_host_factory(facts: FileFacts, node: cst.BaseExpression) -> tuple[cst.
     return None if name is None else (node, name)
 
 
+def factory_data(fresh: tuple[cst.Call, str] | None) -> cst.BaseExpression | None:
+    """The data of a fresh `torch.tensor(data, ...)` (see `fresh_host_factory`); None for other factories, whose
+    arguments are sizes and fill values that pin anywhere."""
+    if fresh is None or fresh[1] != "tensor":
+        return None
+    return next((arg.value for arg in fresh[0].args if arg.keyword is None or arg.keyword.value == "data"), None)
+
+
 def makes_no_elements(factory: cst.Call, name: str) -> bool:
     """A factory call whose tensor has no elements, written so: `torch.tensor([])`, `torch.zeros(0, ...)`,
     `torch.empty((0, n))`. Copying it returns before reaching the device: nothing waits, nothing is staged."""
@@ -428,3 +438,140 @@ def walk_in_order(statements: list[ast.stmt]):
             nodes.append(node)
             stack.extend(ast.iter_child_nodes(node))
         yield from sorted(nodes, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+
+
+# ----- where a pinned rewrite would fail or gain nothing -------------------------------------------
+
+
+_DEFAULT_DEVICE_TEXT = re.compile(r"set_default_device|\bwith\b[^:]*device\s*\(")
+# Functions that run once per model: constructors and loading. A copy there waits once, at start-up.
+_RUNS_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "from_pretrained"})
+# `load_weights`, `_load_state_dict`, `restore_checkpoint`; not `load_balancing_loss` (every step), nor a bare
+# `checkpoint` (activation checkpointing runs every step too).
+_LOADING_NAME = re.compile(r"(?:^|_)(?:loads?|loading|restore|resume)(?:_(?!balanc)|$)")
+
+
+@dataclass(frozen=True)
+class _DefaultDeviceRegion:
+    first: int
+    last: int
+    why: str
+
+
+def may_run_under_default_device(facts: FileFacts, line: int) -> str | None:
+    """Whether code on `line` may run under a default-device context this file sets up, and which: a torch
+    factory there allocates on that device, so `pin_memory=True` raises on CUDA ("only dense CPU tensors can be
+    pinned"), and a factory without `device=` is no host tensor at all.
+
+    Seen in the file: `torch.set_default_device(...)` anywhere in the module; the body of a
+    `with torch.device(...):` block; and the functions and classes of this file that such a block calls by name
+    (`with torch.device(load_device): model = Model(config)` covers `Model`'s methods). A literal CPU device is no
+    hazard. Only this file is read: a context set up in another module is not seen here.
+    """
+    regions = _DEFAULT_DEVICE_REGIONS.get(facts)
+    if regions is None:
+        regions = _DEFAULT_DEVICE_REGIONS[facts] = _default_device_regions(facts) \
+            if _DEFAULT_DEVICE_TEXT.search(facts.text) else []
+    return next((region.why for region in regions if region.first <= line <= region.last), None)
+
+
+_DEFAULT_DEVICE_REGIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _default_device_regions(facts: FileFacts) -> list[_DefaultDeviceRegion]:
+    regions = []
+    definitions: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(facts.tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            definitions.setdefault(node.name, []).append(node)
+    for node in ast.walk(facts.tree):
+        if isinstance(node, ast.Call) and facts.qualify(dotted_name(node.func)) == "torch.set_default_device" \
+                and not _is_cpu_device(facts, node.args[0] if node.args else None):
+            return [_DefaultDeviceRegion(1, 1 << 30, f"`torch.set_default_device` is called on line {node.lineno}")]
+        if not isinstance(node, (ast.With, ast.AsyncWith)):
+            continue
+        context = next((item.context_expr for item in node.items
+                        if isinstance(item.context_expr, ast.Call)
+                        and facts.qualify(dotted_name(item.context_expr.func)) == "torch.device"
+                        and not _is_cpu_device(facts, item.context_expr.args[0] if item.context_expr.args else None)),
+                       None)
+        if context is None:
+            continue
+        why = f"under `with torch.device(...)` (line {node.lineno})"
+        regions.append(_DefaultDeviceRegion(node.lineno, node.end_lineno or node.lineno, why))
+        for definition in _called_in(node.body, definitions):
+            regions.append(_DefaultDeviceRegion(
+                definition.lineno, definition.end_lineno or definition.lineno,
+                f"in `{definition.name}`, which runs under `with torch.device(...)` (line {node.lineno})"))
+    return regions
+
+
+def _called_in(body: list[ast.stmt], definitions: dict[str, list[ast.AST]]) -> list[ast.AST]:
+    """The functions of the file that `body` calls by name (`f(...)`, `obj.f(...)`), and for a class it
+    constructs, its constructor and the methods that constructor calls on `self`: what runs while `body` runs,
+    one call deep. A class's other methods (`forward`) run later, outside the block."""
+    called = []
+    for name in {dotted_name(call.func).rsplit(".", 1)[-1] for statement in body for call in ast.walk(statement)
+                 if isinstance(call, ast.Call) and dotted_name(call.func)}:
+        for definition in definitions.get(name, []):
+            if not isinstance(definition, ast.ClassDef):
+                called.append(definition)
+                continue
+            methods = {method.name: method for method in definition.body
+                       if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            for constructor in (methods.get(name) for name in ("__init__", "__post_init__")):
+                if constructor is None:
+                    continue
+                called.append(constructor)
+                called.extend(methods[call.func.attr] for call in ast.walk(constructor)
+                              if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                              and isinstance(call.func.value, ast.Name) and call.func.value.id == "self"
+                              and call.func.attr in methods)
+    return called
+
+
+def _is_cpu_device(facts: FileFacts, node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split(":")[0] == "cpu"
+
+
+def runs_once(facts: FileFacts, line: int) -> str | None:
+    """Where `line` sits when that code runs once per model, outside any loop: a constructor (`__init__`, ...)
+    or a loading function (`load_weights`, `_load_checkpoint`, `from_pretrained`). A copy there waits once at
+    start-up, so a pinned non_blocking rewrite gains nothing worth its risk. None elsewhere."""
+    context = facts.context_at(line)
+    function = context.function
+    if function is None or context.hot:
+        return None
+    if function in _RUNS_ONCE_FUNCTIONS or _LOADING_NAME.search(function.lower()):
+        return f"in `{function}`"
+    return None
+
+
+def no_pinned_rewrite(facts: FileFacts, line: int, data: ast.expr | None = None, shown_data: str = "") -> str | None:
+    """Why a copy on `line` gets no pinned rewrite, for the end of its message; None when it may get one.
+    `data`: what the rewrite would pass to `torch.tensor(..., pin_memory=...)`, if it is that factory.
+
+    In order: a default-device context (pinning raises on CUDA), data torch cannot pin (it raises on CUDA too),
+    code that runs once (a rewrite gains nothing)."""
+    context = may_run_under_default_device(facts, line)
+    if context is not None:
+        return (f"it may run {context}, where a factory allocates on that device and `pin_memory=True` raises on "
+                "CUDA, so no rewrite is offered")
+    if data is not None:
+        kind = pin_data_kind(facts, data, line)
+        if kind in (PinData.NUMPY, PinData.TENSOR):
+            return (f"`{shown_data}` is {kind.value}, which `torch.tensor(..., pin_memory=True)` cannot pin (it "
+                    "raises on CUDA), so no rewrite is offered: copy from a pinned staging buffer")
+    once = runs_once(facts, line)
+    if once is not None:
+        return f"it runs once ({once}), so a pinned non_blocking copy would gain nothing: no rewrite is offered"
+    return None
+
+
+def unpinnable_data(facts: FileFacts, data: ast.expr, line: int, shown_data: str) -> str | None:
+    """The unsafe-fix reason for data that may be what `torch.tensor(..., pin_memory=True)` refuses; None for
+    Python data."""
+    if pin_data_kind(facts, data, line) is PinData.PYTHON:
+        return None
+    return (f"`{shown_data}` may be {PinData.UNKNOWN.value}, which `torch.tensor(..., pin_memory=True)` cannot "
+            "pin: it raises on CUDA")

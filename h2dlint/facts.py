@@ -1545,9 +1545,15 @@ def _sync_reading(call: ast.Call, parents: dict[ast.AST, ast.AST]) -> str | None
     if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is call:
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
         if len(targets) == 1 and isinstance(targets[0], ast.Name):
+            # The next statement or the one after it: a read two statements on waits on the copy all the same.
             following = _next_statement(statement, parents)
-            if following is not None:
-                return _reads_back(following, targets[0].id)
+            for where in ("on the next line", "two statements later"):
+                if following is None:
+                    break
+                read = _reads_back(following, targets[0].id)
+                if read is not None:
+                    return f"{read} {where}"
+                following = _next_statement(following, parents)
     return None
 
 
@@ -1567,8 +1573,8 @@ def _reads_back(statement: ast.stmt, name: str) -> str | None:
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr in SYNC_METHODS \
                     and isinstance(func.value, ast.Name) and func.value.id == name:
-                return f"{name}.{func.attr}() on the next line"
+                return f"{name}.{func.attr}()"
             if isinstance(func, ast.Name) and func.id in SYNC_BUILTINS and len(node.args) == 1 \
                     and isinstance(node.args[0], ast.Name) and node.args[0].id == name:
-                return f"{func.id}({name}) on the next line"
+                return f"{func.id}({name})"
     return None

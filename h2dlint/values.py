@@ -4,6 +4,7 @@ dimensions it has), a list of ints. Shared by the rules about element writes and
 from __future__ import annotations
 
 import ast
+import enum
 import weakref
 
 from .facts import (
@@ -11,6 +12,7 @@ from .facts import (
     NON_TENSOR_TORCH_FUNCTIONS,
     SAME_DEVICE_ATTRIBUTES,
     TENSOR_OP_NAMESPACES,
+    Data,
     Placement,
     dotted_name,
 )
@@ -411,3 +413,125 @@ def _own_nodes(function: ast.FunctionDef):
         yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             stack.extend(ast.iter_child_nodes(node))
+
+
+# ----- what `torch.tensor(data, pin_memory=True)` accepts ------------------------------------------------------
+
+
+class PinData(enum.Enum):
+    """The kind of `data` in `torch.tensor(data, pin_memory=True)`: only Python data can be pinned there;
+    torch refuses a numpy array ("Can't pin tensor constructed from numpy") and a tensor ("... from a
+    variable") before it allocates, on CUDA too."""
+
+    PYTHON = "Python data"
+    NUMPY = "a numpy array"
+    TENSOR = "a tensor"
+    UNKNOWN = "a tensor or a numpy array"  # what it may be, for messages
+
+
+# numpy methods whose result is an array again (of a numpy receiver).
+NUMPY_ARRAY_METHODS = frozenset({"astype", "reshape", "copy", "transpose", "flatten", "ravel", "squeeze", "clip",
+                                 "cumsum", "repeat", "view", "take", "T"})
+
+
+def pin_data_kind(facts, data: ast.expr, line: int) -> PinData:
+    """What `data` holds, as far as `torch.tensor(data, pin_memory=...)` is concerned. NUMPY when any way it
+    may be bound leads to numpy, TENSOR when it certainly is a tensor, PYTHON when it certainly is Python data
+    (literals, comprehensions, `.tolist()`, names bound only to those)."""
+    if _may_be_numpy(facts, data, line):
+        return PinData.NUMPY
+    if _is_python_data(facts, data, line):
+        return PinData.PYTHON
+    if facts.classify_data(data, line) is Data.TENSOR or is_certainly_tensor(facts, data, line):
+        return PinData.TENSOR
+    return PinData.UNKNOWN
+
+
+def _is_python_data(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
+    """Python data as `classify_data` finds it (literals, comprehensions, `.tolist()`, names bound only to
+    those), a Python number, a slice of Python data, a sum of lists (`prev + next`), a name checked by
+    `isinstance(name, list)`, or a name bound only to any of those, unpacking included (`out, n = [], 0`)."""
+    if depth > 4:
+        return False
+    if facts.classify_data(node, line) is Data.HOST or is_python_number(facts, node, line) \
+            or _checked_to_be_a_list(facts, node, line):
+        return True
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        return _is_python_data(facts, node.value, line, depth + 1)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+        return _is_python_data(facts, node.left, line, depth + 1) and (
+            isinstance(node.op, ast.Mult) or _is_python_data(facts, node.right, line, depth + 1))
+    if isinstance(node, ast.Name):
+        bindings = facts.reaching_bindings(node.id, line)
+        if not bindings or facts.parameter_annotation(node.id, line) is not None:
+            return False
+        values = [binding.value if binding.value is not None else _unpacked(facts, node.id, binding.line)
+                  for binding in bindings]
+        return all(value is not None and _is_python_data(facts, value, line, depth + 1) for value in values)
+    return False
+
+
+def _unpacked(facts, name: str, line: int) -> ast.expr | None:
+    """What `name` is bound to by `a, name = x, y` on `line`: the matching element of a tuple display."""
+    for node in ast.walk(facts.tree):
+        if isinstance(node, ast.Assign) and node.lineno == line and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple) \
+                and len(node.targets[0].elts) == len(node.value.elts):
+            for target, value in zip(node.targets[0].elts, node.value.elts, strict=True):
+                if isinstance(target, ast.Name) and target.id == name:
+                    return value
+    return None
+
+
+def _checked_to_be_a_list(facts, data: ast.expr, line: int) -> bool:
+    """`data` is a name that an enclosing `if isinstance(name, list):` (or `tuple`, or both) has checked."""
+    if not isinstance(data, ast.Name):
+        return False
+    for node in ast.walk(facts.tree):
+        if not (isinstance(node, ast.If) and node.body and node.body[0].lineno <= line <= (
+                node.body[-1].end_lineno or node.body[-1].lineno)):
+            continue
+        test = node.test
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
+                and len(test.args) == 2 and isinstance(test.args[0], ast.Name) and test.args[0].id == data.id:
+            kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+            if kinds and all(isinstance(kind, ast.Name) and kind.id in ("list", "tuple") for kind in kinds):
+                return True
+    return False
+
+
+def _may_be_numpy(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
+    """A numpy array where it is made: `np.*(...)`, `t.numpy()`, an array method of one, an index, arithmetic
+    or a comparison with one (`mask = lens > 0` of an array), a name or `self.x` bound to any of those, a
+    parameter annotated `np.ndarray` / `NDArray`."""
+    if depth > 4:
+        return False
+    if isinstance(node, ast.Call):
+        func = node.func
+        if (facts.qualify(dotted_name(func)) or "").startswith("numpy."):
+            return True
+        return isinstance(func, ast.Attribute) and (
+            func.attr == "numpy" and not node.args
+            or func.attr in NUMPY_ARRAY_METHODS and _may_be_numpy(facts, func.value, line, depth))
+    if isinstance(node, ast.Attribute) and node.attr == "T" or isinstance(node, ast.Subscript):
+        return _may_be_numpy(facts, node.value, line, depth)
+    if isinstance(node, ast.BinOp):
+        return _may_be_numpy(facts, node.left, line, depth) or _may_be_numpy(facts, node.right, line, depth)
+    if isinstance(node, ast.UnaryOp):
+        return _may_be_numpy(facts, node.operand, line, depth)
+    if isinstance(node, ast.Compare):
+        return any(_may_be_numpy(facts, operand, line, depth) for operand in [node.left, *node.comparators])
+    if isinstance(node, ast.IfExp):
+        return _may_be_numpy(facts, node.body, line, depth) or _may_be_numpy(facts, node.orelse, line, depth)
+    if isinstance(node, ast.Name):
+        annotation = facts.parameter_annotation(node.id, line)
+        if annotation is not None and (facts.qualify(dotted_name(
+                annotation.value if isinstance(annotation, ast.Subscript) else annotation)) or "").startswith(
+                ("numpy.", "numpy.typing.")):
+            return True
+        return any(value is not None and _may_be_numpy(facts, value, line, depth + 1)
+                   for value in facts.bindings_at(node.id, line) or [])
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return any(binding.value is not None and _may_be_numpy(facts, binding.value, binding.line, depth + 1)
+                   for binding in facts.self_attribute_bindings(node.attr, line) or [])
+    return False

@@ -13,15 +13,18 @@ from h2dlint.copies import (
     join_args,
     keywords_of,
     may_call_tensor_with_device,
+    no_pinned_rewrite,
     pin_guard,
     shown,
     tight_equal,
     to_ast,
     torch_name,
+    unpinnable_data,
 )
 from h2dlint.facts import Data, Device, Placement, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.values import PinData, pin_data_kind
 
 
 class BlockingTensorCopy(Rule):
@@ -41,8 +44,9 @@ class BlockingTensorCopy(Rule):
     only enqueues the copy.
 
     Where the result is read back to the host at once (`.item()`, `.tolist()`,
-    `.cpu()`, `int(...)`, in the same or the next statement), the host waits anyway:
-    h2dlint still reports the copy but offers no rewrite, since it would gain nothing.
+    `.cpu()`, `int(...)`, in the same statement or one of the next two), the host
+    waits anyway: h2dlint still reports the copy but offers no rewrite, since it
+    would gain nothing.
     Inside TorchScript (`@torch.jit.script`, `@torch.jit.export`) the copy is reported
     without a rewrite too: TorchScript's `torch.tensor` takes no `pin_memory`. An empty
     list is not reported: a zero-element copy returns before it reaches the device.
@@ -72,11 +76,29 @@ class BlockingTensorCopy(Rule):
     where the device turns out to be the CPU, the result is a pinned CPU tensor with
     the same values.
 
-    The fix is **safe** when the data is certainly host data (a literal, a
-    comprehension, `.tolist()`, or a local name bound only to those). It is
+    `torch.tensor(data, pin_memory=True)` pins only Python data: for a numpy array
+    PyTorch raises "Can't pin tensor constructed from numpy", for a tensor "Can't pin
+    tensor constructed from a variable", on a CUDA machine too. So no rewrite is
+    offered (the copy is still reported, with the reason) where:
+    - the data is a numpy array where it is made (`np.concatenate(...)`, `np.pad`,
+      `a > 0` of an array, `t.numpy()`, a name bound to one): copy it from a pinned
+      staging buffer instead; data that is certainly a tensor is not reported;
+    - the call may run under a default-device context this file sets up
+      (`torch.set_default_device(...)`, the body of `with torch.device(...)`, or the
+      constructor of a class built there): a factory then allocates on that device
+      and `pin_memory=True` raises on CUDA;
+    - the code runs once (`__init__`, `__post_init__`, `setup`, `reset_parameters`,
+      a loading function such as `load_weights` or `from_pretrained`, outside a
+      loop): the copy waits once at start-up, and the rewrite would gain nothing.
+
+    The fix is **safe** when the data is certainly Python data (a literal, a
+    comprehension, `.tolist()`, a Python number such as `float(x)` or `len(x)`, a
+    slice or a sum of lists, a name checked by an enclosing `if isinstance(name,
+    list):`, or a local name bound only to those, by unpacking too). It is
     **unsafe** when:
-    - the data might be a tensor: `torch.tensor(t, pin_memory=...)` raises for a
-      tensor `t` ("Can't pin tensor constructed from a variable");
+    - the data's kind is unknown (a parameter, an attribute, a `*_cpu` name): it may
+      be a tensor or a numpy array, which `torch.tensor(..., pin_memory=True)`
+      cannot pin, so the fixed line raises on CUDA for those;
     - it is `torch.as_tensor` with data that is only probably host data: `as_tensor`
       returned a tensor already on the device without copying, `torch.tensor` copies;
     - the file uses several CUDA streams: a `non_blocking` copy is ordered only on
@@ -146,6 +168,55 @@ class BlockingTensorCopy(Rule):
             "    return torch.tensor(indices, dtype=torch.int64, pin_memory=torch.cuda.is_available())"
             ".to(states.device, non_blocking=True)\n",
             unsafe=True,
+        ),
+        Invalid(
+            "import torch\ndef f(lengths, device):\n    if isinstance(lengths, list):\n"
+            "        return torch.tensor(lengths, device=device)\n",
+            "import torch\ndef f(lengths, device):\n    if isinstance(lengths, list):\n"
+            "        return torch.tensor(lengths, pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(lens, device):\n    out, total = [], 0\n    for n in lens:\n"
+            "        out.append(total)\n        total += n\n    return torch.tensor(out[1:] + out[:1], device=device)\n",
+            "import torch\ndef f(lens, device):\n    out, total = [], 0\n    for n in lens:\n"
+            "        out.append(total)\n        total += n\n"
+            "    return torch.tensor(out[1:] + out[:1], pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(scale, device):\n    return torch.tensor(float(scale), device=device)\n",
+            "import torch\ndef f(scale, device):\n"
+            "    return torch.tensor(float(scale), pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\ndef f(rows, device):\n    table = np.concatenate(rows)\n"
+            "    return torch.tensor(table > 0, device=device)\n",
+            None,
+            message_contains="`table > 0` is a numpy array, which `torch.tensor(..., pin_memory=True)` cannot pin",
+        ),
+        Invalid(
+            "import torch\ndef build(load_device, sizes):\n    with torch.device(load_device):\n"
+            "        return torch.tensor(sizes, device=load_device)\n",
+            None,
+            message_contains="it may run under `with torch.device(...)` (line 3)",
+        ),
+        Invalid(
+            "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self, n, device):\n"
+            "        super().__init__()\n        self.bounds = torch.tensor([0, n], device=device)\n"
+            "with torch.device('cuda'):\n    rope = Rope(4, 'cuda')\n",
+            None,
+            message_contains="in `__init__`, which runs under `with torch.device(...)` (line 6)",
+        ),
+        Invalid(
+            "import torch\ntorch.set_default_device('cuda')\ndef f(n, device):\n"
+            "    return torch.tensor([n, n + 1], device=device)\n",
+            None,
+            message_contains="`torch.set_default_device` is called on line 2",
+        ),
+        Invalid(
+            "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self, n, device):\n"
+            "        super().__init__()\n        self.bounds = torch.tensor([0, n], device=device)\n",
+            None,
+            message_contains="it runs once (in `__init__`), so a pinned non_blocking copy would gain nothing",
         ),
         Invalid(
             "import torch as th\ndef f(states):\n    idx = [i * 2 for i in range(4)]\n"
@@ -245,8 +316,9 @@ class BlockingTensorCopy(Rule):
         if isinstance(data_ast, (ast.List, ast.Tuple)) and not data_ast.elts:
             return  # an empty copy returns before the device copy: nothing waits
         data = facts.classify_data(data_ast, start.line)
-        if data is Data.TENSOR or (is_as_tensor and data not in (Data.HOST, Data.LIKELY_HOST)):
-            return
+        if data is Data.TENSOR or (is_as_tensor and data not in (Data.HOST, Data.LIKELY_HOST)) \
+                or pin_data_kind(facts, data_ast, start.line) is PinData.TENSOR:
+            return  # a tensor's copy: no host data
 
         call_text = "torch.as_tensor" if is_as_tensor else "torch.tensor"
         device_text = shown(device_arg.value)
@@ -262,6 +334,10 @@ class BlockingTensorCopy(Rule):
         if facts.in_torchscript(start.line):
             self.report(node, f"{message}; no rewrite is offered under TorchScript, whose `torch.tensor` has no "
                               "`pin_memory`")
+            return
+        why_not = no_pinned_rewrite(facts, start.line, data_ast, shown(data_arg.value))
+        if why_not is not None:
+            self.report(node, f"{message}; {why_not}")
             return
         self.report(node, message, self._fix(node, is_as_tensor, data, device, data_arg, device_arg,
                                              keywords.get("requires_grad")))
@@ -291,10 +367,12 @@ class BlockingTensorCopy(Rule):
             return None
 
         unsafe_reasons = []
-        if data is not Data.HOST:
-            unsafe_reasons.append(f"`{shown(data_arg.value)}` may be a tensor, and pinning one raises"
-                                  if not is_as_tensor else
-                                  "`torch.as_tensor` returned data already on the device without a copy")
+        unpinnable = unpinnable_data(facts, to_ast(data_arg.value), self.position(node)[0].line,
+                                     shown(data_arg.value))
+        if unpinnable is not None:
+            unsafe_reasons.append(unpinnable)
+        if is_as_tensor and data is not Data.HOST:
+            unsafe_reasons.append("`torch.as_tensor` returned data already on the device without a copy")
         if facts.uses_several_streams:
             unsafe_reasons.append("this file uses several CUDA streams; the copy is now ordered on the current "
                                   "stream only")

@@ -7,20 +7,24 @@ import libcst as cst
 from h2dlint.copies import (
     copy_device,
     copy_of,
+    factory_data,
     fresh_host_factory,
     is_literal,
     keywords_of,
     may_copy_to_a_named_device,
+    may_run_under_default_device,
+    no_pinned_rewrite,
     pin_guard,
     pinned,
     placement_is_host,
     shown,
     to_ast,
     torch_name,
+    unpinnable_data,
     with_non_blocking,
     with_pin_memory,
 )
-from h2dlint.facts import Data, Device, Placement, has_gpu_evidence
+from h2dlint.facts import Device, Placement, has_gpu_evidence
 from h2dlint.gaps import TokensApart
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -72,13 +76,23 @@ class BlockingHostTensorCopy(Rule):
     `.pin_memory()` on it is an extra host copy that can cost more than it saves.
     Keep a pinned staging buffer instead, and mind HDL402 when reusing it.
 
-    The fix is **unsafe** when `torch.tensor`'s data may be a tensor
-    (`torch.tensor(t, pin_memory=True)` raises for a tensor `t`) or when the file
-    uses several CUDA streams (the copy is then ordered only on the current stream).
+    `torch.tensor(data, pin_memory=True)` pins only Python data: PyTorch refuses a
+    numpy array ("Can't pin tensor constructed from numpy") and a tensor ("... from a
+    variable") on a CUDA machine too. No rewrite is offered (the copy is reported,
+    with the reason) when the data is a numpy array where it is made, or when the
+    code runs once (a constructor or a loading function, outside a loop: nothing
+    worth the risk is gained). A fresh factory under a default-device context this
+    file sets up (`torch.set_default_device`, `with torch.device(...)` and the
+    constructors it runs) is not reported at all: it allocates on that device, so
+    there may be no host tensor to copy, and `pin_memory=True` would raise on CUDA.
+
+    The fix is **unsafe** when `torch.tensor`'s data is of unknown kind (it may be
+    a tensor or a numpy array, which cannot be pinned there) or when the file uses
+    several CUDA streams (the copy is then ordered only on the current stream).
 
     Sources with `requires_grad=True` are left to HDL404. Where the result is read
-    back to the host at once (`.item()`, `.tolist()`, ...), the finding has no fix:
-    the host waits anyway.
+    back to the host at once (`.item()`, `.tolist()`, ..., in the same statement or
+    one of the next two), the finding has no fix: the host waits anyway.
 
     ## References
     - h2dlint reference "What makes PyTorch code stall the GPU stream": blocking H2D
@@ -104,6 +118,8 @@ class BlockingHostTensorCopy(Rule):
         Valid("import torch\ndef f(m):\n    return torch.nn.Linear(3, 4).cuda()\n"),
         Valid("import torch\ndef f(v, d):\n    return torch.tensor(v, requires_grad=True).to(d)\n"),
         Valid("import torch\ndef forward(n, x, device):\n    return torch.cat([torch.arange(n), x]).to(device)\n"),
+        Valid("import torch\ndef build(device, n):\n    with torch.device(device):\n"
+              "        return torch.arange(n).to(device)\n"),
         Valid("import torch\nclass Rope(torch.nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
               "        self.register_buffer('inv_freq', torch.arange(n), persistent=False)\n"
               "        self.inv_freq = torch.arange(n)\n"
@@ -122,6 +138,10 @@ class BlockingHostTensorCopy(Rule):
                 unsafe=True),
         Invalid("import torch\ndef f(a):\n    return torch.from_numpy(a).cuda()\n", None,
                 message_contains="staging buffer"),
+        Invalid("import torch\ndef load_weights(model, n):\n    return torch.arange(n).cuda()\n", None,
+                message_contains="it runs once (in `load_weights`)"),
+        Invalid("import numpy as np\nimport torch\ndef f(a, device):\n    return torch.tensor(np.pad(a, 1)).to(device)\n",
+                None, message_contains="`np.pad(a, 1)` is a numpy array"),
         Invalid("import torch\ndef f(t):\n    t_cpu = t.cpu()\n    return t_cpu.to('cuda:0')\n", None),
         Invalid("import torch\ndef f(x):\n    return x.pin_memory().cuda(non_blocking=False)\n",
                 "import torch\ndef f(x):\n    return x.pin_memory().cuda(non_blocking=True)\n"),
@@ -170,6 +190,8 @@ class BlockingHostTensorCopy(Rule):
             requires_grad = keywords_of(fresh[0]).get("requires_grad")
             if requires_grad is not None and not is_literal(requires_grad.value, "False"):
                 return  # HDL404
+            if fresh[1] != "from_numpy" and may_run_under_default_device(facts, start.line) is not None:
+                return  # the factory allocates on the context's device: there may be no host tensor to copy
         elif not placement_is_host(facts, copy.source, start.line):
             return
         where = facts.context_at(start.line).describe()
@@ -182,6 +204,12 @@ class BlockingHostTensorCopy(Rule):
                               "an async copy would gain nothing")
             return
         fix = self._fix(node, copy, device, fresh)
+        if fix is not None:
+            data = factory_data(fresh)
+            why_not = no_pinned_rewrite(facts, start.line, data and to_ast(data), data and shown(data))
+            if why_not is not None:
+                self.report(node, f"{message}; {why_not}")
+                return
         if fix is None:
             message += ("; the source is pageable memory: copy from a pinned staging buffer with "
                         "`non_blocking=True`")
@@ -200,11 +228,11 @@ class BlockingHostTensorCopy(Rule):
                 torch_local, extra_edits = torch_name(self)
                 if torch_local is None:
                     return None
-                if name == "tensor":
-                    data = next((arg.value for arg in factory.args if arg.keyword is None), None)
-                    line = self.position(node)[0].line
-                    if data is None or facts.classify_data(to_ast(data), line) is not Data.HOST:
-                        unsafe.append("the data may be a tensor, and `torch.tensor(t, pin_memory=True)` raises")
+                data = factory_data(fresh)
+                if data is not None:
+                    unpinnable = unpinnable_data(facts, to_ast(data), self.position(node)[0].line, shown(data))
+                    if unpinnable is not None:
+                        unsafe.append(unpinnable)
                 source = with_pin_memory(factory, pin_guard(self, device, torch_local))
         elif not (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
                   and source.func.attr.value == "pin_memory"):

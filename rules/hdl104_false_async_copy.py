@@ -8,18 +8,22 @@ from h2dlint.copies import (
     PINNABLE_FACTORIES,
     copy_device,
     copy_of,
+    factory_data,
     fresh_host_factory,
     host_factory,
     is_literal,
     makes_no_elements,
+    may_run_under_default_device,
+    no_pinned_rewrite,
     pin_guard,
     pinned,
     shown,
     to_ast,
     torch_name,
+    unpinnable_data,
     with_pin_memory,
 )
-from h2dlint.facts import Data, Device, dotted_name
+from h2dlint.facts import Device, dotted_name
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -55,8 +59,17 @@ class FalseAsyncCopy(Rule):
     is certainly CUDA (`.cuda()`, `"cuda"`, ...), else the file's pin-memory helper or
     `torch.cuda.is_available()`: `pin_memory=True` raises on a build without CUDA.
     The pinned source is a temporary, so nothing can write to it during the copy.
-    The fix is **unsafe** when `torch.tensor`'s data may be a tensor:
-    `torch.tensor(t, pin_memory=True)` raises for a tensor `t`.
+    The fix is **unsafe** when `torch.tensor`'s data is of unknown kind: it may be a
+    tensor or a numpy array, and PyTorch refuses to pin those ("Can't pin tensor
+    constructed from a variable" / "... from numpy"), on a CUDA machine too.
+
+    No rewrite is offered (the copy is still reported, with the reason) when the
+    data is a numpy array where it is made, when the result is read back to the
+    host at once (`.item()`, `.tolist()`, ... in the same or one of the next two
+    statements), or when the code runs once (a constructor or a loading function).
+    A source made under a default-device context this file sets up
+    (`torch.set_default_device`, `with torch.device(...)`) is not reported: the
+    factory allocates on that device, and pinning it raises on CUDA.
 
     No fix is offered for `torch.from_numpy(a)` (it cannot allocate pinned memory;
     `.pin_memory()` is an extra host copy) or for a source bound to a name on another
@@ -98,6 +111,11 @@ class FalseAsyncCopy(Rule):
                 unsafe=True),
         Invalid("import torch\ndef f(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n", None,
                 message_contains="pageable"),
+        Invalid("import numpy as np\nimport torch\ndef f(a, device):\n"
+                "    return torch.tensor(np.pad(a, 1)).to(device, non_blocking=True)\n", None,
+                message_contains="`np.pad(a, 1)` is a numpy array"),
+        Invalid("import torch\ndef f(ids, device):\n    t = torch.tensor([len(ids)]).to(device, non_blocking=True)\n"
+                "    return t.item()\n", None, message_contains="read back to the host at once (t.item() on the next"),
         Invalid("import torch\ndef f(n, device):\n    b = torch.empty(n)\n    return b.to(device, non_blocking=True)\n", None,
                 message_contains="`b` (bound to a fresh host tensor)"),
     )
@@ -130,23 +148,35 @@ class FalseAsyncCopy(Rule):
             what = f"`{copy.source.value}` (bound to a fresh host tensor)"
         else:
             return
+        if (fresh is None or fresh[1] != "from_numpy") and may_run_under_default_device(facts, start.line):
+            return  # the factory allocates on the context's device: there may be no host memory to pin
         where = facts.context_at(start.line).describe()
         message = (f"{what} is pageable memory, so this `non_blocking=True` copy is staged by CUDA and may still "
                    f"synchronize{' ' + where if where else ''}: pin the source")
-        fix = None
-        if fresh is not None and fresh[1] != "from_numpy":
-            fix = self._fix(node, copy, device, fresh[0], fresh[1], start.line)
-        self.report(node, message, fix)
+        if fresh is None or fresh[1] == "from_numpy":
+            self.report(node, message)
+            return
+        site = facts.site_at(start, self.position(node)[1])
+        if site is not None and site.synced_by:
+            self.report(node, f"{message}; its result is read back to the host at once ({site.synced_by}), so "
+                              "pinning would gain nothing: no rewrite is offered")
+            return
+        data = factory_data(fresh)
+        why_not = no_pinned_rewrite(facts, start.line, data and to_ast(data), data and shown(data))
+        if why_not is not None:
+            self.report(node, f"{message}; {why_not}")
+            return
+        self.report(node, message, self._fix(node, copy, device, fresh[0], fresh[1], start.line))
 
     def _fix(self, node, copy, device, factory, name, line) -> Fix | None:
         torch_local, extra_edits = torch_name(self)
         if torch_local is None:
             return None
         unsafe = []
-        if name == "tensor":
-            data = next((arg.value for arg in factory.args if arg.keyword is None), None)
-            if data is None or self.context.facts.classify_data(to_ast(data), line) is not Data.HOST:
-                unsafe.append(f"`{shown(data) if data else 'the data'}` may be a tensor, and pinning one raises")
+        data = factory_data((factory, name))
+        unpinnable = data and unpinnable_data(self.context.facts, to_ast(data), line, shown(data))
+        if unpinnable:
+            unsafe.append(unpinnable)
         source = with_pin_memory(factory, pin_guard(self, device, torch_local))
         edit = self.context.replace_node(node, node.with_changes(func=node.func.with_changes(value=source)), self)
         if edit is None:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The verifier's GPU suite and stall benchmark, on a machine whose python already has torch with CUDA.
-# Usage: scripts/gpu_check.sh   (each step has a time limit; 4.5 minutes at most after the install)
+# Usage: scripts/gpu_check.sh   (each step has a time limit; 8 minutes at most after the install)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -16,6 +16,8 @@ step() {  # name, seconds allowed, expected exit status, command...
 }
 results=()
 step "pytest -m cuda (GPU tests, --run on a GPU)" 150 0 "$PYTHON" -m pytest -q -m cuda tests/test_verify.py
+step "pinned branch: fixtures, rule examples" 150 0 "$PYTHON" -m pytest -q -k "pinned_branch or numpy" tests/test_fixtures.py tests/test_rule_examples.py
+step "verify --examples (pinned branch, real pins)" 60 0 "$PYTHON" -m h2dlint verify --examples
 step "verify fixtures/ (stall benchmark)" 60 0 "$PYTHON" -m h2dlint verify
 step "verify verify_negatives/ (each one flagged)" 60 1 "$PYTHON" -m h2dlint verify verify_negatives
 

@@ -54,3 +54,41 @@ def test_moving_the_device_after_other_arguments_is_safe_only_for_torch_device(d
 ])
 def test_without_gpu_evidence_a_copy_needs_a_target_named_like_a_device(text, expected):
     assert may_copy_to_a_named_device(text) is expected
+
+
+DEFAULT_DEVICE = """\
+import torch
+class Model(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.build(n)
+    def build(self, n):
+        self.ids = torch.arange(n)
+    def forward(self, x):
+        return x + torch.arange(3)
+def load(device):
+    with torch.device(device):
+        model = Model(4)
+    with torch.device("cpu"):
+        spare = torch.arange(2)
+    return model, spare
+"""
+
+
+def test_may_run_under_default_device_follows_the_block_and_the_constructor_it_runs():
+    import ast
+
+    from h2dlint.copies import may_run_under_default_device
+    from h2dlint.facts import FileFacts
+    from h2dlint.source import LineIndex
+
+    facts = FileFacts(ast.parse(DEFAULT_DEVICE), DEFAULT_DEVICE, LineIndex(DEFAULT_DEVICE))
+    found = {line: may_run_under_default_device(facts, line) for line in range(1, 16)}
+    assert found[12] == "under `with torch.device(...)` (line 11)"
+    assert found[4] == "in `__init__`, which runs under `with torch.device(...)` (line 11)"
+    assert found[7] == "in `build`, which runs under `with torch.device(...)` (line 11)"  # called by `__init__`
+    assert found[9] is None, "`forward` runs later, outside the block"
+    assert found[14] is None, "a CPU default device pins fine"
+    with_default = "import torch\ntorch.set_default_device('cuda:0')\ndef f(n):\n    return torch.arange(n)\n"
+    facts = FileFacts(ast.parse(with_default), with_default, LineIndex(with_default))
+    assert may_run_under_default_device(facts, 4) == "`torch.set_default_device` is called on line 2"

@@ -43,16 +43,47 @@ def load(path: Path, name: str):
     return module
 
 
+def pinned_branch(folder: Path):
+    """after.py with its pin guards forced true (the branch a CUDA machine takes), and the PinStats its
+    replays fill when run under `mode`."""
+    from h2dlint.source import read_source
+    from h2dlint.verify.pinning import PinStats, force_pinning_in, pinned_branch_mode
+    from h2dlint.verify.replay import load_module
+
+    text = force_pinning_in(read_source(folder / "after.py").text)
+    stats = PinStats()
+    return load_module(folder / "after.py", f"fixture_pinned_{folder.name.replace('-', '_')}", text), stats, \
+        lambda: pinned_branch_mode(stats)
+
+
 @pytest.mark.parametrize("folder", FIXTURES, ids=[folder.name for folder in FIXTURES])
-def test_after_gives_equal_tensors_on_cpu(folder):
+def test_after_gives_equal_tensors_on_cpu_on_its_pinned_branch(folder):
     torch = pytest.importorskip("torch")
     before = load(folder / "before.py", f"fixture_before_{folder.name.replace('-', '_')}")
-    after = load(folder / "after.py", f"fixture_after_{folder.name.replace('-', '_')}")
+    after, stats, mode = pinned_branch(folder)
     for seed in (1, 2, 3):
         expected = before.replay("cpu", torch.Generator().manual_seed(seed))
-        actual = after.replay("cpu", torch.Generator().manual_seed(seed))
+        with mode():
+            actual = after.replay("cpu", torch.Generator().manual_seed(seed))
+        assert stats.crashes == [], "a pin request torch refuses: this rewrite would raise on CUDA"
         assert len(expected) == len(actual)
         for want, got in zip(expected, actual, strict=True):
             assert got.dtype == want.dtype and got.shape == want.shape and got.device == want.device
             assert got.requires_grad == want.requires_grad and got.is_leaf == want.is_leaf
             assert torch.equal(got.detach(), want.detach())
+    if "pin_memory=" in (folder / "after.py").read_text(encoding="latin-1"):
+        assert stats.requests, "the pinned branch never ran"
+
+
+def test_a_rewrite_that_pins_numpy_data_fails_the_same_check(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "after.py").write_text(
+        "import numpy as np\nimport torch\n"
+        "def replay(device, generator):\n"
+        "    table = np.zeros((2, 3), dtype=np.int32)\n"
+        "    return (torch.tensor(table, pin_memory=torch.cuda.is_available()).to(device, non_blocking=True),)\n")
+    after, stats, mode = pinned_branch(tmp_path)
+    with pytest.raises(RuntimeError), mode():
+        after.replay("cpu", None)
+    assert [str(crash) for crash in stats.crashes] == [
+        "`torch.tensor` with pin_memory would raise on CUDA: RuntimeError: Can't pin tensor constructed from numpy"]

@@ -86,10 +86,31 @@ def test_probe_reports_a_fixed_form_that_differs_and_returns_the_original():
     assert value.dtype == torch.float32
     record = recorder.records[1]
     assert not record.equal and record.differences == ["result.dtype: torch.float32 became torch.float64"]
-    raising = lambda data: torch.tensor(data, pin_memory=True)  # noqa: E731
+    raising = lambda data: torch.tensor(data).view(5)  # noqa: E731
     recorder.register([Site(2, "x.py", 4, 5, "HDL101", "")])
     recorder.probe(2, lambda data: torch.tensor(data), raising, raising, [1])
     assert recorder.records[2].errors and not recorder.records[2].equal
+
+
+def test_probe_runs_the_pinned_branch_and_flags_a_pin_torch_refuses():
+    from h2dlint.verify.instrument import Site
+
+    numpy = pytest.importorskip("numpy")
+    recorder = Recorder()
+    recorder.register([Site(1, "x.py", 3, 5, "HDL101", ""), Site(2, "x.py", 4, 5, "HDL101", "")])
+    original = lambda data: torch.tensor(data)  # noqa: E731
+    pinned = lambda data: torch.tensor(data, pin_memory=True).to("cpu", non_blocking=True)  # noqa: E731
+    # A list can be pinned: only the allocator is missing here, so the branch runs unpinned and is compared.
+    recorder.probe(1, original, pinned, pinned, [1, 2])
+    legal = recorder.records[1]
+    assert (legal.equal, legal.pinned_branch_runs, legal.cuda_crashes, legal.errors) == (True, 1, [], [])
+    # A numpy array cannot: torch refuses it before it needs an allocator, as it would on CUDA.
+    value = recorder.probe(2, original, pinned, pinned, numpy.array([1, 2]))
+    assert torch.equal(value, torch.tensor([1, 2])), "the program still gets the original's result"
+    crashed = recorder.records[2]
+    assert not crashed.equal and crashed.errors == []
+    assert crashed.cuda_crashes == ["`torch.tensor` with pin_memory would raise on CUDA: "
+                                    "RuntimeError: Can't pin tensor constructed from numpy"]
 
 
 def verify(*args, cwd=ROOT):
@@ -120,6 +141,11 @@ def test_broken_rewrites_are_flagged_on_cpu():
     assert "meta device: result[0].is_leaf: True became False" in cases["lost_leaf"]["differences"]
     assert not cases["changed_dtype"]["passed"]
     assert "seed 1: result[0].dtype: torch.int64 became torch.int32" in cases["changed_dtype"]["differences"]
+    for case, refused in (("pinned_numpy", "from numpy"), ("pinned_tensor", "from a variable")):
+        # after.py's pin guard is false here; forced true, torch refuses the pin as it would on CUDA.
+        assert not cases[case]["passed"] and not cases[case]["equal"]
+        assert cases[case]["cuda_crashes"][0] == ("`torch.tensor` with pin_memory would raise on CUDA: "
+                                                  f"RuntimeError: Can't pin tensor constructed {refused}")
     early = cases["early_host_read"]
     assert early["equal"] is None and early["gpu_checked"] is False and "needs CUDA" in early["skipped"]
 
@@ -142,7 +168,8 @@ from model import offsets
 for step in range(3):
     scale = torch.tensor([0.5 * step + 1.0, 2.0], device="cpu" if step < 0 else sys.argv[1])
     lengths = offsets([2, 3, 4], sys.argv[1])
-    print(step, lengths.tolist(), scale.tolist())
+    ends = lengths + 4  # keeps the read of `scale` three statements away: a read sooner leaves nothing to fix
+    print(step, lengths.tolist(), ends.tolist(), scale.tolist())
 sys.exit(int(sys.argv[2]))
 """
 
@@ -217,3 +244,50 @@ def test_run_on_gpu_checks_sync_and_time(program):
     for site in json.loads(completed.stdout):
         assert site["equal"] and site["gpu_checked"] and site["sync_free"] and site["original_caught"], site
         assert site["host_ms_saved"] > 1.0, site
+
+
+def test_examples_replays_every_documented_fix_on_its_pinned_branch():
+    completed = verify("--examples", "--output-format", "json")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    rows = {row["example"]: row for row in json.loads(completed.stdout)}
+    assert all(row["passed"] for row in rows.values())
+    # `torch.tensor(indices, pin_memory=...)` with `indices` a parameter: refused for numpy and tensor stand-ins,
+    # which is why that fix is unsafe.
+    unknown = rows["HDL101-invalid-3"]
+    assert unknown["unsafe"] and unknown["runs"] and unknown["cuda_crashes"]
+    assert {crash.split(":")[0] for crash in unknown["cuda_crashes"]} == {
+        "f(numpy, numpy)", "f(numpy, tensor)", "f(tensor, numpy)", "f(tensor, tensor)"}
+    safe = [row for row in rows.values() if not row["unsafe"] and row["pin_requests"]]
+    assert safe and not any(row["cuda_crashes"] for row in safe)
+
+
+@pytest.mark.cuda
+def test_on_gpu_torch_refuses_the_pins_the_cpu_replay_calls_crashes():
+    """What PinnedBranch reports without CUDA is what CUDA torch raises, and what it retries unpinned pins."""
+    numpy = pytest.importorskip("numpy")
+    for data, refused in ((numpy.arange(3), "Can't pin tensor constructed from numpy"),
+                          (torch.arange(3), "Can't pin tensor constructed from a variable")):
+        with pytest.raises(RuntimeError, match=refused):
+            torch.tensor(data, pin_memory=True)
+    assert torch.tensor([1, 2], pin_memory=True).is_pinned() and torch.zeros(3, pin_memory=True).is_pinned()
+    with torch.device("cuda"), pytest.raises(RuntimeError):
+        torch.zeros(3, pin_memory=True)  # a default-device context: pinning raises
+
+
+def test_run_reports_a_fix_that_would_raise_on_cuda_inside_the_program(tmp_path):
+    """`lengths` is a parameter, so the fix is unsafe; the program passes a numpy array, which the pinned
+    branch cannot pin: without a GPU, --run still sees the crash the fix would cause on CUDA."""
+    pytest.importorskip("numpy")
+    (tmp_path / "batch.py").write_text(
+        "import torch\n\n\ndef upload(lengths, device):\n    return torch.tensor(lengths, device=device)\n")
+    (tmp_path / "main.py").write_text(
+        "import numpy as np\n\nfrom batch import upload\n\n"
+        "print(upload([1, 2], 'cpu').tolist(), upload(np.array([3, 4]), 'cpu').tolist())\n")
+    completed = verify("--run", "--output-format", "json", "--", "python", "main.py", cwd=tmp_path)
+    assert completed.returncode == 1, completed.stderr
+    assert "[1, 2] [3, 4]" in completed.stderr, "the program still runs as it would"
+    [site] = json.loads(completed.stdout)
+    assert (Path(site["filename"]).name, site["row"], site["hits"]) == ("batch.py", 5, 2)
+    assert site["pinned_branch_runs"] == 2 and not site["equal"]  # the list is pinned, the array refused
+    assert site["cuda_crashes"] == ["`torch.tensor` with pin_memory would raise on CUDA: "
+                                    "RuntimeError: Can't pin tensor constructed from numpy"]

@@ -4,14 +4,16 @@ A fixable call such as `torch.tensor(data, device=dev)` becomes
 
     __h2dlint_probe__(7, lambda _h2dlint_0, _h2dlint_1: torch.tensor(_h2dlint_0, device=_h2dlint_1),
                       lambda _h2dlint_0, _h2dlint_1: torch.tensor(_h2dlint_0, pin_memory=...).to(_h2dlint_1, ...),
-                      lambda ...: <the fixed form with pinning off>,
+                      lambda ...: <the fixed form with its pin guards forced true>,
                       data, dev)
 
 so the arguments are evaluated once, where and in the order the program evaluated
-them, and the probe (probe.py) calls the original form, the fixed form, compares
-them and hands the original's result back to the program. The fixed form is the
-real linter's fix (all rules, unsafe fixes allowed). The rewrite keeps every line
-where it was, so tracebacks and line numbers in the program do not change.
+them, and the probe (runtime.py) calls the original form, the fixed form, compares
+them and hands the original's result back to the program. Without CUDA the third
+form, the fixed one with its pin guards forced true, stands in for the fixed one and runs
+under pinning.py's PinnedBranch. The fixed form is the real linter's fix (all rules,
+unsafe fixes allowed). The rewrite keeps every line where it was, so tracebacks and line
+numbers in the program do not change.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ..model import Edit, Finding, Position
 from ..rule import all_rules
 from ..settings import Settings
 from ..source import LineIndex, SourceFile
+from .pinning import force_pinning
 
 PROBE_NAME = "__h2dlint_probe__"
 _PLACEHOLDER = "_h2dlint_{}"
@@ -124,7 +127,7 @@ def _site_edits(finding: Finding, text: str, index: LineIndex, newline: str, sit
             raise _CannotWrap("the replaced code is not an expression") from None
     else:
         values = _evaluated_once(original)
-        forms = [original, fixed, fixed.visit(_PinningOff())]
+        forms = [original, fixed, force_pinning(fixed)]  # the third: the branch a CUDA machine takes
         params = ", ".join(_PLACEHOLDER.format(number) for number in range(len(values)))
         lambdas = [f"lambda {params}: {_one_line(form.visit(_Placeholders(values)))}" for form in forms]
         value_code = [cst.Module(body=[]).code_for_node(value) for value in values]
@@ -211,21 +214,6 @@ class _Placeholders(cst.CSTTransformer):
             for number, value in enumerate(self.values):
                 if original_node.deep_equals(value):
                     return cst.Name(_PLACEHOLDER.format(number))
-        return updated_node
-
-
-class _PinningOff(cst.CSTTransformer):
-    """The fixed form as it must run without CUDA: `pin_memory=False`, no `.pin_memory()`."""
-
-    def leave_Arg(self, original_node, updated_node):
-        if updated_node.keyword is not None and updated_node.keyword.value == "pin_memory":
-            return updated_node.with_changes(value=cst.Name("False"))
-        return updated_node
-
-    def leave_Call(self, original_node, updated_node):
-        func = updated_node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "pin_memory" and not updated_node.args:
-            return func.value
         return updated_node
 
 

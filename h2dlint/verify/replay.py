@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..source import read_source
 from .instrument import PROBE_NAME, instrument
+from .pinning import PinStats, force_pinning_in, pinned_branch_mode
 from .runtime import Recorder, all_zeros, differences, gpu_status, sleep_cycles
 
 DEFAULT_SEEDS = (1, 2, 3, 4, 5)
@@ -44,12 +45,14 @@ class CaseResult:
     host_ms_before: float | None = None  # median host time of one rewritten call, GPU busy
     host_ms_after: float | None = None
     skipped: str | None = None  # why the case did not run here
+    pin_requests: int = 0  # without CUDA: pin requests after.py made with its guards forced true
+    cuda_crashes: list[str] = field(default_factory=list)  # those that would raise on CUDA
 
     @property
     def passed(self) -> bool:
         if self.skipped is not None:
             return True
-        return bool(self.equal) and (not self.gpu_checked or bool(self.sync_free and self.original_caught))
+        return bool(self.equal) and not self.cuda_crashes and (not self.gpu_checked or bool(self.sync_free and self.original_caught))
 
     def to_json(self) -> dict:
         return {**asdict(self), "passed": self.passed}
@@ -73,7 +76,10 @@ def verify_case(folder: Path, seeds=DEFAULT_SEEDS) -> CaseResult:
     device = "cuda" if cuda else "cpu"
     try:
         before = load_module(folder / "before.py", f"h2dlint_verify_before_{folder.name}")
-        after = load_module(folder / "after.py", f"h2dlint_verify_after_{folder.name}")
+        # Without CUDA the guard `torch.cuda.is_available()` is false: force it true, so the branch a CUDA
+        # machine takes runs here (under PinnedBranch, in _replay).
+        after_text = None if cuda else force_pinning_in(read_source(folder / "after.py").text)
+        after = load_module(folder / "after.py", f"h2dlint_verify_after_{folder.name}", after_text)
     except Exception as error:
         result.equal = False
         result.differences.append(f"cannot load: {type(error).__name__}: {error}")
@@ -92,14 +98,15 @@ def verify_case(folder: Path, seeds=DEFAULT_SEEDS) -> CaseResult:
         if all_zeros(expected):
             result.differences.append(f"seed {seed}: before.py returned only zeros; the comparison proves nothing")
         try:
-            actual = _replay(after, device, seed)
+            actual = _replay(after, device, seed, result)
         except Exception as error:
-            result.differences.append(f"seed {seed}: after.py raised {type(error).__name__}: {error}")
+            if not result.cuda_crashes:
+                result.differences.append(f"seed {seed}: after.py raised {type(error).__name__}: {error}")
             continue
         result.differences.extend(f"seed {seed}: {text}" for text in differences(expected, actual))
 
     if device == "cpu":
-        result.differences.extend(_meta_differences(before, after, seeds[0]))
+        result.differences.extend(_meta_differences(before, after, seeds[0], result))
     # A fix that corrects behaviour on purpose (HDL404 makes the device copy the leaf) names what it
     # changes in before.py; those differences are expected, and its call sites are not replayed twice.
     intended = getattr(before, "VERIFY_INTENDED_CHANGES", ())
@@ -107,11 +114,11 @@ def verify_case(folder: Path, seeds=DEFAULT_SEEDS) -> CaseResult:
                           if not any(f".{attribute}:" in text for attribute in intended)]
     if not intended:
         _check_sites(folder, device, seeds, result)
-    result.equal = not result.differences
+    result.equal = not result.differences and not result.cuda_crashes
     return result
 
 
-def _meta_differences(before, after, seed: int) -> list[str]:
+def _meta_differences(before, after, seed: int, result: CaseResult) -> list[str]:
     """Without a GPU, `.to("cpu")` is a no-op, so what a real device move does to autograd (a copy is not a
     leaf) stays hidden; a replay on the meta device shows it, with dtype and shape (it has no values)."""
     import torch
@@ -121,23 +128,38 @@ def _meta_differences(before, after, seed: int) -> list[str]:
     except Exception:
         return []  # before.py itself needs real data (reads values back): the meta replay proves nothing
     try:
-        actual = after.replay("meta", torch.Generator().manual_seed(seed))
+        actual = _pinned_branch(lambda: after.replay("meta", torch.Generator().manual_seed(seed)), result)
     except Exception as error:
-        return [f"meta device: after.py raised {type(error).__name__}: {error} (before.py did not)"]
+        return [] if result.cuda_crashes else \
+            [f"meta device: after.py raised {type(error).__name__}: {error} (before.py did not)"]
     return [f"meta device: {text}" for text in differences(expected, actual, values=False)]
 
 
-def _replay(module, device: str, seed: int):
+def _replay(module, device: str, seed: int, result: CaseResult | None = None):
+    """`module.replay` on one seed; with `result` (after.py, without CUDA), its pinned branch."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
     if device == "cpu":
+        if result is not None:
+            return _pinned_branch(lambda: module.replay(device, generator), result)
         return module.replay(device, generator)
     torch.cuda.synchronize()
     torch.cuda._sleep(sleep_cycles(torch.device(device, torch.cuda.current_device())))
     value = module.replay(device, generator)
     torch.cuda.synchronize()
     return value
+
+
+def _pinned_branch(replay, result: CaseResult):
+    """Runs `replay` under PinnedBranch, adding its pin requests and CUDA crashes to `result`."""
+    stats = PinStats()
+    try:
+        with pinned_branch_mode(stats):
+            return replay()
+    finally:
+        result.pin_requests += stats.requests
+        result.cuda_crashes.extend(str(crash) for crash in stats.crashes if str(crash) not in result.cuda_crashes)
 
 
 def _check_sites(folder: Path, device: str, seeds, result: CaseResult) -> None:
@@ -163,6 +185,7 @@ def _check_sites(folder: Path, device: str, seeds, result: CaseResult) -> None:
     for record in records:
         where = f"{Path(record.site.filename).name}:{record.site.row}"
         result.differences.extend(f"{where} (h2dlint's fix): {text}" for text in record.differences + record.errors)
+        result.cuda_crashes.extend(f"{where} (h2dlint's fix): {text}" for text in record.cuda_crashes)
     checked = [record for record in records if record.gpu_checked]
     if checked:
         result.gpu_checked = True

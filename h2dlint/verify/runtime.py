@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from .instrument import Site
+from .pinning import PinStats, pinned_branch_mode
 
 SYNC_ERROR = "called a synchronizing CUDA operation"  # torch's message under set_sync_debug_mode("error")
 SLEEP_TARGET_MS = 30.0  # how long the kernel queued ahead of a timed call keeps the GPU busy
@@ -47,6 +48,9 @@ def differences(expected, actual, where: str = "result", values: bool = True) ->
             return [f"{where}: {type(expected).__name__} of {len(expected)} became {_describe(actual)}"]
         return [difference for index, (want, got) in enumerate(zip(expected, actual, strict=True))
                 for difference in differences(want, got, f"{where}[{index}]", values)]
+    if type(expected).__module__ == "numpy" and type(actual) is type(expected):  # `==` is elementwise there
+        same = expected.shape == actual.shape and (expected == actual).all()
+        return [] if same else [f"{where}: values differ"]
     return [] if expected == actual else [f"{where}: {expected!r} became {actual!r}"]
 
 
@@ -167,10 +171,12 @@ class SiteRecord:
     original_caught: bool | None = None
     host_ms_original: list[float] = field(default_factory=list)
     host_ms_fixed: list[float] = field(default_factory=list)
+    pinned_branch_runs: int = 0  # hits whose fixed form made a pin request (its guard forced true without CUDA)
+    cuda_crashes: list[str] = field(default_factory=list)  # pin requests that would raise on CUDA
 
     @property
     def equal(self) -> bool:
-        return self.compared > 0 and not self.differences and not self.errors
+        return self.compared > 0 and not self.differences and not self.errors and not self.cuda_crashes
 
     @property
     def passed(self) -> bool:
@@ -191,8 +197,24 @@ class SiteRecord:
             "gpu_checked": self.gpu_checked, "sync_free": self.sync_free, "original_caught": self.original_caught,
             "host_ms_original": statistics.median(self.host_ms_original) if self.host_ms_original else None,
             "host_ms_fixed": statistics.median(self.host_ms_fixed) if self.host_ms_fixed else None,
-            "host_ms_saved": saved,
+            "host_ms_saved": saved, "pinned_branch_runs": self.pinned_branch_runs, "cuda_crashes": self.cuda_crashes,
         }
+
+
+def run_pinned_branch(record: SiteRecord, pinned, values) -> tuple[object, bool]:
+    """Runs the fixed form's pinned branch without CUDA (pinning.py); (its result, whether it raised)."""
+    stats = PinStats()
+    try:
+        with pinned_branch_mode(stats):
+            return pinned(*values), False
+    except Exception as error:
+        if not stats.crashes:
+            record.note(record.errors, f"the fixed form raised {type(error).__name__}: {error}")
+        return None, True
+    finally:
+        record.pinned_branch_runs += stats.requests > 0
+        for crash in stats.crashes:
+            record.note(record.cuda_crashes, str(crash))
 
 
 class Recorder:
@@ -208,29 +230,32 @@ class Recorder:
         for site in sites:
             self.records[site.id] = SiteRecord(site)
 
-    def probe(self, site_id: int, original, fixed, unpinned, *values):
+    def probe(self, site_id: int, original, fixed, pinned, *values):
         """Called by instrumented code: runs both forms on `values`, returns the original's result."""
         record = self.records[site_id]
         record.hits += 1
         result = original(*values)  # its exceptions reach the program, as without the verifier
         if record.hits <= self.compare_hits:
             try:
-                self._check(record, result, original, fixed, unpinned, values)
+                self._check(record, result, original, fixed, pinned, values)
             except Exception as error:  # a verifier failure must not change the program's behaviour
                 record.note(record.errors, f"verifier error: {type(error).__name__}: {error}")
         return result
 
-    def _check(self, record: SiteRecord, result, original, fixed, unpinned, values) -> None:
+    def _check(self, record: SiteRecord, result, original, fixed, pinned, values) -> None:
         if self.gpu is None:
             self.gpu = gpu_status()
         cuda, _ = self.gpu
-        # Without CUDA, pinning raises; the fixed form runs with pin_memory off, the rest unchanged.
-        form = fixed if cuda else unpinned
-        try:
-            candidate = form(*values)
-        except Exception as error:
-            record.note(record.errors, f"the fixed form raised {type(error).__name__}: {error}")
-            return
+        if cuda:
+            try:
+                candidate = fixed(*values)
+            except Exception as error:
+                record.note(record.errors, f"the fixed form raised {type(error).__name__}: {error}")
+                return
+        else:
+            candidate, raised = run_pinned_branch(record, pinned, values)
+            if raised:
+                return
         record.compared += 1
         for difference in differences(result, candidate):
             record.note(record.differences, difference)
