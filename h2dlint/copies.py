@@ -466,13 +466,24 @@ def may_run_under_default_device(facts: FileFacts, line: int) -> str | None:
     Seen in the file: `torch.set_default_device(...)` anywhere in the module; the body of a
     `with torch.device(...):` block; and the functions and classes of this file that such a block calls by name
     (`with torch.device(load_device): model = Model(config)` covers `Model`'s methods). A literal CPU device is no
-    hazard. Only this file is read: a context set up in another module is not seen here.
+    hazard. A context opened in another module comes from the project model: the functions called inside such a
+    block, the constructors of the classes made there, and what they call.
     """
     regions = _DEFAULT_DEVICE_REGIONS.get(facts)
     if regions is None:
         regions = _DEFAULT_DEVICE_REGIONS[facts] = _default_device_regions(facts) \
             if _DEFAULT_DEVICE_TEXT.search(facts.text) else []
-    return next((region.why for region in regions if region.first <= line <= region.last), None)
+    in_file = next((region.why for region in regions if region.first <= line <= region.last), None)
+    if in_file is not None or facts.project is None:
+        return in_file
+    # A context opened in another module, around code that calls this function (or makes its class).
+    qualname = facts.qualname_at(line)
+    opened_in = facts.project.device_context(qualname) if qualname else None
+    if opened_in is None:
+        return None
+    from .project import short_name
+
+    return f"under `with torch.device(...)` in `{short_name(opened_in)}`, which reaches this code"
 
 
 _DEFAULT_DEVICE_REGIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

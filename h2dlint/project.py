@@ -72,7 +72,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 5
+SUMMARY_VERSION = 6
 
 
 # ----- one file's summary -----------------------------------------------------------------------------------------
@@ -386,9 +386,11 @@ def _true(expr: ast.expr) -> bool:
 
 
 def _is_device_context(expr: ast.expr) -> bool:
-    """`torch.device(...)` used as a context manager: factories inside allocate on that device by default."""
+    """`torch.device(...)` used as a context manager, on a device that may be an accelerator: factories inside
+    allocate on it by default."""
     return isinstance(expr, ast.Call) and (_dotted(expr.func) or "").endswith("device") \
-        and (_dotted(expr.func) or "").split(".")[0] in ("torch", "device")
+        and (_dotted(expr.func) or "").split(".")[0] in ("torch", "device") \
+        and not (expr.args and _device_kind(expr.args[0]) == HOST)
 
 
 def _dotted(node: ast.expr | None) -> str | None:
@@ -431,7 +433,7 @@ class Hot:
     root_reason: str  # what makes the root hot: "named like a per-step function", "replays a CUDA graph", ...
 
     def describe(self) -> str:
-        return " -> ".join(_short(name) for name in self.chain)
+        return " -> ".join(short_name(name) for name in self.chain)
 
 
 @dataclass(frozen=True)
@@ -795,7 +797,7 @@ def _distinctive(attr: str) -> bool:
     return len(attr) >= 4 and attr not in _TOO_COMMON_ATTRIBUTES and "_" in attr.strip("_")
 
 
-def _short(qualified: str) -> str:
+def short_name(qualified: str) -> str:
     """`pkg.mod.Class.method` -> `Class.method`; `pkg.mod.function` -> `function`."""
     parts = qualified.split(".")
     for index, part in enumerate(parts):

@@ -282,3 +282,20 @@ def test_a_tree_the_repository_ignores_is_in_the_model_when_checked(tmp_path):
     (vendored / "pyproject.toml").unlink()  # the closest project root is the repository
     findings = check(vendored)
     assert by_file(findings) == {"backend.py": [(6, "HDL201")]}
+
+
+def test_no_pinned_rewrite_under_a_default_device_context_opened_in_another_file(tmp_path):
+    """`with torch.device(dev): Model(...)` in a loader: Model's constructor, in another file, runs under it, where
+    `pin_memory=True` raises on CUDA. The copy is still reported, without a rewrite, saying why."""
+    model = ("import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self, sizes, device):\n"
+             "        super().__init__()\n        self.build(sizes, device)\n\n"
+             "    def build(self, sizes, device):\n        self.offsets = torch.tensor(sizes, device=device)\n")
+    loader = ("import torch\nfrom pkg.model import Model\n\n\ndef make(sizes, device):\n"
+              "    with torch.device(device):\n        return Model(sizes, device)\n")
+    make_project(tmp_path, model=model)
+    alone = check(tmp_path, "--unsafe-fixes")
+    assert [finding["fix"] is not None for finding in alone] == [True]
+    (tmp_path / "pkg" / "loader.py").write_text(loader)
+    findings = check(tmp_path, "--unsafe-fixes")
+    assert [(Path(f["filename"]).name, f["code"], f["fix"]) for f in findings] == [("model.py", "HDL101", None)]
+    assert "under `with torch.device(...)` in `make`" in findings[0]["message"]
