@@ -72,7 +72,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 6
+SUMMARY_VERSION = 7
 
 
 # ----- one file's summary -----------------------------------------------------------------------------------------
@@ -175,7 +175,7 @@ class _Summarizer:
     def _class(self, node: ast.ClassDef, prefix: str) -> None:
         name = f"{prefix}{node.name}"
         self.classes[name] = {"line": node.lineno, "bases": [_dotted(base) or "" for base in node.bases],
-                              "attrs": {}, "types": {}, "scalars": []}
+                              "attrs": {}, "types": {}, "scalars": [], "unplaced": []}
         self._body(node.body, prefix=f"{name}.", class_name=name)
         attrs, scalars = self.classes[name]["attrs"], set(self.classes[name]["scalars"])
         if "gpu" in attrs and attrs["gpu"][0] == "" and ("cpu" in attrs or "np" in attrs):
@@ -211,6 +211,9 @@ class _Summarizer:
         if _not_a_tensor(value, annotation) and attr not in entry["scalars"]:
             entry["scalars"].append(attr)
         placement, why = value_placement(value) if value is not None else ("", "")
+        if not placement and value is not None and not (isinstance(value, ast.Constant) and value.value is None) \
+                and attr not in entry["unplaced"]:
+            entry["unplaced"].append(attr)  # assigned something whose placement the summary cannot tell
         known = entry["attrs"].get(attr)
         if known is None or known[0] == "":
             entry["attrs"][attr] = [placement, line, why]
@@ -722,7 +725,11 @@ class ProjectModel:
 
     def _place_attributes(self) -> None:
         by_name: dict[str, list[AttributePlacement]] = {}
+        unplaced: dict[str, int] = {}  # by attribute name: the classes that assign it values of unknown placement
         for qualified, record in self.classes.items():
+            for attr in record["unplaced"]:
+                if record["attrs"].get(attr, ("",))[0] == "":
+                    unplaced[attr] = unplaced.get(attr, 0) + 1
             placements = {}
             for attr, (placement, line, why) in record["attrs"].items():
                 if placement in (GPU, HOST):
@@ -733,13 +740,18 @@ class ProjectModel:
                     by_name.setdefault(attr, []).append(AttributePlacement("mixed", "", ""))
             self.attribute_placements[qualified] = placements
         for attr, found in by_name.items():
+            # Placed by its name alone when the classes that place it agree on the GPU, and the classes that assign
+            # it something else are none, or few against several that agree (a name shared by unrelated classes,
+            # `RequestOutput.prompt_token_ids` a list, `PoolingMetadata.prompt_token_ids` a tensor, says nothing).
             kinds = {placement.placement for placement in found}
-            self.by_attribute_name[attr] = found[0] if kinds == {GPU} else None
+            others = unplaced.get(attr, 0)
+            agreed = kinds == {GPU} and (others == 0 or len(found) >= 2 and len(found) > 2 * others)
+            self.by_attribute_name[attr] = found[0] if agreed else None
         # The names whose reads the model may place on the GPU, where the file's words cannot show it: those
         # placed by name alone, and those some class places on the GPU that say something by themselves (a read
         # of `out` or `buffer` is too common to make every file that has one worth a closer look).
-        self.gpu_attribute_names = frozenset(attr for attr, found in by_name.items() if _distinctive(attr) and any(
-            placed.placement == GPU for placed in found)) | frozenset(
+        self.gpu_attribute_names = frozenset(attr for attr, placed in self.by_attribute_name.items()
+                                             if placed is not None and _distinctive(attr)) | frozenset(
             configured.rpartition(".")[2] for configured in self.gpu_attributes)
 
     def attribute(self, class_name: str | None, attr: str) -> AttributePlacement | None:
@@ -869,9 +881,10 @@ class FileView:
 
     def _uses_gpu_holding_class(self) -> bool:
         """Whether the file's classes hold, or its functions take, objects of a class that places an attribute on
-        the GPU (`self.input_ids = CpuGpuBuffer(...)`, `def plan(self, batch: ForwardBatch)`)."""
+        the GPU (`self.input_ids = CpuGpuBuffer(...)`, `def plan(self, batch: ForwardBatch)`), or derive from one."""
         module = self.module
-        written = [written for record in self.summary["classes"].values() for written in record["types"].values()]
+        written = [written for record in self.summary["classes"].values()
+                   for written in [*record["types"].values(), *record["bases"]] if written]
         written += [annotation for record in self.summary["functions"].values()
                     for annotation in record["params"].values()]
         for dotted in written:

@@ -136,14 +136,15 @@ _CACHE: weakref.WeakKeyDictionary[FileFacts, dict] = weakref.WeakKeyDictionary()
 def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
     """The code of the rule that reports `site` where it is, or None when it costs nothing worth reporting.
 
-    What costs nothing is decided here, for every rule: a host tensor, code that runs once, a logging call, a branch
-    taken only while CUDA graphs are captured or only on another device, a GPU kernel's body. Otherwise each sync
-    rule says what it reports (`kinds`, and `where` by placement), and the first that reports the site owns it;
-    the declarations are disjoint, so there is at most one."""
+    What costs nothing is decided here, for every rule: a host tensor, code that runs once, test code, a logging
+    call, a branch taken only while CUDA graphs are captured or only on another device, a GPU kernel's body.
+    Otherwise each sync rule says what it reports (`kinds`, and `where` by placement), and the first that reports
+    the site owns it; the declarations are disjoint, so there is at most one."""
     if site.placement is Placement.HOST:
         return None
     if not context.in_graph_capture and (
-            _runs_once(context) or _only_for_logging(site.node, facts) or _only_while_capturing(site.node, facts)
+            _runs_once(context) or _in_tests(context, facts) or _only_for_logging(site.node, facts)
+            or _only_while_capturing(site.node, facts)
             or _only_on_other_devices(site.node, facts) or _in_device_kernel(site.node, facts)):
         return None
     for rule in sync_rules():
@@ -187,6 +188,12 @@ def codes_reporting(kinds: frozenset[str] | None = None, placement: Placement | 
                      if (kinds is None or rule.kinds & kinds)
                      and any((placement is None or placed is placement) and (where is None or at == where)
                              for placed, at in rule.where.items()))
+
+
+def _in_tests(context: CodeContext, facts: FileFacts) -> bool:
+    """A test module, or a test function kept beside the code it tests (`def test_kernel():` in a kernel's module):
+    what it waits for is no step's cost."""
+    return facts.test_file or (context.function or "").startswith("test_")
 
 
 def _runs_once(context: CodeContext) -> bool:

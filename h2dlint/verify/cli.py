@@ -34,9 +34,12 @@ def verify(paths, run_program, include, rule_examples, seeds, output_format) -> 
     """Replay fixes with torch: prove them equivalent and, on a GPU, free of host-device syncs.
 
     \b
-    h2dlint verify [FIXTURE_FOLDERS]          before.py/after.py cases (default: the repo's fixtures/)
-    h2dlint verify --run -- python train.py   inside a program: each fixable site runs both ways
-    h2dlint verify --examples                 each rule's documented fixes, on their pinned branch
+    h2dlint verify [FIXTURE_FOLDERS]
+        before.py/after.py cases (default: the repo's fixtures/)
+    h2dlint verify --run -- python train.py
+        inside a program: each fixable site runs both ways
+    h2dlint verify --examples
+        each rule's documented fixes, on their pinned branch
     """
     # Tables piped to a file or CI log get room for every column instead of rich's default 80.
     console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 120)
