@@ -962,6 +962,8 @@ class FileFacts:
         if isinstance(expr, ast.BinOp):
             return self._placement_of_operands([expr.left, expr.right], line, depth)
         if isinstance(expr, ast.Compare):
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in expr.ops):
+                return Placement.UNKNOWN  # `x is None`, `k in d`: a Python bool, however placed `x` is
             operands = [expr.left, *expr.comparators]
             placement = self._placement_of_operands(operands, line, depth)
             # Comparing a host tensor of one or more dimensions with a CUDA tensor raises (only 0-d host

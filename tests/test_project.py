@@ -299,3 +299,11 @@ def test_no_pinned_rewrite_under_a_default_device_context_opened_in_another_file
     findings = check(tmp_path, "--unsafe-fixes")
     assert [(Path(f["filename"]).name, f["code"], f["fix"]) for f in findings] == [("model.py", "HDL101", None)]
     assert "under `with torch.device(...)` in `make`" in findings[0]["message"]
+
+
+def test_an_identity_test_of_a_cuda_tensor_is_a_python_bool(tmp_path):
+    """From the held-out vLLM check: `direct = masks is None` then `if direct:` is no tensor condition."""
+    code = ("import torch\n\n\ndef forward(x):\n    masks = x.cuda()\n    direct = masks is None\n    if direct:\n"
+            "        return 0\n    if masks.any():\n        return 1\n")
+    make_project(tmp_path, model=code)
+    assert [(finding["location"]["row"], finding["code"]) for finding in check(tmp_path)] == [(9, "HDL203")]
