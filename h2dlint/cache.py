@@ -102,11 +102,7 @@ class FindingsCache:
             del self.entries[key]
         self._delete_stale_files()
         try:
-            self.folder.mkdir(exist_ok=True)
-            tag = self.folder / "CACHEDIR.TAG"
-            if not tag.exists():
-                tag.write_text(_CACHEDIR_TAG)
-                (self.folder / ".gitignore").write_text("*\n")
+            make_cache_folder(self.folder)
             handle, temp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 json.dump(self.entries, out, separators=(",", ":"))
@@ -130,6 +126,16 @@ class FindingsCache:
             with contextlib.suppress(OSError):  # another run's file, already gone
                 if entry.stat(follow_symlinks=False).st_mtime < stale_before:
                     os.unlink(entry.path)
+
+
+def make_cache_folder(folder: Path) -> None:
+    """The cache folder, made if missing, tagged as a cache and ignored by git (whatever writes into it first:
+    the findings, or the project model's summaries). Raises OSError when it cannot."""
+    folder.mkdir(exist_ok=True)
+    tag = folder / "CACHEDIR.TAG"
+    if not tag.exists():
+        tag.write_text(_CACHEDIR_TAG)
+        (folder / ".gitignore").write_text("*\n")
 
 
 def remove_cache(root: Path) -> bool:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
+from .cache import make_cache_folder
 from .facts import dotted_name, names_a_tensor
 
 # Names of functions that run once (construction, loading, checkpointing): hotness does not flow into them.
@@ -945,7 +946,7 @@ class SummaryCache:
         if not self.changed:
             return
         with contextlib.suppress(OSError):
-            self.file.parent.mkdir(exist_ok=True)
+            make_cache_folder(self.file.parent)
             handle, temp = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
             with os.fdopen(handle, "wb") as out:
                 out.write(marshal.dumps(self.entries))
@@ -1096,7 +1097,7 @@ class Project:
         if self._state_file is None or self._model is None:
             return
         with contextlib.suppress(OSError):
-            self._state_file.parent.mkdir(exist_ok=True)
+            make_cache_folder(self._state_file.parent)
             handle, temp = tempfile.mkstemp(dir=self._state_file.parent, suffix=".tmp")
             with os.fdopen(handle, "wb") as out:
                 out.write(marshal.dumps((self._state, self._keys)))

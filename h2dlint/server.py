@@ -82,7 +82,7 @@ class H2dlintServer(LanguageServer):
                              types.NotebookDocumentFilterWithCells(
                                  notebook="*", cells=[types.NotebookCellLanguage(language="python")])], save=True))
         self.rules = all_rules()
-        self.linters: dict[tuple[Settings, tuple[str, ...]], Linter] = {}
+        self.linters: dict[tuple[Settings, tuple[str, ...], Path | None], Linter] = {}
         self.open_uris: set[str] = set()
         self.linted: dict[str, Linted] = {}
         self.open_notebooks: set[str] = set()
@@ -131,14 +131,14 @@ class H2dlintServer(LanguageServer):
         self.settings_errors.pop(uri, None)
         if force_excluded(path, settings.exclude, Path(settings.project_root)):
             return None
-        key = (settings, enabled)
+        # One linter per project: what the other files of a project say (hot call chains, where tensors are made)
+        # is asked as the CLI asks it; the summaries are cached on disk, so only a project's first build costs much.
+        root = find_project_root([path], settings) if settings.project_model else None
+        key = (settings, enabled, root)
         if key not in self.linters:
             self.linters[key] = Linter([self.rules[code] for code in enabled], settings)
         linter = self.linters[key]
-        if linter.project is None and settings.project_model:
-            # What the other files of the project say (hot call chains, where tensors are made), as the CLI
-            # asks it; the summaries are cached on disk, so only the first build in a project costs much.
-            root = find_project_root([path], settings)
+        if linter.project is None and root is not None:
             linter.project = project_model_for([path], settings, root / CACHE_DIR_NAME, 1)
         return linter
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -307,3 +308,16 @@ def test_an_identity_test_of_a_cuda_tensor_is_a_python_bool(tmp_path):
             "        return 0\n    if masks.any():\n        return 1\n")
     make_project(tmp_path, model=code)
     assert [(finding["location"]["row"], finding["code"]) for finding in check(tmp_path)] == [(9, "HDL203")]
+
+
+def test_fix_leaves_nothing_for_git_to_see_but_the_fix(tmp_path, monkeypatch):
+    """`--fix` stores no findings (the file changed), but the project model's summaries are cached: the cache
+    folder they are written to is ignored by git all the same, as pre-commit's fix hook needs."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "model.py").write_text("import torch\nx = torch.tensor([1, 2], device='cuda')\n")
+    monkeypatch.chdir(tmp_path)
+    CliRunner().invoke(main, ["check", "--fix", "model.py"], catch_exceptions=False)
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path,
+                            capture_output=True, text=True, check=True).stdout
+    assert status.splitlines() == ["?? model.py"]
+    assert (tmp_path / ".h2dlint_cache" / ".gitignore").read_text() == "*\n"
