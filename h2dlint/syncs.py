@@ -155,10 +155,12 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
 
 
 # Where a rule may report a site (SyncReporter.where): under CUDA graph capture (there, every kind is an error);
-# in hot code (a loop, a hot function); in a hot function (a loop alone is where host-side preprocessing lives);
+# in hot code (a loop, a hot function); in a function hot by its own name (`forward`, a step, a configured name),
+# not only through calls, nor in a loop alone (where host-side preprocessing lives): for shapes of tensors of
+# unknown placement, which in code hot only through calls were often host tensors (see docs/precision.md);
 # wherever it runs more than once; in code not known to be hot nor cold (the audit's place).
-GRAPH_CAPTURE, HOT, HOT_FUNCTION, ANYWHERE, UNKNOWN_HOTNESS = (
-    "graph-capture", "hot", "hot-function", "anywhere", "unknown-hotness")
+GRAPH_CAPTURE, HOT, NAMED_HOT_FUNCTION, ANYWHERE, UNKNOWN_HOTNESS = (
+    "graph-capture", "hot", "named-hot-function", "anywhere", "unknown-hotness")
 
 
 def _holds(where: str, context: CodeContext, facts: FileFacts) -> bool:
@@ -166,8 +168,8 @@ def _holds(where: str, context: CodeContext, facts: FileFacts) -> bool:
         return where == GRAPH_CAPTURE and context.in_graph_capture
     if where == HOT:
         return context.hot
-    if where == HOT_FUNCTION:
-        return context.hot_function
+    if where == NAMED_HOT_FUNCTION:
+        return context.hot_function and context.hot_chain is None
     if where == UNKNOWN_HOTNESS:
         return not context.hot and not outside_per_step_code(context, facts) and facts.mentions_torch
     return where == ANYWHERE

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from h2dlint.facts import Placement
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import ANYWHERE, HOT_FUNCTION, NONZERO, SyncReporter, receiver_words, where
+from h2dlint.syncs import ANYWHERE, NAMED_HOT_FUNCTION, NONZERO, SyncReporter, receiver_words, where
 
 
 class NonzeroSync(SyncReporter, Rule):
@@ -46,7 +46,7 @@ class NonzeroSync(SyncReporter, Rule):
     name = "nonzero-sync"
     summary = "`nonzero()` / one-argument `torch.where` reads the result size back to the host"
     kinds = frozenset({NONZERO})
-    where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: HOT_FUNCTION}
+    where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: NAMED_HOT_FUNCTION}
     prefilter = ("nonzero(", "argwhere(", "where(")
     evidence = "gpu-or-hot"  # on a tensor of unknown placement, owner() asks for a hot function
     text_test_spares_only_parsing = True

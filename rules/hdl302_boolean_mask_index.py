@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from h2dlint.facts import Placement
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import ANYWHERE, HOT_FUNCTION, MASK, SyncReporter, receiver_words, where
+from h2dlint.syncs import ANYWHERE, MASK, NAMED_HOT_FUNCTION, SyncReporter, receiver_words, where
 
 
 class BooleanMaskIndex(SyncReporter, Rule):
@@ -41,7 +41,7 @@ class BooleanMaskIndex(SyncReporter, Rule):
     name = "boolean-mask-index"
     summary = "`t[mask]` / `masked_select` on a GPU tensor copies the selected count to the host"
     kinds = frozenset({MASK})
-    where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: HOT_FUNCTION}
+    where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: NAMED_HOT_FUNCTION}
     prefilter = ("]", "masked_select")
     evidence = "gpu-or-hot"
 

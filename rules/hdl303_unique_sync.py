@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from h2dlint.facts import Placement
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import ANYWHERE, HOT_FUNCTION, UNIQUE, SyncReporter, receiver_words, where
+from h2dlint.syncs import ANYWHERE, NAMED_HOT_FUNCTION, UNIQUE, SyncReporter, receiver_words, where
 
 
 class UniqueSync(SyncReporter, Rule):
@@ -38,7 +38,7 @@ class UniqueSync(SyncReporter, Rule):
     name = "unique-sync"
     summary = "`torch.unique` on a GPU tensor copies the result size to the host"
     kinds = frozenset({UNIQUE})
-    where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: HOT_FUNCTION}
+    where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: NAMED_HOT_FUNCTION}
     prefilter = ("unique(", "unique_consecutive(")
     evidence = "gpu-or-hot"  # on a tensor of unknown placement, owner() asks for a hot function
     text_test_spares_only_parsing = True

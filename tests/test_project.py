@@ -321,3 +321,13 @@ def test_fix_leaves_nothing_for_git_to_see_but_the_fix(tmp_path, monkeypatch):
                             capture_output=True, text=True, check=True).stdout
     assert status.splitlines() == ["?? model.py"]
     assert (tmp_path / ".h2dlint_cache" / ".gitignore").read_text() == "*\n"
+
+
+def test_shapes_of_unknown_placement_need_a_function_hot_by_name(tmp_path):
+    """`nonzero` of a tensor whose device no one knows: reported in `forward`, not in a helper that is hot only
+    because `forward` calls it (there it was often a host tensor)."""
+    code = ("import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, mask):\n"
+            "        self.helper(mask)\n        return mask.nonzero()\n\n"
+            "    def helper(self, mask):\n        return mask.nonzero()\n")
+    make_project(tmp_path, model=code)
+    assert [(finding["location"]["row"], finding["code"]) for finding in check(tmp_path)] == [(7, "HDL301")]
