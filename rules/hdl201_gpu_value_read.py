@@ -88,6 +88,7 @@ class GpuValueRead(SyncReporter, Rule):
     summary = "`.item()` / `.tolist()` / `.cpu()` / `int(t)` on a CUDA tensor in hot code waits for the GPU"
     kinds = frozenset({READ})
     where = {Placement.GPU: HOT}
+    MODEL_DEPENDENCIES = frozenset({"placement"})  # it reports no tensor of unknown placement in code hot only through calls
     prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", ".type(", "int(", "float(", "bool(", "alpha",
                  "value=", "any(", "all(", "max(", "min(", *INT_ARGUMENT_TEXT)
     evidence = "gpu"

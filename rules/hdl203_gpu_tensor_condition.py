@@ -50,6 +50,7 @@ class GpuTensorCondition(SyncReporter, Rule):
     summary = "a CUDA tensor as an `if`/`while` condition or Python index in hot code waits for the GPU"
     kinds = frozenset({CONDITION})
     where = {Placement.GPU: HOT}
+    MODEL_DEPENDENCIES = frozenset({"placement"})  # it reports no tensor of unknown placement in code hot only through calls
     prefilter = ("if", "while", "assert", "]")
     evidence = "gpu"
 

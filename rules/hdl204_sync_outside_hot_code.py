@@ -60,6 +60,7 @@ class SyncOutsideHotCode(SyncReporter, Rule):
     summary = "`.item()` / `if t:` / `synchronize()` in a function that may run every step (an audit)"
     kinds = frozenset({READ, CONDITION, EXPLICIT})
     where = {Placement.GPU: UNKNOWN_HOTNESS, Placement.UNKNOWN: UNKNOWN_HOTNESS}
+    MODEL_DEPENDENCIES = frozenset()  # code hot through calls is the other rules' place; any placement is its own
     default_enabled = False
     prefilter = ("torch",)
 

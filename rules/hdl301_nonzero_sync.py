@@ -47,6 +47,7 @@ class NonzeroSync(SyncReporter, Rule):
     summary = "`nonzero()` / one-argument `torch.where` reads the result size back to the host"
     kinds = frozenset({NONZERO})
     where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: NAMED_HOT_FUNCTION}
+    MODEL_DEPENDENCIES = frozenset({"placement"})  # it reports no tensor of unknown placement in code hot only through calls
     prefilter = ("nonzero(", "argwhere(", "where(")
     evidence = "gpu-or-hot"  # on a tensor of unknown placement, owner() asks for a hot function
     text_test_spares_only_parsing = True

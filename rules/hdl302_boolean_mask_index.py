@@ -42,6 +42,7 @@ class BooleanMaskIndex(SyncReporter, Rule):
     summary = "`t[mask]` / `masked_select` on a GPU tensor copies the selected count to the host"
     kinds = frozenset({MASK})
     where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: NAMED_HOT_FUNCTION}
+    MODEL_DEPENDENCIES = frozenset({"placement"})  # it reports no tensor of unknown placement in code hot only through calls
     prefilter = ("]", "masked_select")
     evidence = "gpu-or-hot"
 

@@ -39,6 +39,7 @@ class UniqueSync(SyncReporter, Rule):
     summary = "`torch.unique` on a GPU tensor copies the result size to the host"
     kinds = frozenset({UNIQUE})
     where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: NAMED_HOT_FUNCTION}
+    MODEL_DEPENDENCIES = frozenset({"placement"})  # it reports no tensor of unknown placement in code hot only through calls
     prefilter = ("unique(", "unique_consecutive(")
     evidence = "gpu-or-hot"  # on a tensor of unknown placement, owner() asks for a hot function
     text_test_spares_only_parsing = True

@@ -60,6 +60,7 @@ class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):
     summary = "`repeat_interleave` with tensor repeats and no `output_size` copies the total to the host"
     kinds = frozenset({REPEAT})
     where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: ANYWHERE}
+    MODEL_DEPENDENCIES = frozenset({"placement"})  # where it reports does not depend on hotness
     prefilter = ("repeat_interleave(",)
     text_test_spares_only_parsing = True
 
