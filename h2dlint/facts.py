@@ -382,6 +382,21 @@ HOT_FUNCTION_NAMES = frozenset({"forward", "backward", "__call__", "step", "trai
 HOT_FUNCTION_PATTERNS = ("init_forward_metadata*", "*_replay_cuda_graph")
 
 
+# Functions that run once (construction, weight loading), where a sync costs nothing worth reporting.
+RUN_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "__new__", "post_init",
+                                "_init_weights", "load_weights", "load_state_dict", "_load_from_state_dict",
+                                "process_weights_after_loading", "from_pretrained"})
+# Words of a function's name that say it does not run every step (set-up, I/O, printing, tests, benchmarks).
+NOT_PER_STEP_WORDS = frozenset({"init", "initialize", "setup", "loader", "loading", "save", "export", "dump",
+                                "repr", "str", "print", "test", "tests", "bench", "benchmark", "profile", "plot",
+                                "capture", "warmup"})
+
+
+def name_words(name: str) -> list[str]:
+    """The lower-case words of a (dotted) name: `self.log_stats` -> ["self", "log", "stats"]."""
+    return [word for word in re.split(r"[._]", name.lower()) if word]
+
+
 TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 
 

@@ -32,16 +32,13 @@ from pathlib import Path
 
 from . import __version__
 from .cache import make_cache_folder
-from .facts import dotted_name, names_a_tensor
+from .facts import NOT_PER_STEP_WORDS, RUN_ONCE_FUNCTIONS, dotted_name, is_test_path, name_words, names_a_tensor
 
-# Names of functions that run once (construction, loading, checkpointing): hotness does not flow into them.
-RUN_ONCE_NAMES = frozenset({"__init__", "__post_init__", "__new__", "setup", "reset_parameters", "post_init",
-                            "_init_weights", "load_weights", "load_state_dict", "_load_from_state_dict",
-                            "process_weights_after_loading", "from_pretrained", "state_dict", "save_pretrained"})
-# Words of a function's name that say it is set-up, I/O or diagnostics, not per-step work.
-NOT_PER_STEP_WORDS = frozenset({"init", "initialize", "setup", "load", "loader", "loading", "save", "export", "dump",
-                                "checkpoint", "repr", "str", "print", "test", "tests", "bench", "benchmark", "profile",
-                                "plot", "capture", "warmup", "build", "create", "register", "configure"})
+# Functions hotness does not flow into: those that run once or are no per-step work (the sync rules' own sets),
+# and, besides, saving and functions named for loading, checkpointing or building, which per-step code may call
+# while what they reach stays set-up.
+RUN_ONCE_NAMES = RUN_ONCE_FUNCTIONS | {"state_dict", "save_pretrained"}
+NOT_PER_STEP_NAME_WORDS = NOT_PER_STEP_WORDS | {"load", "checkpoint", "build", "create", "register", "configure"}
 # A call through a receiver of unknown type resolves by the method's name only when so few classes define it
 # that the name itself says which ones are meant.
 MAX_CLASSES_BY_NAME = 3
@@ -183,7 +180,7 @@ class _Summarizer:
             # A buffer kept on both sides (`self.cpu`, `self.gpu`, `self.np`): `gpu` is the device copy.
             attrs["gpu"] = [GPU, attrs["gpu"][1], "has a host side `cpu`"]
         for attr in list(attrs):
-            if attr in scalars or not names_a_tensor(attr) or _COUNT_WORDS.intersection(_words(attr)):
+            if attr in scalars or not names_a_tensor(attr) or _COUNT_WORDS.intersection(name_words(attr)):
                 continue  # `use_fused_rope` beside `use_fused_rope_cpu` is a flag, `num_heads_cpu` a count
             for suffix in _MIRROR_SUFFIXES:
                 mirror = attrs.get(attr + suffix)
@@ -417,13 +414,9 @@ def _defines(statement: ast.If | ast.Try) -> bool:
     return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for node in ast.walk(statement))
 
 
-def _words(name: str) -> list[str]:
-    return [word for word in name.lower().replace(".", "_").split("_") if word]
-
-
 def runs_once(name: str) -> bool:
     """A function that by its name runs once or is set-up, I/O or diagnostics: hotness does not flow into it."""
-    return name in RUN_ONCE_NAMES or any(word in NOT_PER_STEP_WORDS for word in _words(name))
+    return name in RUN_ONCE_NAMES or any(word in NOT_PER_STEP_NAME_WORDS for word in name_words(name))
 
 
 # ----- the merged model ---------------------------------------------------------------------------------------------
@@ -451,6 +444,7 @@ class AttributePlacement:
 class ProjectModel:
     summaries: dict[str, dict]  # by file path (absolute)
     is_root: object = None  # function name -> reason or None; set by the builder (configured names)
+    root: str | None = None  # the project root, which test paths are told from
     gpu_attributes: frozenset[str] = frozenset()  # configured attribute names that are CUDA tensors
     functions: dict[str, dict] = field(default_factory=dict)  # qualified name -> record (with "file", "module")
     classes: dict[str, dict] = field(default_factory=dict)
@@ -471,8 +465,9 @@ class ProjectModel:
     _placement_digest: str | None = None
 
     @classmethod
-    def build(cls, summaries: dict[str, dict], is_root, gpu_attributes: Iterable[str] = ()) -> ProjectModel:
-        model = cls(summaries, is_root, frozenset(gpu_attributes))
+    def build(cls, summaries: dict[str, dict], is_root, gpu_attributes: Iterable[str] = (),
+              root: str | None = None) -> ProjectModel:
+        model = cls(summaries, is_root, root=root, gpu_attributes=frozenset(gpu_attributes))
         model._index()
         model._place_attributes()
         model._propagate_hotness()
@@ -654,8 +649,9 @@ class ProjectModel:
     # -- hotness --
 
     def _in_tests(self, path: str) -> bool:
+        """A test module, by its path from the project root, as the engine tells one (facts.is_test_path)."""
         if path not in self._test_files:
-            self._test_files[path] = _in_tests(path)
+            self._test_files[path] = is_test_path(os.path.relpath(path, self.root) if self.root else path)
         return self._test_files[path]
 
     def _root_reason(self, qualified: str, record: dict) -> str | None:
@@ -819,13 +815,6 @@ def short_name(qualified: str) -> str:
     return parts[-1]
 
 
-def _in_tests(path: str) -> bool:
-    parts = Path(path).parts
-    name = parts[-1] if parts else ""
-    return any(part in ("test", "tests", "testing") for part in parts[:-1]) or name.startswith("test_") \
-        or name.endswith("_test.py") or name == "conftest.py"
-
-
 class FileView:
     """What the project model says about one file, asked by its rules."""
 
@@ -835,6 +824,7 @@ class FileView:
         summary = model.summaries.get(path)
         self.module = summary["module"] if summary else None
         self.summary = summary
+        self._opened: frozenset[str] | None = None  # opened_for(), asked by the engine and by the sync finder
 
     def qualified(self, local_qualname: str) -> str:
         return f"{self.module}.{local_qualname}"
@@ -871,6 +861,11 @@ class FileView:
         """The facts the model knows of this file that its own words cannot show: "hotness" when a function of it
         is hot through calls, "placement" when it reads an attribute some class of the project places on the GPU.
         The text tests of the rules that ask for those facts then give way to their word tests alone."""
+        if self._opened is None:
+            self._opened = self._facts_the_text_cannot_show()
+        return self._opened
+
+    def _facts_the_text_cannot_show(self) -> frozenset[str]:
         if self.summary is None:
             return frozenset()
         facts = set()
@@ -1016,7 +1011,7 @@ def build_model(files: Iterable[Path], source_roots: tuple[str, ...], is_root, g
                 summaries[path] = summary
                 cache.store(path, size, mtime_ns, summary)
     cache.save(set(summaries))
-    return ProjectModel.build(summaries, is_root, gpu_attributes)
+    return ProjectModel.build(summaries, is_root, gpu_attributes, root)
 
 
 def find_project_root(paths: list[Path], settings) -> Path:

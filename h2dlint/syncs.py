@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 import weakref
 from dataclasses import dataclass
 
@@ -20,6 +19,8 @@ import libcst as cst
 
 from .facts import (
     NON_TENSOR_METHODS,
+    NOT_PER_STEP_WORDS,
+    RUN_ONCE_FUNCTIONS,
     SYNC_BUILTINS,
     SYNC_METHODS,
     CodeContext,
@@ -30,6 +31,7 @@ from .facts import (
     dotted_name,
     has_gpu_evidence,
     is_hot_function,
+    name_words,
 )
 from .gaps import TokensApart
 from .values import TENSOR_ONLY_METHODS, is_certainly_tensor
@@ -38,16 +40,9 @@ BOOLEAN_METHODS = frozenset({
     "bool", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isin",
     "logical_and", "logical_or", "logical_not", "logical_xor", "signbit", "isclose", "isreal",
 })
-# Functions that run once (construction, weight loading), where a sync costs nothing worth reporting.
-RUN_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "__new__", "post_init",
-                                "_init_weights", "load_weights", "load_state_dict", "_load_from_state_dict",
-                                "process_weights_after_loading", "from_pretrained"})
-# Words of a function's name that say it does not run every step (set-up, I/O, printing, tests, benchmarks), and
-# functions whose purpose is to hand a value to the host: where the audits of code of unknown hotness (HDL204,
-# HDL108) do not look.
-NOT_PER_STEP_WORDS = frozenset({"init", "initialize", "setup", "loader", "loading", "save", "export", "dump",
-                                "repr", "str", "print", "test", "tests", "bench", "benchmark", "profile", "plot",
-                                "capture", "warmup"})
+# Where the audits of code of unknown hotness (HDL204, HDL108) do not look, besides run-once code and functions
+# named for set-up, I/O or diagnostics (facts.NOT_PER_STEP_WORDS): functions whose purpose is to hand a value to
+# the host.
 HOST_CONVERSION_FUNCTIONS = frozenset({"tolist", "numpy", "to_numpy", "__array__", "item", "cpu", "to_list",
                                        "state_dict", "to_dict", "asdict"})
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
@@ -209,7 +204,7 @@ def outside_per_step_code(context: CodeContext, facts: FileFacts) -> bool:
     if _runs_once(context) or facts.test_file:
         return True
     return context.function in HOST_CONVERSION_FUNCTIONS or any(
-        word in NOT_PER_STEP_WORDS for word in _words(context.function))
+        word in NOT_PER_STEP_WORDS for word in name_words(context.function))
 
 
 def _within_function(node: ast.AST, facts: FileFacts):
@@ -235,10 +230,10 @@ def _only_for_logging(node: ast.AST, facts: FileFacts) -> bool:
             name = dotted_name(parent.func) or ""
             last = name.rsplit(".", 1)[-1]
             if name == "print" or name.startswith("warnings.") or (
-                    last in LOG_METHODS and any(word in LOG_WORDS for word in _words(name.rsplit(".", 1)[0]))):
+                    last in LOG_METHODS and any(word in LOG_WORDS for word in name_words(name.rsplit(".", 1)[0]))):
                 return True
         if isinstance(parent, ast.If) and child is not parent.test and any(
-                word in LOG_WORDS for node_ in ast.walk(parent.test) for word in _words(_identifier(node_))):
+                word in LOG_WORDS for node_ in ast.walk(parent.test) for word in name_words(_identifier(node_))):
             return True
     return False
 
@@ -258,7 +253,7 @@ def _only_while_capturing(node: ast.AST, facts: FileFacts) -> bool:
     """True in the arm of an `if` or a conditional expression that runs only while CUDA graphs are captured
     (`if in_capture:`, the `else` of `if not self.is_capturing:`): set-up that runs once per captured graph."""
     for tested, negated, in_body in _branch_tests(node, facts):
-        words = _words(_identifier(tested))
+        words = name_words(_identifier(tested))
         if words and words[-1] in CAPTURE_WORDS and in_body != negated:
             return True
     return False
@@ -268,7 +263,7 @@ def _only_on_other_devices(node: ast.AST, facts: FileFacts) -> bool:
     """True in the arm of an `if` or a conditional expression that runs only on another device: `if _is_npu:`,
     `if is_xpu():`, the body of `if not x.is_cuda:`."""
     for tested, negated, in_body in _branch_tests(node, facts):
-        words = set(_words(_identifier(tested.func if isinstance(tested, ast.Call) else tested)))
+        words = set(name_words(_identifier(tested.func if isinstance(tested, ast.Call) else tested)))
         if in_body and (not negated and words & OTHER_DEVICE_WORDS or negated and "cuda" in words):
             return True
     return False
@@ -286,10 +281,6 @@ def _identifier(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
     return ""
-
-
-def _words(name: str) -> list[str]:
-    return [word for word in re.split(r"[._]", name.lower()) if word]
 
 
 _CONDITION_NODE_TYPES = frozenset({ast.If, ast.While, ast.IfExp, ast.Assert, ast.comprehension})
@@ -365,7 +356,7 @@ class _Finder:
             extra["inferred_from"] = self.facts.inferences[0]
         if kind == READ and placement is Placement.UNKNOWN and (
                 self.facts.classify_data(receiver, node.lineno) in (Data.HOST, Data.LIKELY_HOST)
-                or "proxy" in _words(_identifier(receiver))):
+                or "proxy" in name_words(_identifier(receiver))):
             return  # numpy arrays and Python data; `torch.fx.Proxy` values, read while tracing a graph
         index = self.facts.line_index
         key = (node.lineno, index.column_from_utf8(node.lineno, node.col_offset),
@@ -488,7 +479,7 @@ class _Finder:
                 return all(isinstance(value, ast.Call) and facts.qualify(dotted_name(value.func)) in STREAM_FACTORIES
                            for value in values)
         return any(word in ("stream", "event") or word.endswith(("stream", "event"))
-                   for word in _words(_identifier(receiver)))
+                   for word in name_words(_identifier(receiver)))
 
     def _repeat_interleave(self, call: ast.Call, qualified: str, method: str | None) -> None:
         if any(kw.arg == "output_size" for kw in call.keywords) or any(kw.arg is None for kw in call.keywords):
