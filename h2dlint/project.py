@@ -909,6 +909,26 @@ class FileView:
 # ----- building and caching ---------------------------------------------------------------------------------------
 
 
+def _read_cached(file: Path | None):
+    """What `_write_cached` wrote to `file`; None when there is no file, or it cannot be read as one."""
+    if file is None:
+        return None
+    with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
+        return marshal.loads(file.read_bytes())
+    return None
+
+
+def _write_cached(file: Path, data) -> None:
+    """Replace `file` in the cache folder with `data` (plain values), in one rename; a cache that cannot be written
+    only costs time next run."""
+    with contextlib.suppress(OSError):
+        make_cache_folder(file.parent)
+        handle, temp = tempfile.mkstemp(dir=file.parent, suffix=".tmp")
+        with os.fdopen(handle, "wb") as out:
+            out.write(marshal.dumps(data))
+        os.replace(temp, file)
+
+
 class SummaryCache:
     """Summaries by file, valid while the file's size and modification time are unchanged; one marshal file."""
 
@@ -918,9 +938,9 @@ class SummaryCache:
         self.file = folder / f"summaries-{name}.marshal" if folder is not None else None
         self.entries: dict[str, tuple] = {}
         self.changed = False
-        if self.file is not None:
-            with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
-                self.entries = marshal.loads(self.file.read_bytes())
+        cached = _read_cached(self.file)
+        if isinstance(cached, dict):
+            self.entries = cached
 
     def lookup(self, path: str, size: int, mtime_ns: int) -> dict | None:
         entry = self.entries.get(path)
@@ -940,12 +960,7 @@ class SummaryCache:
             self.changed = True
         if not self.changed:
             return
-        with contextlib.suppress(OSError):
-            make_cache_folder(self.file.parent)
-            handle, temp = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
-            with os.fdopen(handle, "wb") as out:
-                out.write(marshal.dumps(self.entries))
-            os.replace(temp, self.file)
+        _write_cached(self.file, self.entries)
 
 
 def summarize_file(path: str, source_roots: tuple[str, ...], project_root: str | None = None) -> dict | None:
@@ -1041,11 +1056,9 @@ class Project:
         self._keys: dict[str, str] = {}
         self._state = self._state_digest()
         self._state_file = cache_folder / f"model-{__version__}.marshal" if cache_folder is not None else None
-        if self._state_file is not None:
-            with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
-                state, keys = marshal.loads(self._state_file.read_bytes())
-                if state == self._state:
-                    self._keys = keys
+        cached = _read_cached(self._state_file)
+        if isinstance(cached, tuple) and len(cached) == 2 and cached[0] == self._state:
+            self._keys = cached[1]
 
     def _state_digest(self) -> str:
         digest = hashlib.blake2b(digest_size=16)
@@ -1091,12 +1104,7 @@ class Project:
         """Keep the keys of this run's files for the next run, when the project is unchanged by then."""
         if self._state_file is None or self._model is None:
             return
-        with contextlib.suppress(OSError):
-            make_cache_folder(self._state_file.parent)
-            handle, temp = tempfile.mkstemp(dir=self._state_file.parent, suffix=".tmp")
-            with os.fdopen(handle, "wb") as out:
-                out.write(marshal.dumps((self._state, self._keys)))
-            os.replace(temp, self._state_file)
+        _write_cached(self._state_file, (self._state, self._keys))
 
 
 def project_model_for(paths: list[Path], settings, cache_folder: Path | None, jobs: int | None,

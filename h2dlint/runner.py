@@ -17,8 +17,8 @@ from .model import Finding
 PARALLEL_THRESHOLD = 24
 
 # Parsing a file allocates millions of objects that die with it (by reference counting). The cyclic
-# collector, triggered by those allocations, keeps traversing them for nothing, a large
-# share of a cold run. So it is paused while files are processed, and run once every this many files instead. The
+# collector, triggered by those allocations, keeps traversing them for nothing, a large share of a cold
+# run. So it is paused while files are processed, and run once every this many files instead. The
 # objects alive before the first file (modules, rules) are frozen out of those collections too.
 COLLECT_EVERY_FILES = 100
 
