@@ -17,6 +17,7 @@ import libcst as cst
 
 from .facts import Device, FileFacts, Placement, dotted_name
 from .gaps import TokensApart
+from .project import short_name
 from .values import PinData, pin_data_kind
 
 # torch factories that accept `pin_memory=` (checked against torch 2.13: `as_tensor` and the `*_like` do not).
@@ -481,8 +482,6 @@ def may_run_under_default_device(facts: FileFacts, line: int) -> str | None:
     opened_in = facts.project.device_context(qualname) if qualname else None
     if opened_in is None:
         return None
-    from .project import short_name
-
     return f"under `with torch.device(...)` in `{short_name(opened_in)}`, which reaches this code"
 
 

@@ -427,7 +427,6 @@ class Hot:
     """Why a function is hot: the chain of calls from a root, the root first."""
 
     chain: tuple[str, ...]
-    root_reason: str  # what makes the root hot: "named like a per-step function", "replays a CUDA graph", ...
 
     def describe(self) -> str:
         return " -> ".join(short_name(name) for name in self.chain)
@@ -672,9 +671,8 @@ class ProjectModel:
     def _propagate_hotness(self) -> None:
         queue: deque[str] = deque()
         for qualified, record in self.functions.items():
-            reason = self._root_reason(qualified, record)
-            if reason and not self._in_tests(record["file"]):
-                self.hot[qualified] = Hot((qualified,), reason)
+            if self._root_reason(qualified, record) and not self._in_tests(record["file"]):
+                self.hot[qualified] = Hot((qualified,))
                 queue.append(qualified)
         while queue:  # breadth first: each function keeps the shortest chain from a root
             caller = queue.popleft()
@@ -684,7 +682,7 @@ class ProjectModel:
                 record = self.functions[callee]
                 if runs_once(record["name"].rpartition(".")[2]) or self._in_tests(record["file"]):
                     continue
-                self.hot[callee] = Hot((*self.hot[caller].chain, callee), self.hot[caller].root_reason)
+                self.hot[callee] = Hot((*self.hot[caller].chain, callee))
                 queue.append(callee)
 
     def _propagate_device_contexts(self) -> None:
