@@ -10,8 +10,9 @@ class NonzeroSync(SyncReporter, Rule):
     ## What it does
     Finds `torch.nonzero(t)` / `t.nonzero()`, `torch.argwhere` and one-argument
     `torch.where(cond)` on a tensor that is on the GPU (or, in `forward` or a
-    step function, may be). Not reported in constructors, at module level, or on host
-    tensors.
+    step function, may be: a function hot by its own name, not one hot only because
+    such a function calls it). Not reported in constructors, at module level, or on
+    host tensors.
 
     ## Why is this bad?
     The number of rows of the result depends on the data, and PyTorch must allocate the

@@ -11,7 +11,8 @@ class BooleanMaskIndex(SyncReporter, Rule):
     Finds reads `t[mask]` where `mask` is certainly a boolean tensor (a comparison of
     tensors, `.bool()`, `torch.isnan(...)`, `~m`, `m1 & m2`, or a name bound to one),
     and `torch.masked_select`, on tensors that are on the GPU (or, in `forward`
-    or a step function, may be). Assignments `t[mask] = value` are not reported.
+    or a step function, may be: a function hot by its own name, not one hot only
+    because such a function calls it). Assignments `t[mask] = value` are not reported.
 
     ## Why is this bad?
     The size of `t[mask]` is the number of `True` elements, known only on the GPU:

@@ -9,7 +9,8 @@ class UniqueSync(SyncReporter, Rule):
     """
     ## What it does
     Finds `torch.unique` / `t.unique()` and `torch.unique_consecutive` on tensors that
-    are on the GPU (or, in `forward` or a step function, may be).
+    are on the GPU (or, in `forward` or a step function, may be: a function hot by
+    its own name, not one hot only because such a function calls it).
 
     ## Why is this bad?
     The number of distinct values is known only after the GPU has computed it; PyTorch
