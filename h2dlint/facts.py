@@ -834,6 +834,17 @@ class FileFacts:
         if device is Device.UNKNOWN and isinstance(expr, (ast.Name, ast.Attribute)) \
                 and dotted_name(expr) in self.gpu_device_names:
             return Device.CUDA
+        if device is Device.UNKNOWN and self.project is not None and depth < 4:
+            # A device the project model places (`self.device` assigned a CUDA device, or a parameter every
+            # caller passes one): where a tensor made on it lives.
+            if isinstance(expr, ast.Attribute):
+                placed = self._model_attribute(expr, line, device=True)
+            elif isinstance(expr, ast.Name):
+                placed = self._model_parameter(expr.id, line, device=True)
+            else:
+                placed = Placement.UNKNOWN
+            if placed is not Placement.UNKNOWN:
+                return Device.CUDA if placed is Placement.GPU else Device.NOT_CUDA
         return device
 
     def _classify_bound_device(self, value: ast.expr, line: int, depth: int) -> Device:
@@ -935,11 +946,17 @@ class FileFacts:
                 if device is None:
                     return Placement.UNKNOWN if qualified.endswith("_like") else Placement.HOST
                 return _placement_of(self.classify_device(device, line))
-            if qualified:
+            if qualified.startswith("torch."):
                 if qualified.rsplit(".", 1)[0] + "." in TENSOR_OP_NAMESPACES \
                         and qualified.rsplit(".", 1)[-1] not in NON_TENSOR_TORCH_FUNCTIONS:
                     operands = [*expr.args, *(kw.value for kw in expr.keywords if kw.arg != "device")]
                     return self._placement_of_operands(operands, line, depth)
+                return Placement.UNKNOWN
+            if self.project is not None:
+                by_model = self._model_call(expr, line)
+                if by_model is not Placement.UNKNOWN:
+                    return by_model
+            if qualified:
                 return Placement.UNKNOWN
             if isinstance(func, ast.Attribute) and func.attr not in NON_TENSOR_METHODS:
                 return self.classify_placement(func.value, line, depth + 1)
@@ -954,6 +971,10 @@ class FileFacts:
                     return Placement.GPU
                 if bound is not Placement.UNKNOWN:
                     return bound
+                if self.project is not None:
+                    by_model = self._model_parameter(expr.id, line)
+                    if by_model is not Placement.UNKNOWN:
+                        return by_model
             if expr.id.endswith(HOST_NAME_SUFFIXES):
                 return Placement.HOST
             return Placement.GPU if self._mirrored_parameter(expr.id, line) else Placement.UNKNOWN
@@ -1249,7 +1270,7 @@ class FileFacts:
             return None
         return self.project.class_of(qualname.rpartition(".")[0])
 
-    def _model_attribute(self, expr: ast.Attribute, line: int) -> Placement:
+    def _model_attribute(self, expr: ast.Attribute, line: int, device: bool = False) -> Placement:
         """Where `<receiver>.attr` lives by the project model: the receiver's class is that of `self`, of an
         annotated parameter, or unknown (then the attribute's name decides, see ProjectModel.attribute)."""
         receiver = expr.value
@@ -1264,10 +1285,34 @@ class FileFacts:
                 annotation = self.parameter_annotation(receiver.id, line)
                 dotted = dotted_name(annotation) if annotation is not None else None
                 class_name = self.project.resolve_type(dotted) if dotted else None
-        placed = self.project.attribute(class_name, expr.attr)
-        if placed is None:
+        return self._inferred(self.project.attribute(class_name, expr.attr), device)
+
+    def _model_parameter(self, name: str, line: int, device: bool = False) -> Placement:
+        """Where parameter `name` of the outermost function around `line` lives by the project model, when what is
+        read at `line` is still the parameter (no assignment in between)."""
+        functions = [node for node in self._functions_around(line) if not isinstance(node, ast.Lambda)]
+        scope = self._binding_scope(name, line)
+        if not functions or scope is None or self._scope_for(functions[0]) is not scope:
             return Placement.UNKNOWN
-        self.inferences.append(f"{placed.where} {placed.why}" if placed.why else placed.where)
+        reaching = self._reaching(scope.bindings[name], line, scope)
+        if not reaching or not all(binding.line == 0 and binding.value is None for binding in reaching):
+            return Placement.UNKNOWN
+        qualname = self._qualname_of(functions[0])
+        placed = self.project.parameter(qualname, name) if qualname else None
+        return self._inferred(placed, device)
+
+    def _model_call(self, call: ast.Call, line: int) -> Placement:
+        """Where the result of a call of a project function, made in the outermost function around `line`,
+        lives by the project model."""
+        qualname = self.qualname_at(line)
+        placed = self.project.call_result(qualname, call) if qualname else None
+        return self._inferred(placed, device=False)
+
+    def _inferred(self, placed, device: bool) -> Placement:
+        """A placement from the model, for a device (`device`) or a tensor, as asked: the model follows both."""
+        if placed is None or placed.device != device:
+            return Placement.UNKNOWN
+        self.inferences.append(placed.describe())
         return Placement.GPU if placed.placement == "gpu" else Placement.HOST
 
     def site_at(self, start, end) -> Site | None:

@@ -27,12 +27,25 @@ import os
 import tempfile
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import __version__
 from .cache import make_cache_folder
-from .facts import NOT_PER_STEP_WORDS, RUN_ONCE_FUNCTIONS, dotted_name, is_test_path, name_words, names_a_tensor
+from .facts import (
+    JOINING_FUNCTIONS,
+    NEW_TENSOR_METHODS,
+    NON_TENSOR_METHODS,
+    NON_TENSOR_TORCH_FUNCTIONS,
+    NOT_PER_STEP_WORDS,
+    RUN_ONCE_FUNCTIONS,
+    SAME_DEVICE_ATTRIBUTES,
+    TORCH_DTYPES,
+    dotted_name,
+    is_test_path,
+    name_words,
+    names_a_tensor,
+)
 
 # Functions hotness does not flow into: those that run once or are no per-step work (the sync rules' own sets),
 # and, besides, saving and functions named for loading, checkpointing or building, which per-step code may call
@@ -70,7 +83,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 7
+SUMMARY_VERSION = 8
 
 
 # ----- one file's summary -----------------------------------------------------------------------------------------
@@ -81,7 +94,17 @@ SUMMARY_VERSION = 7
 #   classes:  {class qualname: {"line", "bases": [dotted as written], "attrs": {attr: [placement, line, why]},
 #              "types": {attr: dotted type as written}}}
 #   functions: {qualname: {"line", "end", "class": class qualname or "", "calls": [call reference],
-#               "params": {parameter: dotted annotation}, "replay": bool}}
+#               "params": {parameter: dotted annotation}, "replay": bool, "order": [positional parameter],
+#               "returns": [value], "passes": {index into calls: [[value of each positional argument],
+#               {keyword: value}]}}}
+#   classes' "flows": {attr: [[function qualname, value], ...]} for attributes assigned what only the model can place
+#
+# A value (see `_Values`) says symbolically where a tensor or a device comes from, for the model to resolve across
+# files: ["k", placement, why] (known), ["p", parameter], ["a", attr] (`self.attr`), ["sa", attr, attr]
+# (`self.x.y`), ["pa", parameter, attr], ["c", call reference] (what the call returns), ["or", value, value] (an
+# operation on both: on the GPU if either is), ["both", value, value] (one or the other), ["d", value] (the device
+# of a tensor, or a device), ["t", value] (a tensor made on a device, or on another tensor's), ["m", call reference,
+# value] (a method called on a value: a project method's result, else a tensor method's); [] for unknown.
 #   default_device: [line of each `torch.set_default_device(...)` / `with torch.device(...)`]
 #   device_context_calls: [(function qualname or "", call reference)] made inside `with torch.device(...)`
 #
@@ -124,6 +147,8 @@ class _Summarizer:
         self.default_device: list[int] = []
         self.device_context_calls: list[tuple[str, str]] = []
         self.reads: set[str] = set()  # attribute names read anywhere in the file
+        # What the function being summarized does with values, turned into values (`_Values`) at its end.
+        self._pending: _Pending | None = None
 
     def run(self, tree: ast.Module) -> dict:
         self._body(tree.body, prefix="", class_name="")
@@ -217,6 +242,12 @@ class _Summarizer:
             entry["attrs"][attr] = [placement, line, why]
         elif placement and placement != known[0]:
             entry["attrs"][attr] = ["mixed", line, ""]
+        if not placement and value is not None and not (isinstance(value, ast.Constant) and value.value is None):
+            # Left for the model, which may place it through what the function is passed or calls.
+            if self._pending is not None and self._pending.class_name == class_name:
+                self._pending.attributes.append((attr, value))
+            else:
+                entry.setdefault("flows", {}).setdefault(attr, []).append(["", []])
 
     def _module_statement(self, statement: ast.stmt) -> None:
         self._scan("<module>", "", statement, params={})
@@ -229,9 +260,46 @@ class _Summarizer:
         record = {"line": node.lineno, "end": node.end_lineno or node.lineno, "class": class_name, "calls": [],
                   "params": params, "replay": False}
         self.functions[qualname] = record
-        self_name = arguments[0].arg if class_name and arguments else None
-        for statement in node.body:
-            self._scan(qualname, class_name, statement, params, self_name)
+        static = any(_dotted(decorator) == "staticmethod" for decorator in node.decorator_list)
+        bound = bool(class_name) and not static and bool(arguments)  # the first parameter is the object or class
+        self_name = arguments[0].arg if bound else None
+        positional = [arg.arg for arg in [*node.args.posonlyargs, *node.args.args]]
+        record["order"] = positional[1:] if bound else positional
+        record["bound"] = bound
+        record["self"] = self_name or ""
+        outer, self._pending = self._pending, _Pending(class_name, {arg.arg for arg in arguments} - {self_name})
+        try:
+            for statement in node.body:
+                self._scan(qualname, class_name, statement, params, self_name)
+            self._settle(qualname, record, params, self_name)
+        finally:
+            self._pending = outer
+
+    def _settle(self, qualname: str, record: dict, params: dict, self_name: str | None) -> None:
+        """Turn what the function's scan collected into values: what it returns, what it passes in its calls, what
+        it assigns to attributes of `self` that only the model can place."""
+        pending = self._pending
+        assert pending is not None
+        values = _Values(pending.parameters, pending.assigned, self_name,
+                         lambda call: self._call_reference(call, params, self_name), self.imports)
+        returns = [values.of(value) for value in pending.returns]
+        if returns:
+            record["returns"] = returns
+        passes = {}
+        for index, call in pending.calls:
+            positional = []
+            for argument in call.args:
+                if isinstance(argument, ast.Starred):
+                    break  # the arguments after it land on parameters no one can tell
+                positional.append(values.of(argument))
+            keywords = {kw.arg: values.of(kw.value) for kw in call.keywords if kw.arg is not None}
+            if any(positional) or any(keywords.values()):  # absent: passes nothing the model can place
+                passes[index] = [positional, keywords]
+        if passes:
+            record["passes"] = passes
+        flows = self.classes[pending.class_name].setdefault("flows", {}) if pending.attributes else {}
+        for attr, value in pending.attributes:
+            flows.setdefault(attr, []).append([qualname, values.of(value)])
 
     def _scan(self, qualname: str, class_name: str, statement: ast.stmt, params: dict,
               self_name: str | None = None) -> None:
@@ -241,16 +309,23 @@ class _Summarizer:
         record = self.functions.setdefault(qualname, {"line": 0, "end": 0, "class": class_name, "calls": [],
                                                      "params": {}, "replay": False})
         calls, reads = record["calls"], self.reads
-        stack: list[tuple[ast.AST, bool]] = [(statement, False)]
+        pending = self._pending if qualname != "<module>" else None
+        stack: list[tuple[ast.AST, bool, bool]] = [(statement, False, False)]
         while stack:
-            node, in_device_context = stack.pop()
+            node, in_device_context, nested = stack.pop()
             kind = node.__class__
+            if kind in _NOTED and pending is not None and not nested:
+                pending.note(node)
             if kind is ast.Attribute:
                 if node.ctx.__class__ is ast.Load:
                     reads.add(node.attr)
             elif kind is ast.Call:
                 reference = self._call_reference(node, params, self_name)
                 if reference is not None:
+                    if pending is not None and not nested and (node.args or node.keywords) \
+                            and not reference.startswith("d:torch."):
+                        # (A call in a nested function or lambda passes that function's values: none of ours.)
+                        pending.calls.append((len(calls), node))
                     calls.append(reference)
                     if in_device_context:
                         self.device_context_calls.append((qualname, reference))
@@ -260,6 +335,8 @@ class _Summarizer:
                         record["replay"] = True
             elif kind is ast.ClassDef:
                 continue  # a class defined in a function: its own methods are not summarized
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.Lambda:
+                nested = True
             elif kind is ast.Import or kind is ast.ImportFrom:
                 self._import(node)
                 continue
@@ -281,32 +358,219 @@ class _Summarizer:
                 if value.__class__ is list:
                     for child in value:
                         if child is not None and child.__class__ not in _LEAVES:
-                            stack.append((child, in_device_context))
+                            stack.append((child, in_device_context, nested))
                 elif value is not None and value.__class__ not in _LEAVES and isinstance(value, ast.AST):
-                    stack.append((value, in_device_context))
+                    stack.append((value, in_device_context, nested))
 
     def _call_reference(self, call: ast.Call, params: dict, self_name: str | None) -> str | None:
+        return call_reference(call, params, self_name)
+
+
+def call_reference(call: ast.Call, params: dict, self_name: str | None) -> str | None:
+    """How a call is written, as the model resolves it (see the summary layout); None for a call of anything but a
+    name or an attribute. `params`: the function's annotated parameters; `self_name`: its bound first parameter."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return f"n:{func.id}"
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver, method = func.value, func.attr
+    if isinstance(receiver, ast.Name):
+        if receiver.id == self_name:
+            return f"s:{method}"
+        if receiver.id in params:
+            return f"p:{receiver.id}.{method}"
+        return f"d:{receiver.id}.{method}"  # a module, a class, or an object: told apart when merged
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
+        return f"u:{method}"
+    if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name):
+        if receiver.value.id == self_name:
+            return f"sa:{receiver.attr}.{method}"
+        dotted = _dotted(receiver)
+        if dotted:
+            return f"d:{dotted}.{method}"
+    return f"a:{method}"
+
+
+# (An augmented assignment, `x += y`, keeps a tensor where it is: not noted.)
+_NOTED = frozenset({ast.Return, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor,
+                    ast.With, ast.AsyncWith, ast.comprehension, ast.ExceptHandler})
+
+
+class _Pending:
+    """What the scan of one function collects for `_Values`: its returns, its local assignments, its calls with
+    arguments, and the values it assigns to attributes of `self`."""
+
+    def __init__(self, class_name: str, parameters: set[str]) -> None:
+        self.class_name = class_name
+        self.parameters = parameters
+        self.returns: list[ast.expr] = []
+        self.assigned: dict[str, list[ast.expr | None]] = {}  # None: bound in a way values do not follow
+        self.calls: list[tuple[int, ast.Call]] = []
+        self.attributes: list[tuple[str, ast.expr]] = []
+
+    def note(self, node) -> None:
+        kind = node.__class__
+        if kind is ast.Return:
+            if node.value is not None and not (node.value.__class__ is ast.Constant and node.value.value is None):
+                self.returns.append(node.value)
+        elif kind is ast.Assign:
+            for target in node.targets:
+                self._bind(target, node.value if len(node.targets) == 1 else None)
+        elif kind is ast.AnnAssign:
+            if node.value is not None:
+                self._bind(node.target, node.value)
+        elif kind is ast.NamedExpr:
+            self._bind(node.target, node.value)
+        elif kind is ast.For or kind is ast.AsyncFor or kind is ast.comprehension:
+            self._bind(node.target, None)
+        elif kind is ast.With or kind is ast.AsyncWith:
+            for item in node.items:
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars, None)
+        elif kind is ast.ExceptHandler and node.name:
+            self.assigned.setdefault(node.name, []).append(None)
+
+    def _bind(self, target: ast.expr, value: ast.expr | None) -> None:
+        if target.__class__ is ast.Name:
+            self.assigned.setdefault(target.id, []).append(value)
+        elif target.__class__ in (ast.Tuple, ast.List):
+            for element in target.elts:
+                self._bind(element.value if element.__class__ is ast.Starred else element, None)
+
+
+class _Values:
+    """Values (see the summary layout) of a function's expressions: from its parameters, its own assignments
+    (a name's value when every assignment to it gives the same), the attributes of `self` and the calls it makes.
+    Context free: a parameter's value is whatever every caller passes (resolved by the model)."""
+
+    def __init__(self, parameters: set[str], assigned: dict[str, list[ast.expr | None]], self_name: str | None,
+                 reference_of, imports: dict[str, str]) -> None:
+        self.parameters = parameters
+        self.assigned = assigned
+        self.self_name = self_name
+        self.reference_of = reference_of
+        self.imports = imports
+        self._names: dict[str, list] = {}
+
+    def of(self, expr: ast.expr | None, depth: int = 0) -> list:
+        if expr is None or depth > 5:
+            return []
+        placement, why = value_placement(expr)
+        if placement:
+            return ["k", placement, why]
+        kind = _device_kind(expr)
+        if kind:
+            return ["d", ["k", kind, f"the device `{_describe(expr)}`"]]
+        cls = expr.__class__
+        if cls is ast.Name:
+            return self._name(expr.id, depth)
+        if cls is ast.Attribute:
+            base = expr.value
+            if (expr.attr == "device" or expr.attr in SAME_DEVICE_ATTRIBUTES) \
+                    and not (base.__class__ is ast.Name and base.id == self.self_name):
+                inner = self.of(base, depth + 1)  # a tensor's device, or a view of it: where the tensor is
+                return ["d", inner] if inner and expr.attr == "device" else inner
+            if base.__class__ is ast.Name:
+                if base.id == self.self_name:
+                    return ["a", expr.attr]
+                if base.id in self.parameters and base.id not in self.assigned:
+                    return ["pa", base.id, expr.attr]
+            elif base.__class__ is ast.Attribute and base.value.__class__ is ast.Name \
+                    and base.value.id == self.self_name:
+                return ["sa", base.attr, expr.attr]
+            return []
+        if cls is ast.Subscript:
+            return self.of(expr.value, depth + 1)
+        if cls is ast.BinOp:
+            return _either(self.of(expr.left, depth + 1), self.of(expr.right, depth + 1))
+        if cls is ast.UnaryOp and expr.op.__class__ is not ast.Not:
+            return self.of(expr.operand, depth + 1)
+        if cls is ast.IfExp:
+            body, orelse = self.of(expr.body, depth + 1), self.of(expr.orelse, depth + 1)
+            return ["both", body, orelse] if body and orelse else []
+        if cls is ast.Call:
+            return self._call(expr, depth)
+        return []
+
+    def _name(self, name: str, depth: int) -> list:
+        if name not in self.assigned:
+            return ["p", name] if name in self.parameters else []
+        if name in self._names:
+            return self._names[name]
+        self._names[name] = []  # while it is worked out: a name defined through itself is unknown
+        found = [self.of(value, depth + 1) if value is not None else [] for value in self.assigned[name]]
+        if name in self.parameters:
+            found.append(["p", name])
+        value = found[0] if found[0] and all(other == found[0] for other in found[1:]) else []
+        self._names[name] = value
+        return value
+
+    def _call(self, call: ast.Call, depth: int) -> list:
         func = call.func
-        if isinstance(func, ast.Name):
-            return f"n:{func.id}"
-        if not isinstance(func, ast.Attribute):
-            return None
-        receiver, method = func.value, func.attr
-        if isinstance(receiver, ast.Name):
-            if receiver.id == self_name:
-                return f"s:{method}"
-            if receiver.id in params:
-                return f"p:{receiver.id}.{method}"
-            return f"d:{receiver.id}.{method}"  # a module, a class, or an object: told apart when merged
-        if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
-            return f"u:{method}"
-        if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name):
-            if receiver.value.id == self_name:
-                return f"sa:{receiver.attr}.{method}"
-            dotted = _dotted(receiver)
-            if dotted:
-                return f"d:{dotted}.{method}"
-        return f"a:{method}"
+        device = next((kw.value for kw in call.keywords if kw.arg == "device"), None)
+        dotted = _dotted(func) or ""
+        head, _, rest = dotted.partition(".")
+        qualified = f"{self.imports.get(head, head)}.{rest}" if rest else self.imports.get(head, head)
+        if func.__class__ is ast.Attribute:
+            method, receiver = func.attr, func.value
+            if method == "format" and receiver.__class__ is ast.Constant and str(receiver.value).startswith("cuda"):
+                return ["d", ["k", GPU, f"the device `{receiver.value!r}.format(...)`"]]
+            if method == "to":
+                target = call.args[0] if call.args else device
+                if target is None or (_dotted(target) or "").rpartition(".")[2] in TORCH_DTYPES:
+                    return self.of(receiver, depth + 1)
+                return _on(self.of(target, depth + 1))  # a device, or a tensor whose device it takes
+            if method in NEW_TENSOR_METHODS:
+                return _on(self.of(device, depth + 1)) if device is not None else self.of(receiver, depth + 1)
+        if qualified == "torch.device":
+            inner = self.of(call.args[0], depth + 1) if call.args else []
+            return ["d", inner] if inner else []
+        if qualified.startswith("torch."):
+            name = qualified.rpartition(".")[2]
+            if name in NON_TENSOR_TORCH_FUNCTIONS:
+                return []
+            if name in _TORCH_FACTORIES:
+                if device is not None:
+                    return _on(self.of(device, depth + 1))
+                return self.of(call.args[0], depth + 1) if name.endswith("_like") and call.args else []
+            if qualified in JOINING_FUNCTIONS:
+                tensors = call.args[0] if call.args else None
+                elements = tensors.elts if isinstance(tensors, (ast.List, ast.Tuple)) else []
+                return _either(*(self.of(element, depth + 1) for element in elements[:3])) if elements else []
+            return _either(*(self.of(argument, depth + 1) for argument in call.args[:3]
+                             if argument.__class__ is not ast.Starred))
+        if func.__class__ is ast.Attribute:
+            if func.attr in NON_TENSOR_METHODS:
+                return []
+            receiver = func.value
+            if not (receiver.__class__ is ast.Name and receiver.id == self.self_name):
+                # A method of a value the function has: a project method's result, else a tensor method's, on the
+                # receiver's device (`logits.view(-1)`).
+                inner = self.of(receiver, depth + 1)
+                reference = self.reference_of(call)
+                if inner:
+                    return ["m", reference, inner] if reference else inner
+        reference = self.reference_of(call)
+        return ["c", reference] if reference else []
+
+
+def _on(device: list) -> list:
+    """A tensor made on, or moved to, `device` (a device, or a tensor whose device it is)."""
+    return ["t", device] if device else []
+
+
+def _either(*values: list) -> list:
+    """The value of an operation on several values: the one known value, or ["or", ...] of those known."""
+    known = []
+    for value in values:
+        if value and value not in known:
+            known.append(value)
+    if not known:
+        return []
+    if len(known) == 1:
+        return known[0]
+    return ["or", *known]
 
 
 _COUNT_WORDS = frozenset({"num", "count", "size", "dim", "heads", "flag", "enabled"})
@@ -379,7 +643,8 @@ def _describe(expr: ast.expr | None) -> str:
         return ""
     if isinstance(expr, ast.Constant):
         return repr(expr.value)
-    return _dotted(expr) or "..."
+    written = _dotted(expr) or ast.unparse(expr)
+    return written if len(written) <= 40 else written[:37] + "..."
 
 
 def _true(expr: ast.expr) -> bool:
@@ -435,8 +700,18 @@ class Hot:
 @dataclass(frozen=True)
 class AttributePlacement:
     placement: str  # GPU or HOST
-    where: str  # `Class.attr` (module:line)
+    where: str  # `Class.attr` (module:line), or the parameter or call placed
     why: str
+    origin: str = ""  # for a placement followed through values: where the chain starts, and why
+    device: bool = False  # a device (`self.device`), not a tensor on it
+
+    def describe(self) -> str:
+        text = f"{self.where} {self.why}" if self.why else self.where
+        return f"{text} (first: {self.origin})" if self.origin and self.origin not in text else text
+
+    def through(self, where: str, how: str) -> AttributePlacement:
+        """`where` placed as this is, `how` (a phrase naming this one) saying through what."""
+        return AttributePlacement(self.placement, where, how, self.origin or self.describe(), self.device)
 
 
 @dataclass
@@ -462,6 +737,14 @@ class ProjectModel:
     _roots_by_name: dict[str, str | None] = field(default_factory=dict)
     _test_files: dict[str, bool] = field(default_factory=dict)
     _placement_digest: str | None = None
+    # Values (see `_Values`), resolved on demand: who calls each function (caller, index into its calls, whether
+    # the callee's first parameter is bound), and what was found for parameters, results and attributes.
+    _incoming: dict[str, list[tuple[str, int, bool]]] | None = None
+    _parameters: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
+    _results: dict[str, AttributePlacement | None] = field(default_factory=dict)
+    _flows: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
+    _working: set = field(default_factory=set)
+    _flow_owners: dict[str, list[str]] | None = None
 
     @classmethod
     def build(cls, summaries: dict[str, dict], is_root, gpu_attributes: Iterable[str] = (),
@@ -763,8 +1046,209 @@ class ProjectModel:
                 if placed is not None:
                     return placed
             if class_name in self.classes:
-                return None
+                return self._attribute_flow(class_name, attr, 0)
         return self.by_attribute_name.get(attr) if _distinctive(attr) else None
+
+    # -- values: placement through parameters, results and attribute assignments --
+
+    def parameter(self, function: str, name: str, depth: int = 0) -> AttributePlacement | None:
+        """Where the parameter `name` of `function` lives when every call of it in the project passes a value the
+        model places, all in one place (and there is at least one call); None otherwise."""
+        key = (function, name)
+        if key in self._parameters:
+            return self._parameters[key]
+        if key in self._working or depth > _MAX_VALUE_DEPTH:
+            return None
+        self._working.add(key)
+        try:
+            found = self._parameter_uncached(function, name, depth)
+        finally:
+            self._working.discard(key)
+        self._parameters[key] = found
+        return found
+
+    def _parameter_uncached(self, function: str, name: str, depth: int) -> AttributePlacement | None:
+        record = self.functions.get(function)
+        if record is None or (record["params"].get(name) or "") in _SCALAR_TYPES:
+            return None
+        order = record.get("order", [])
+        callers = self._incoming_calls().get(function, [])
+        if not callers or len(callers) > _MAX_CALLERS:
+            return None
+        placed: list[tuple[str, AttributePlacement]] = []
+        for caller, index, bound in callers:
+            passed = self.functions[caller].get("passes", {}).get(index)
+            if passed is None:
+                return None
+            positional, keywords = passed
+            value = keywords.get(name)
+            if value is None:
+                position = order.index(name) if name in order else -1
+                if position >= 0 and not bound and record.get("bound"):
+                    position += 1  # `Class.method(obj, x)`: the object comes first
+                if not 0 <= position < len(positional):
+                    return None
+                value = positional[position]
+            found = self._value(value, caller, depth + 1)
+            if found is None:
+                return None
+            placed.append((caller, found))
+        if len({found.placement for _, found in placed}) != 1:
+            return None
+        caller, found = placed[0]
+        others = f" and {len(placed) - 1} more" if len(placed) > 1 else ""
+        return found.through(f"`{name}` of `{short_name(function)}`",
+                             f"passed {found.where} by `{short_name(caller)}`{others}")
+
+    def call_result(self, function: str, reference: str, depth: int = 0) -> AttributePlacement | None:
+        """Where the result of a call (by its reference, made in `function`) lives, when every project function
+        it may call returns values the model places, all in one place."""
+        record = self.functions.get(function)
+        if record is None:
+            return None
+        targets = [target for target, _ in self._value_targets(record, reference)]
+        results = [self._result(target, depth + 1) for target in targets]
+        if not results or any(result is None for result in results):
+            return None
+        if len({result.placement for result in results if result is not None}) != 1:
+            return None
+        return results[0]
+
+    def _result(self, function: str, depth: int) -> AttributePlacement | None:
+        if function in self._results:
+            return self._results[function]
+        if function in self._working or depth > _MAX_VALUE_DEPTH:
+            return None
+        self._working.add(function)
+        try:
+            values = self.functions[function].get("returns", [])
+            found = [self._value(value, function, depth + 1) for value in values]
+            result = None
+            if found and all(placed is not None for placed in found) \
+                    and len({placed.placement for placed in found if placed is not None}) == 1:
+                result = found[0].through(f"what `{short_name(function)}` returns", f"from {found[0].where}")
+        finally:
+            self._working.discard(function)
+        self._results[function] = result
+        return result
+
+    def _attribute_flow(self, class_name: str, attr: str, depth: int) -> AttributePlacement | None:
+        """`self.attr` of `class_name` placed through what its methods assign it: every assignment's value, in its
+        method, placed alike."""
+        key = (class_name, attr)
+        if key in self._flows:
+            return self._flows[key]
+        if key in self._working or depth > _MAX_VALUE_DEPTH:
+            return None
+        self._working.add(key)
+        try:
+            result = None
+            for owner in self.mro(class_name):
+                record = self.classes[owner]
+                if attr not in record["attrs"]:
+                    continue
+                flows = record.get("flows", {}).get(attr)
+                if record["attrs"][attr][0] != "" or not flows:
+                    break
+                found = [self._value(value, f"{record['module']}.{function}", depth + 1) if function else None
+                         for function, value in flows]
+                if all(placed is not None for placed in found) \
+                        and len({placed.placement for placed in found if placed is not None}) == 1:
+                    first = found[0]
+                    assert first is not None
+                    result = first.through(f"`{record['name']}.{attr}` ({record['module']}:{record['attrs'][attr][1]})",
+                                           f"from {first.where}")
+                break
+        finally:
+            self._working.discard(key)
+        self._flows[key] = result
+        return result
+
+    def _value(self, value: list, function: str, depth: int) -> AttributePlacement | None:
+        """Where a value (see `_Values`) of `function` lives, if the model can tell."""
+        if not value or depth > _MAX_VALUE_DEPTH:
+            return None
+        kind = value[0]
+        record = self.functions.get(function)
+        if record is None:
+            return None
+        own_class = f"{record['module']}.{record['class']}" if record["class"] else None
+        if kind == "k":
+            return AttributePlacement(value[1], f"{value[2]} in `{short_name(function)}`", "")
+        if kind == "d" or kind == "t":
+            inner = self._value(value[1], function, depth + 1)
+            return replace(inner, device=kind == "d") if inner is not None else None
+        if kind == "p":
+            return self.parameter(function, value[1], depth)
+        if kind == "c":
+            return self.call_result(function, value[1], depth)
+        if kind == "m":
+            if self._value_targets(record, value[1]):
+                return self.call_result(function, value[1], depth)
+            return self._value(value[2], function, depth + 1)
+        if kind == "a":
+            return self._placed_attribute(own_class, value[1], depth) if own_class else None
+        if kind == "sa":
+            holder = self.attribute_type(own_class, value[1]) if own_class else None
+            return self._placed_attribute(holder, value[2], depth) if holder else None
+        if kind == "pa":
+            annotation = record["params"].get(value[1])
+            holder = self._resolve_name(record["module"], annotation) if annotation else None
+            return self._placed_attribute(holder, value[2], depth) if holder in self.classes else None
+        found = [self._value(part, function, depth + 1) for part in value[1:]]
+        if kind == "or":
+            on_gpu = next((placed for placed in found if placed is not None and placed.placement == GPU), None)
+            if on_gpu is not None:
+                return on_gpu
+        if all(placed is not None for placed in found) \
+                and len({placed.placement for placed in found if placed is not None}) == 1:
+            return found[0]
+        return None
+
+    def _placed_attribute(self, class_name: str | None, attr: str, depth: int) -> AttributePlacement | None:
+        """An attribute of an object of a known class: its placement as assigned, else through the values
+        assigned to it. (Not by its name alone: a value resolved across calls needs the class.)"""
+        if class_name is None or class_name not in self.classes:
+            return None
+        for owner in self.mro(class_name):
+            placed = self.attribute_placements.get(owner, {}).get(attr)
+            if placed is not None:
+                return placed
+        return self._attribute_flow(class_name, attr, depth + 1)
+
+    def _value_targets(self, record: dict, reference: str) -> list[tuple[str, bool]]:
+        """The project functions a call may run, each with whether the call binds the callee's first parameter
+        (a method called on an object, or a constructor running `__init__`)."""
+        kind, _, name = reference.partition(":")
+        if kind in ("n", "d"):
+            target = self._resolve_name(record["module"], name)
+            if target in self.classes:
+                return [(f"{owner}.__init__", True) for owner in self.mro(target)
+                        if f"{owner}.__init__" in self.functions][:1]
+            if target is not None:
+                return [(target, False)]
+        return [(target, True) for target in self._resolve_call(record, reference)]
+
+    def flow_owners(self) -> dict[str, list[str]]:
+        """The classes with an attribute only values can place, by attribute name."""
+        if self._flow_owners is None:
+            owners: dict[str, list[str]] = {}
+            for qualified, record in self.classes.items():
+                for attr in record.get("flows", ()):
+                    if record["attrs"].get(attr, ("",))[0] == "":
+                        owners.setdefault(attr, []).append(qualified)
+            self._flow_owners = owners
+        return self._flow_owners
+
+    def _incoming_calls(self) -> dict[str, list[tuple[str, int, bool]]]:
+        if self._incoming is None:
+            incoming: dict[str, list[tuple[str, int, bool]]] = {}
+            for caller, record in self.functions.items():
+                for index, reference in enumerate(record["calls"]):
+                    for target, bound in self._value_targets(record, reference):
+                        incoming.setdefault(target, []).append((caller, index, bound))
+            self._incoming = incoming
+        return self._incoming
 
     def attribute_type(self, class_name: str, attr: str) -> str | None:
         for owner in self.mro(class_name):
@@ -793,6 +1277,11 @@ class ProjectModel:
     def view(self, path: str) -> FileView:
         return FileView(self, os.path.abspath(path))
 
+
+# How far values are followed (calls, parameters, assignments), and the most calls a parameter's placement is
+# gathered from: a helper called from everywhere is placed by none of them.
+_MAX_VALUE_DEPTH = 12
+_MAX_CALLERS = 12
 
 _TOO_COMMON_ATTRIBUTES = frozenset({"data", "weight", "bias", "grad", "device", "dtype", "shape", "value", "values",
                                     "input", "output", "state", "buffer", "cache", "mask", "tensor"})
@@ -823,6 +1312,7 @@ class FileView:
         self.module = summary["module"] if summary else None
         self.summary = summary
         self._opened: frozenset[str] | None = None  # opened_for(), asked by the engine and by the sync finder
+        self._inferred: list[tuple[str, str]] | None = None
 
     def qualified(self, local_qualname: str) -> str:
         return f"{self.module}.{local_qualname}"
@@ -849,6 +1339,19 @@ class FileView:
         annotation)."""
         return self.model.attribute_type(class_name, attr) if class_name else None
 
+    def parameter(self, local_qualname: str, name: str) -> AttributePlacement | None:
+        """Where parameter `name` of the function lives, by what every call of it in the project passes."""
+        return self.model.parameter(self.qualified(local_qualname), name) if self.module is not None else None
+
+    def call_result(self, local_qualname: str, call: ast.Call) -> AttributePlacement | None:
+        """Where the result of `call`, made in the function, lives, by what the project functions it may call
+        return."""
+        record = self.model.functions.get(self.qualified(local_qualname)) if self.module is not None else None
+        if record is None:
+            return None
+        reference = call_reference(call, record["params"], record.get("self") or None)
+        return self.model.call_result(self.qualified(local_qualname), reference) if reference else None
+
     def device_context(self, local_qualname: str) -> str | None:
         """Where a `with torch.device(...)` that may be open around this function is, if the model sees one."""
         if self.module is None:
@@ -869,9 +1372,39 @@ class FileView:
         facts = set()
         if any((hot := self.hot(name)) and len(hot.chain) > 1 for name in self.summary["functions"] if name):
             facts.add("hotness")
-        if not self.model.gpu_attribute_names.isdisjoint(self.summary["reads"]) or self._uses_gpu_holding_class():
+        if not self.model.gpu_attribute_names.isdisjoint(self.summary["reads"]) or self._uses_gpu_holding_class() \
+                or any(placement == GPU for _, placement in self.inferred()):
             facts.add("placement")
         return frozenset(facts)
+
+    def inferred(self) -> list[tuple[str, str]]:
+        """What the model infers through values for this file, as (what, placement): the parameters of its
+        functions, the results of their calls, and the attributes it reads that classes assign values the model
+        follows. Its findings depend on these answers (the key), and a GPU among them opens the file."""
+        if self._inferred is None:
+            found: list[tuple[str, str]] = []
+            model = self.model
+            for name, record in (self.summary or {}).get("functions", {}).items():
+                if not name:
+                    continue
+                qualified = self.qualified(name)
+                for parameter in record.get("order", []):
+                    placed = model.parameter(qualified, parameter)
+                    if placed is not None:
+                        found.append((f"{name}({parameter})", placed.placement))
+                for reference in set(record["calls"]):
+                    placed = model.call_result(qualified, reference)
+                    if placed is not None:
+                        found.append((f"{name}:{reference}", placed.placement))
+            reads = set((self.summary or {}).get("reads", ()))
+            for attr, owners in model.flow_owners().items():
+                if attr in reads:
+                    for owner in owners:
+                        placed = model._attribute_flow(owner, attr, 0)
+                        if placed is not None:
+                            found.append((f"{owner}.{attr}", placed.placement))
+            self._inferred = sorted(found)
+        return self._inferred
 
     def _uses_gpu_holding_class(self) -> bool:
         """Whether the file's classes hold, or its functions take, objects of a class that places an attribute on
@@ -901,6 +1434,7 @@ class FileView:
                 context = self.device_context(name) if name else None
                 digest.update(f"{context or ''};".encode())
         digest.update(self.model.placement_digest().encode())
+        digest.update(repr(self.inferred()).encode())
         return digest.hexdigest()
 
 

@@ -331,3 +331,90 @@ def test_shapes_of_unknown_placement_need_a_function_hot_by_name(tmp_path):
             "    def helper(self, mask):\n        return mask.nonzero()\n")
     make_project(tmp_path, model=code)
     assert [(finding["location"]["row"], finding["code"]) for finding in check(tmp_path)] == [(7, "HDL301")]
+
+
+# Values followed across calls: a device made in one class reaches another's constructor, a buffer made on it is
+# passed to a helper in a third file, and a helper returns what it is given.
+STATE = '''\
+import torch
+
+
+class PenaltiesState:
+    def __init__(self, n, device):
+        self.device = device
+        self.bin_mask = torch.zeros(n, device=self.device)
+
+    def apply_staged_writes(self, index):
+        return bincount(self.bin_mask, index)
+
+
+def bincount(mask, index):
+    return mask[index].sum().item()
+'''
+
+WORKER = '''\
+import torch
+
+from pkg.state import PenaltiesState
+
+
+class Worker:
+    def __init__(self, local_rank):
+        self.device = torch.device(f"cuda:{local_rank}")
+        self.state = PenaltiesState(4, self.device)
+
+    def _pad(self, tensor):
+        return torch.cat([tensor, tensor])
+
+    def forward_batch_generation(self, index):
+        self.state.apply_staged_writes(index)
+        lens = self._pad(self.state.bin_mask)
+        if self.device != lens.device:
+            return None
+        return lens.max().item()
+'''
+
+
+def test_placement_follows_arguments_into_parameters_and_results_out_of_calls(tmp_path):
+    make_project(tmp_path, state=STATE, worker=WORKER)
+    findings = check(tmp_path)
+    assert by_file(findings) == {"state.py": [(14, "HDL201")], "worker.py": [(19, "HDL201")]}
+    messages = {Path(finding["filename"]).name: finding["message"] for finding in findings}
+    # bincount is hot through two calls, and its `mask` parameter is the buffer every caller passes
+    assert "hot: Worker.forward_batch_generation -> PenaltiesState.apply_staged_writes -> bincount" in messages["state.py"]
+    assert "`mask` of `bincount` passed `PenaltiesState.bin_mask` (pkg.state:7)" in messages["state.py"]
+    assert "first: the device `torch.device(f'cuda:{local_rank}')` in `Worker.__init__`" in messages["state.py"]
+    assert "what `Worker._pad` returns" in messages["worker.py"]
+    # the device comparison on line 17 is no tensor condition: a device is followed apart from tensors
+    assert all(finding["code"] != "HDL203" for finding in findings)
+
+
+def test_a_parameter_is_placed_only_when_every_call_passes_a_placed_value(tmp_path):
+    other = "from pkg.state import bincount\n\n\ndef audit(mask):\n    return bincount(mask, 0)\n"
+    make_project(tmp_path, state=STATE, worker=WORKER, other=other)
+    assert by_file(check(tmp_path)).get("state.py") is None
+
+
+def test_a_change_to_what_a_constructor_is_passed_changes_findings_in_another_file_with_the_cache(tmp_path,
+                                                                                                 monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_project(tmp_path, state=STATE, worker=WORKER)
+    assert by_file(check(tmp_path, cache=True))["state.py"] == [(14, "HDL201")]
+    # The worker now keeps the state on the host: state.py is unchanged, its finding goes.
+    (tmp_path / "pkg" / "worker.py").write_text(WORKER.replace('PenaltiesState(4, self.device)',
+                                                               'PenaltiesState(4, "cpu")'))
+    assert "state.py" not in by_file(check(tmp_path, cache=True))
+    assert by_file(check(tmp_path, cache=False)) == by_file(check(tmp_path, cache=True))
+
+
+def test_values_are_summarized_from_the_ast():
+    tree = ast.parse(STATE)
+    summary = summarize(tree, "pkg.state")
+    assert summary["classes"]["PenaltiesState"]["flows"] == {
+        "device": [["PenaltiesState.__init__", ["p", "device"]]],
+        "bin_mask": [["PenaltiesState.__init__", ["t", ["a", "device"]]]]}
+    function = summary["functions"]["bincount"]
+    assert function["order"] == ["mask", "index"] and function["returns"] == [[]]  # `.item()` is no tensor
+    method = summary["functions"]["PenaltiesState.apply_staged_writes"]
+    assert method["order"] == ["index"] and method["bound"]
+    assert method["passes"] == {0: [[["a", "bin_mask"], ["p", "index"]], {}]}
