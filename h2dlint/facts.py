@@ -374,9 +374,10 @@ def defined_function_names(text: str) -> frozenset[str]:
 
 HOT_FUNCTION_NAMES = frozenset({"forward", "backward", "__call__", "step", "training_step", "train_step",
                                 "validation_step", "forward_batch", "decode", "sample", "generate",
-                                # the per-step entry points of inference engines (sglang's scheduler and workers)
+                                # the per-step entry points of inference engines (sglang's scheduler and workers,
+                                # vLLM's workers and model runners)
                                 "forward_batch_generation", "run_batch", "prepare_for_decode", "prepare_for_extend",
-                                "prepare_for_idle", "prepare_for_verify", "prepare_for_draft_extend"})
+                                "prepare_for_idle", "prepare_for_verify", "prepare_for_draft_extend", "execute_model"})
 # Glob patterns (fnmatch) of hot function names: attention backends' per-step metadata set-up. A name with
 # "capture" in it matches none of them: that set-up runs once per CUDA graph captured, not per step.
 HOT_FUNCTION_PATTERNS = ("init_forward_metadata*", "*_replay_cuda_graph")

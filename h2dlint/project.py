@@ -281,7 +281,7 @@ class _Summarizer:
         pending = self._pending
         assert pending is not None
         values = _Values(pending.parameters, pending.assigned, self_name,
-                         lambda call: self._call_reference(call, params, self_name), self.imports)
+                         lambda call: self._call_reference(call, params, self_name), self.imports, params)
         returns = [values.of(value) for value in pending.returns]
         if returns:
             record["returns"] = returns
@@ -445,8 +445,9 @@ class _Values:
     Context free: a parameter's value is whatever every caller passes (resolved by the model)."""
 
     def __init__(self, parameters: set[str], assigned: dict[str, list[ast.expr | None]], self_name: str | None,
-                 reference_of, imports: dict[str, str]) -> None:
+                 reference_of, imports: dict[str, str], annotations: dict[str, str]) -> None:
         self.parameters = parameters
+        self.annotations = annotations
         self.assigned = assigned
         self.self_name = self_name
         self.reference_of = reference_of
@@ -468,7 +469,8 @@ class _Values:
         if cls is ast.Attribute:
             base = expr.value
             if (expr.attr == "device" or expr.attr in SAME_DEVICE_ATTRIBUTES) \
-                    and not (base.__class__ is ast.Name and base.id == self.self_name):
+                    and not (base.__class__ is ast.Name and (base.id == self.self_name or base.id in self.annotations
+                                                             and "Tensor" not in self.annotations[base.id])):
                 inner = self.of(base, depth + 1)  # a tensor's device, or a view of it: where the tensor is
                 return ["d", inner] if inner and expr.attr == "device" else inner
             if base.__class__ is ast.Name:
@@ -744,6 +746,7 @@ class ProjectModel:
     _results: dict[str, AttributePlacement | None] = field(default_factory=dict)
     _flows: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
     _working: set = field(default_factory=set)
+    _cuts: int = 0
     _flow_owners: dict[str, list[str]] | None = None
 
     @classmethod
@@ -1052,19 +1055,35 @@ class ProjectModel:
     # -- values: placement through parameters, results and attribute assignments --
 
     def parameter(self, function: str, name: str, depth: int = 0) -> AttributePlacement | None:
-        """Where the parameter `name` of `function` lives when every call of it in the project passes a value the
-        model places, all in one place (and there is at least one call); None otherwise."""
-        key = (function, name)
-        if key in self._parameters:
-            return self._parameters[key]
-        if key in self._working or depth > _MAX_VALUE_DEPTH:
+        """Where the parameter `name` of `function` lives when the calls of it in the project pass values the model
+        places, all in one place (and there is at least one); None otherwise. A call that passes on a parameter of
+        its own function that nothing in the project calls (`super().__init__(config, device)` in a subclass
+        built elsewhere) says nothing either way, and is left out."""
+        found = self._parameter(function, name, depth)
+        return found if found is not _OPEN else None
+
+    def _parameter(self, function: str, name: str, depth: int) -> AttributePlacement | None:
+        return self._memoized(self._parameters, (function, name), depth,
+                              lambda: self._parameter_uncached(function, name, depth))
+
+    def _memoized(self, table: dict, key, depth: int, compute):
+        """`table[key]`, computed once. A question met again while it is being answered (a cycle of calls or
+        assignments), or too deep, is answered None; what was found through such an answer is not kept, so that
+        every answer kept is the same whatever was asked first."""
+        if key in table:
+            return table[key]
+        tagged = (id(table), key)
+        if tagged in self._working or depth > _MAX_VALUE_DEPTH:
+            self._cuts += 1
             return None
-        self._working.add(key)
+        cuts = self._cuts
+        self._working.add(tagged)
         try:
-            found = self._parameter_uncached(function, name, depth)
+            found = compute()
         finally:
-            self._working.discard(key)
-        self._parameters[key] = found
+            self._working.discard(tagged)
+        if self._cuts == cuts:
+            table[key] = found
         return found
 
     def _parameter_uncached(self, function: str, name: str, depth: int) -> AttributePlacement | None:
@@ -1073,7 +1092,9 @@ class ProjectModel:
             return None
         order = record.get("order", [])
         callers = self._incoming_calls().get(function, [])
-        if not callers or len(callers) > _MAX_CALLERS:
+        if not callers:
+            return _OPEN
+        if len(callers) > _MAX_CALLERS:
             return None
         placed: list[tuple[str, AttributePlacement]] = []
         for caller, index, bound in callers:
@@ -1089,6 +1110,8 @@ class ProjectModel:
                 if not 0 <= position < len(positional):
                     return None
                 value = positional[position]
+            if value and value[0] == "p" and self._parameter(caller, value[1], depth + 1) is _OPEN:
+                continue
             found = self._value(value, caller, depth + 1)
             if found is None:
                 return None
@@ -1115,54 +1138,40 @@ class ProjectModel:
         return results[0]
 
     def _result(self, function: str, depth: int) -> AttributePlacement | None:
-        if function in self._results:
-            return self._results[function]
-        if function in self._working or depth > _MAX_VALUE_DEPTH:
-            return None
-        self._working.add(function)
-        try:
-            values = self.functions[function].get("returns", [])
-            found = [self._value(value, function, depth + 1) for value in values]
-            result = None
-            if found and all(placed is not None for placed in found) \
-                    and len({placed.placement for placed in found if placed is not None}) == 1:
-                result = found[0].through(f"what `{short_name(function)}` returns", f"from {found[0].where}")
-        finally:
-            self._working.discard(function)
-        self._results[function] = result
-        return result
+        return self._memoized(self._results, function, depth, lambda: self._result_uncached(function, depth))
+
+    def _result_uncached(self, function: str, depth: int) -> AttributePlacement | None:
+        values = self.functions[function].get("returns", [])
+        found = [self._value(value, function, depth + 1) for value in values]
+        if found and all(placed is not None for placed in found) \
+                and len({placed.placement for placed in found if placed is not None}) == 1:
+            return found[0].through(f"what `{short_name(function)}` returns", f"from {found[0].where}")
+        return None
 
     def _attribute_flow(self, class_name: str, attr: str, depth: int) -> AttributePlacement | None:
         """`self.attr` of `class_name` placed through what its methods assign it: every assignment's value, in its
         method, placed alike."""
-        key = (class_name, attr)
-        if key in self._flows:
-            return self._flows[key]
-        if key in self._working or depth > _MAX_VALUE_DEPTH:
+        return self._memoized(self._flows, (class_name, attr), depth,
+                              lambda: self._attribute_flow_uncached(class_name, attr, depth))
+
+    def _attribute_flow_uncached(self, class_name: str, attr: str, depth: int) -> AttributePlacement | None:
+        for owner in self.mro(class_name):
+            record = self.classes[owner]
+            if attr not in record["attrs"]:
+                continue
+            flows = record.get("flows", {}).get(attr)
+            if record["attrs"][attr][0] != "" or not flows:
+                return None
+            found = [self._value(value, f"{record['module']}.{function}", depth + 1) if function else None
+                     for function, value in flows]
+            if all(placed is not None for placed in found) \
+                    and len({placed.placement for placed in found if placed is not None}) == 1:
+                first = found[0]
+                assert first is not None
+                return first.through(f"`{record['name']}.{attr}` ({record['module']}:{record['attrs'][attr][1]})",
+                                     f"from {first.where}")
             return None
-        self._working.add(key)
-        try:
-            result = None
-            for owner in self.mro(class_name):
-                record = self.classes[owner]
-                if attr not in record["attrs"]:
-                    continue
-                flows = record.get("flows", {}).get(attr)
-                if record["attrs"][attr][0] != "" or not flows:
-                    break
-                found = [self._value(value, f"{record['module']}.{function}", depth + 1) if function else None
-                         for function, value in flows]
-                if all(placed is not None for placed in found) \
-                        and len({placed.placement for placed in found if placed is not None}) == 1:
-                    first = found[0]
-                    assert first is not None
-                    result = first.through(f"`{record['name']}.{attr}` ({record['module']}:{record['attrs'][attr][1]})",
-                                           f"from {first.where}")
-                break
-        finally:
-            self._working.discard(key)
-        self._flows[key] = result
-        return result
+        return None
 
     def _value(self, value: list, function: str, depth: int) -> AttributePlacement | None:
         """Where a value (see `_Values`) of `function` lives, if the model can tell."""
@@ -1278,9 +1287,10 @@ class ProjectModel:
         return FileView(self, os.path.abspath(path))
 
 
-# How far values are followed (calls, parameters, assignments), and the most calls a parameter's placement is
-# gathered from: a helper called from everywhere is placed by none of them.
-_MAX_VALUE_DEPTH = 12
+# How deep values are followed (calls, parameters, assignments: each hop takes one to three levels), and the most
+# calls a parameter's placement is gathered from: a helper called from everywhere is placed by none of them.
+_MAX_VALUE_DEPTH = 24
+_OPEN = AttributePlacement("open", "", "")  # a parameter no call in the project passes
 _MAX_CALLERS = 12
 
 _TOO_COMMON_ATTRIBUTES = frozenset({"data", "weight", "bias", "grad", "device", "dtype", "shape", "value", "values",
