@@ -389,10 +389,16 @@ def test_placement_follows_arguments_into_parameters_and_results_out_of_calls(tm
     assert all(finding["code"] != "HDL203" for finding in findings)
 
 
-def test_a_parameter_is_placed_only_when_every_call_passes_a_placed_value(tmp_path):
-    other = "from pkg.state import bincount\n\n\ndef audit(mask):\n    return bincount(mask, 0)\n"
+@pytest.mark.parametrize(("caller", "placed"), [
+    # another call passes a tensor of unknown placement: the parameter is unknown
+    ("def audit(values):\n    return bincount(torch.as_tensor(values), 0)\n", False),
+    # another call passes on a parameter of its own that no call in the project passes: it says nothing
+    ("def audit(mask):\n    return bincount(mask, 0)\n", True),
+])
+def test_a_parameter_is_placed_only_when_the_calls_that_say_something_agree(tmp_path, caller, placed):
+    other = "import torch\nfrom pkg.state import bincount\n\n\n" + caller
     make_project(tmp_path, state=STATE, worker=WORKER, other=other)
-    assert by_file(check(tmp_path)).get("state.py") is None
+    assert by_file(check(tmp_path)).get("state.py") == ([(14, "HDL201")] if placed else None)
 
 
 def test_a_change_to_what_a_constructor_is_passed_changes_findings_in_another_file_with_the_cache(tmp_path,
