@@ -519,7 +519,7 @@ class _Values:
             if method == "format" and receiver.__class__ is ast.Constant and str(receiver.value).startswith("cuda"):
                 return ["d", ["k", GPU, f"the device `{receiver.value!r}.format(...)`"]]
             if method == "to":
-                target = call.args[0] if call.args else device
+                target = device if device is not None else call.args[0] if call.args else None
                 if target is None or (_dotted(target) or "").rpartition(".")[2] in TORCH_DTYPES:
                     return self.of(receiver, depth + 1)
                 return _on(self.of(target, depth + 1))  # a device, or a tensor whose device it takes
@@ -741,13 +741,14 @@ class ProjectModel:
     _placement_digest: str | None = None
     # Values (see `_Values`), resolved on demand: who calls each function (caller, index into its calls, whether
     # the callee's first parameter is bound), and what was found for parameters, results and attributes.
-    _incoming: dict[str, list[tuple[str, int, bool]]] | None = None
+    _incoming: dict[str, list[tuple[str, int, bool]]] = field(default_factory=dict)
+    _calls_by_name: dict[str, list[tuple[str, int, str]]] | None = None
     _parameters: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
     _results: dict[str, AttributePlacement | None] = field(default_factory=dict)
     _flows: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
     _working: set = field(default_factory=set)
     _cuts: int = 0
-    _flow_owners: dict[str, list[str]] | None = None
+    _value_names: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
 
     @classmethod
     def build(cls, summaries: dict[str, dict], is_root, gpu_attributes: Iterable[str] = (),
@@ -1091,7 +1092,7 @@ class ProjectModel:
         if record is None or (record["params"].get(name) or "") in _SCALAR_TYPES:
             return None
         order = record.get("order", [])
-        callers = self._incoming_calls().get(function, [])
+        callers = self._callers(function)
         if not callers:
             return _OPEN
         if len(callers) > _MAX_CALLERS:
@@ -1238,26 +1239,58 @@ class ProjectModel:
                 return [(target, False)]
         return [(target, True) for target in self._resolve_call(record, reference)]
 
-    def flow_owners(self) -> dict[str, list[str]]:
-        """The classes with an attribute only values can place, by attribute name."""
-        if self._flow_owners is None:
-            owners: dict[str, list[str]] = {}
-            for qualified, record in self.classes.items():
-                for attr in record.get("flows", ()):
-                    if record["attrs"].get(attr, ("",))[0] == "":
-                        owners.setdefault(attr, []).append(qualified)
-            self._flow_owners = owners
-        return self._flow_owners
+    def answer(self, question: tuple) -> AttributePlacement | None:
+        """The answer to a question about values, as FileView asks and keys record them."""
+        kind, first, second = question
+        if kind == "parameter":
+            return self.parameter(first, second)
+        if kind == "result":
+            return self.call_result(first, second)
+        return self.attribute(first or None, second)
 
-    def _incoming_calls(self) -> dict[str, list[tuple[str, int, bool]]]:
-        if self._incoming is None:
-            incoming: dict[str, list[tuple[str, int, bool]]] = {}
+    def value_names(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        """Names through which values may place something (see FileView._may_receive_values): those of the functions
+        calls pass a value to, those of the functions that return one, and the attributes assigned one."""
+        if self._value_names is None:
+            passed, returned, assigned = set(), set(), set()
+            for name, record in self.functions.items():
+                for index in record.get("passes", ()):
+                    passed.add(record["calls"][index].rpartition(".")[2].rpartition(":")[2])
+                if any(record.get("returns", ())):
+                    returned.add(name.rpartition(".")[2])
+            for record in self.classes.values():
+                assigned.update(attr for attr, flows in record.get("flows", {}).items()
+                                if any(value for _, value in flows))
+            self._value_names = (frozenset(passed), frozenset(returned), frozenset(assigned))
+        return self._value_names
+
+    def _callers(self, function: str) -> list[tuple[str, int, bool]]:
+        """The calls in the project that may run `function`: (caller, index into its calls, whether the call binds
+        the first parameter). Only the calls written with its name (or, for `__init__`, the name of its class or
+        of a subclass that inherits it) are resolved."""
+        if self._calls_by_name is None:
+            by_name: dict[str, list[tuple[str, int, str]]] = {}
             for caller, record in self.functions.items():
                 for index, reference in enumerate(record["calls"]):
-                    for target, bound in self._value_targets(record, reference):
-                        incoming.setdefault(target, []).append((caller, index, bound))
-            self._incoming = incoming
-        return self._incoming
+                    by_name.setdefault(reference.rpartition(".")[2].rpartition(":")[2], []).append(
+                        (caller, index, reference))
+            self._calls_by_name = by_name
+        owner, _, name = function.rpartition(".")
+        names = {name}
+        if name == "__init__":
+            queue = [owner]
+            while queue:
+                class_name = queue.pop()
+                names.add(class_name.rpartition(".")[2])
+                queue.extend(sub for sub in self.subclasses.get(class_name, ())
+                             if f"{sub}.__init__" not in self.functions and sub.rpartition(".")[2] not in names)
+        for written in names:
+            # Every call written with this name is resolved once, and filed under each function it may run.
+            calls = self._calls_by_name.pop(written, None)
+            for caller, index, reference in calls or ():
+                for target, bound in self._value_targets(self.functions[caller], reference):
+                    self._incoming.setdefault(target, []).append((caller, index, bound))
+        return self._incoming.get(function, [])
 
     def attribute_type(self, class_name: str, attr: str) -> str | None:
         for owner in self.mro(class_name):
@@ -1322,7 +1355,8 @@ class FileView:
         self.module = summary["module"] if summary else None
         self.summary = summary
         self._opened: frozenset[str] | None = None  # opened_for(), asked by the engine and by the sync finder
-        self._inferred: list[tuple[str, str]] | None = None
+        # The questions about values asked through this view: a file's findings depend on their answers (key).
+        self.asked: set[tuple[str, ...]] = set()
 
     def qualified(self, local_qualname: str) -> str:
         return f"{self.module}.{local_qualname}"
@@ -1342,7 +1376,9 @@ class FileView:
         return resolved if resolved in self.model.classes else None
 
     def attribute(self, class_name: str | None, attr: str) -> AttributePlacement | None:
-        return self.model.attribute(class_name, attr)
+        question = ("attribute", class_name or "", attr)
+        self.asked.add(question)
+        return self.model.answer(question)
 
     def attribute_type(self, class_name: str | None, attr: str) -> str | None:
         """The class of `<object of class_name>.attr`, when the project defines it (`self.x = Buffer(...)`, or an
@@ -1351,7 +1387,11 @@ class FileView:
 
     def parameter(self, local_qualname: str, name: str) -> AttributePlacement | None:
         """Where parameter `name` of the function lives, by what every call of it in the project passes."""
-        return self.model.parameter(self.qualified(local_qualname), name) if self.module is not None else None
+        if self.module is None:
+            return None
+        question = ("parameter", self.qualified(local_qualname), name)
+        self.asked.add(question)
+        return self.model.answer(question)
 
     def call_result(self, local_qualname: str, call: ast.Call) -> AttributePlacement | None:
         """Where the result of `call`, made in the function, lives, by what the project functions it may call
@@ -1360,7 +1400,11 @@ class FileView:
         if record is None:
             return None
         reference = call_reference(call, record["params"], record.get("self") or None)
-        return self.model.call_result(self.qualified(local_qualname), reference) if reference else None
+        if not reference:
+            return None
+        question = ("result", self.qualified(local_qualname), reference)
+        self.asked.add(question)
+        return self.model.answer(question)
 
     def device_context(self, local_qualname: str) -> str | None:
         """Where a `with torch.device(...)` that may be open around this function is, if the model sees one."""
@@ -1383,38 +1427,22 @@ class FileView:
         if any((hot := self.hot(name)) and len(hot.chain) > 1 for name in self.summary["functions"] if name):
             facts.add("hotness")
         if not self.model.gpu_attribute_names.isdisjoint(self.summary["reads"]) or self._uses_gpu_holding_class() \
-                or any(placement == GPU for _, placement in self.inferred()):
+                or self._may_receive_values():
             facts.add("placement")
         return frozenset(facts)
 
-    def inferred(self) -> list[tuple[str, str]]:
-        """What the model infers through values for this file, as (what, placement): the parameters of its
-        functions, the results of their calls, and the attributes it reads that classes assign values the model
-        follows. Its findings depend on these answers (the key), and a GPU among them opens the file."""
-        if self._inferred is None:
-            found: list[tuple[str, str]] = []
-            model = self.model
-            for name, record in (self.summary or {}).get("functions", {}).items():
-                if not name:
-                    continue
-                qualified = self.qualified(name)
-                for parameter in record.get("order", []):
-                    placed = model.parameter(qualified, parameter)
-                    if placed is not None:
-                        found.append((f"{name}({parameter})", placed.placement))
-                for reference in set(record["calls"]):
-                    placed = model.call_result(qualified, reference)
-                    if placed is not None:
-                        found.append((f"{name}:{reference}", placed.placement))
-            reads = set((self.summary or {}).get("reads", ()))
-            for attr, owners in model.flow_owners().items():
-                if attr in reads:
-                    for owner in owners:
-                        placed = model._attribute_flow(owner, attr, 0)
-                        if placed is not None:
-                            found.append((f"{owner}.{attr}", placed.placement))
-            self._inferred = sorted(found)
-        return self._inferred
+    def _may_receive_values(self) -> bool:
+        """Whether the model may place a value in this file through values (a superset, by names alone): one of its
+        functions has the name of a function some call passes a value to, one of its calls has the name of a
+        function that returns a value, or it reads an attribute of that name that some class is assigned a value."""
+        passed, returned, assigned = self.model.value_names()
+        for name, record in self.summary["functions"].items():
+            if name.rpartition(".")[2] in passed or name.endswith("__init__") \
+                    and record["class"].rpartition(".")[2] in passed:
+                return True
+            if any(reference.rpartition(".")[2].rpartition(":")[2] in returned for reference in record["calls"]):
+                return True
+        return not assigned.isdisjoint(self.summary["reads"])
 
     def _uses_gpu_holding_class(self) -> bool:
         """Whether the file's classes hold, or its functions take, objects of a class that places an attribute on
@@ -1432,10 +1460,10 @@ class FileView:
                 return True
         return False
 
-    def key(self) -> str:
+    def key(self, asked: tuple = ()) -> str:
         """What the findings of this file depend on in the model, as a digest: the hotness (and chains) of its
-        functions, and every attribute placement of the project. A findings cache entry is valid only with the
-        same key."""
+        functions, every attribute placement of the project, and the answers to the questions about values its
+        rules `asked` (see `asked`). A findings cache entry is valid only with the same key."""
         digest = hashlib.blake2b(digest_size=12)
         if self.summary is not None:
             for name in sorted(self.summary["functions"]):
@@ -1444,7 +1472,9 @@ class FileView:
                 context = self.device_context(name) if name else None
                 digest.update(f"{context or ''};".encode())
         digest.update(self.model.placement_digest().encode())
-        digest.update(repr(self.inferred()).encode())
+        for question in asked:
+            answer = self.model.answer(question)
+            digest.update(f"{question}={answer.describe() + str(answer.device) if answer else ''};".encode())
         return digest.hexdigest()
 
 
@@ -1635,11 +1665,15 @@ class Project:
         """Build the model now (before worker processes start, so that they share it)."""
         self._model = self.model
 
-    def key(self, path) -> str:
+    def key(self, path, asked: tuple = ()) -> str:
+        """The model key of the file at `path` (FileView.key), with the answers to the questions about values
+        `asked` when its findings were made."""
         absolute = os.path.abspath(path)
-        key = self._keys.get(absolute)
-        if key is None:
-            key = self._keys[absolute] = self.model.view(absolute).key()
+        known = self._keys.get(absolute)
+        if known is not None and tuple(map(tuple, known[0])) == asked:
+            return known[1]
+        key = self.model.view(absolute).key(asked)
+        self._keys[absolute] = (asked, key)
         return key
 
     def save(self) -> None:
