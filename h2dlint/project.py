@@ -1057,9 +1057,9 @@ class ProjectModel:
 
     def parameter(self, function: str, name: str, depth: int = 0) -> AttributePlacement | None:
         """Where the parameter `name` of `function` lives when the calls of it in the project pass values the model
-        places, all in one place (and there is at least one); None otherwise. A call that passes on a parameter of
-        its own function that nothing in the project calls (`super().__init__(config, device)` in a subclass
-        built elsewhere) says nothing either way, and is left out."""
+        places, all in one place (and there is at least one); None otherwise. A subclass's `super()` call that
+        passes on a parameter of its own that no call in the project passes (`super().__init__(config, device)` in
+        a subclass built elsewhere) says nothing either way, and is left out."""
         found = self._parameter(function, name, depth)
         return found if found is not _OPEN else None
 
@@ -1111,7 +1111,8 @@ class ProjectModel:
                 if not 0 <= position < len(positional):
                     return None
                 value = positional[position]
-            if value and value[0] == "p" and self._parameter(caller, value[1], depth + 1) is _OPEN:
+            if value and value[0] == "p" and self.functions[caller]["calls"][index].startswith("u:") \
+                    and self._parameter(caller, value[1], depth + 1) is _OPEN:
                 continue
             found = self._value(value, caller, depth + 1)
             if found is None:
