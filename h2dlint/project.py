@@ -32,7 +32,18 @@ from pathlib import Path
 
 from . import __version__
 from .cache import make_cache_folder
-from .facts import NOT_PER_STEP_WORDS, RUN_ONCE_FUNCTIONS, dotted_name, is_test_path, name_words, names_a_tensor
+from .facts import (
+    NOT_PER_STEP_WORDS,
+    RUN_ONCE_FUNCTIONS,
+    FileGate,
+    TreeEvidence,
+    dotted_name,
+    evidence_of,
+    is_hot_function,
+    is_test_path,
+    name_words,
+    names_a_tensor,
+)
 
 # Functions hotness does not flow into: those that run once or are no per-step work (the sync rules' own sets),
 # and, besides, saving and functions named for loading, checkpointing or building, which per-step code may call
@@ -70,7 +81,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 7
+SUMMARY_VERSION = 8
 
 
 # ----- one file's summary -----------------------------------------------------------------------------------------
@@ -84,6 +95,7 @@ SUMMARY_VERSION = 7
 #               "params": {parameter: dotted annotation}, "replay": bool}}
 #   default_device: [line of each `torch.set_default_device(...)` / `with torch.device(...)`]
 #   device_context_calls: [(function qualname or "", call reference)] made inside `with torch.device(...)`
+#   evidence: facts.TreeEvidence as data (GPU evidence, mirrored names, streams, collectives, torch, functions)
 #
 # A call reference is a string: "n:f" (a name), "d:a.b.f" (a dotted path from a name), "s:m" (`self.m`),
 # "sa:x.m" (`self.x.m`), "p:x.m" (`x.m` on a parameter `x`), "u:m" (`super().m`), "a:m" (`<other>.m`).
@@ -111,7 +123,9 @@ def module_name_for(path: Path, source_roots: Iterable[Path] = (), project_root:
 
 def summarize(tree: ast.Module, module: str, is_package: bool = False) -> dict:
     """The summary of one parsed file (see the layout above)."""
-    return _Summarizer(module, is_package).run(tree)
+    summary = _Summarizer(module, is_package).run(tree)
+    summary["evidence"] = evidence_of(tree).as_data()
+    return summary
 
 
 class _Summarizer:
@@ -823,6 +837,7 @@ class FileView:
         self.module = summary["module"] if summary else None
         self.summary = summary
         self._opened: frozenset[str] | None = None  # opened_for(), asked by the engine and by the sync finder
+        self._evidence: TreeEvidence | None = None
 
     def qualified(self, local_qualname: str) -> str:
         return f"{self.module}.{local_qualname}"
@@ -862,6 +877,24 @@ class FileView:
         if self._opened is None:
             self._opened = self._facts_the_text_cannot_show()
         return self._opened
+
+    def evidence(self) -> TreeEvidence | None:
+        """What the file's tree shows about devices, streams and collectives (see facts.TreeEvidence)."""
+        if self._evidence is None and self.summary is not None and "evidence" in self.summary:
+            self._evidence = TreeEvidence.from_data(self.summary["evidence"])
+        return self._evidence
+
+    def gate(self, settings, text: str) -> FileGate | None:
+        """What the file's summary tells the text tests before parsing (see FileGate); None without a summary.
+        The run's `gpu-device-names` are not in the cached summary: a file naming the last part of one is open."""
+        evidence = self.evidence()
+        if evidence is None:
+            return None
+        opened = self.opened_for()
+        gpu = evidence.gpu or "placement" in opened or any(name.rsplit(".", 1)[-1] in text for name in settings.gpu_device_names)
+        configured = frozenset(settings.hot_functions)
+        return FileGate(gpu=gpu, hot_names="hotness" in opened or any(is_hot_function(name, configured)
+                                                                         for name in evidence.defined))
 
     def _facts_the_text_cannot_show(self) -> frozenset[str]:
         if self.summary is None:
