@@ -13,7 +13,6 @@ import enum
 import functools
 import re
 from bisect import bisect_left
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import PurePath
@@ -249,36 +248,9 @@ def word_gate(text: str, settings) -> FileGate:
 
 
 def evidence_of(tree: ast.Module) -> TreeEvidence:
-    """The evidence of a tree not indexed by FileFacts (the project model's summaries)."""
-    return _evidence(_indexed_pairs(tree))
-
-
-def _indexed_pairs(tree: ast.Module) -> list[tuple[ast.AST, ast.AST]]:
-    """(node, parent) for the nodes FileFacts' index walk visits: every node but annotations."""
-    pairs: list[tuple[ast.AST, ast.AST]] = []
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        fields = _INDEXED_FIELDS.get(kind)
-        for name in fields if fields is not None else _indexed_fields(kind):
-            value = getattr(node, name)
-            if value.__class__ is list:
-                for child in value:
-                    if child is not None:
-                        pairs.append((child, node))
-                        if child.__class__ not in _LEAF_TYPES:
-                            stack.append(child)
-            elif value is not None:
-                pairs.append((value, node))
-                if value.__class__ not in _LEAF_TYPES:
-                    stack.append(value)
-    return pairs
-
-
-def _evidence(pairs: Collection[tuple[ast.AST, ast.AST]]) -> TreeEvidence:
-    # One pass sorts out the few kinds of nodes that matter; what they say is read from the (much fewer) distinct
-    # names and the calls and strings afterwards.
+    """What the tree shows about devices, streams and collectives: one walk over the nodes FileFacts indexes
+    (annotations left out) sorts out the few kinds that matter; what they say is read afterwards from the (much
+    fewer) distinct names, and from the calls and strings."""
     names: set[str] = set()  # read as a name or passed as a keyword
     attributes: set[str] = set()
     parameters: set[str] = set()
@@ -287,23 +259,36 @@ def _evidence(pairs: Collection[tuple[ast.AST, ast.AST]]) -> TreeEvidence:
     keywords: list[ast.keyword] = []
     strings: list[tuple[ast.expr, ast.AST]] = []  # string constants and f-strings, with their parents
     imports: list[ast.Import | ast.ImportFrom] = []
-    for node, parent in pairs:
+    other_accelerator = False
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
         kind = node.__class__
-        if kind is ast.Name:
-            names.add(node.id)
-        elif kind is ast.Attribute:
-            attributes.add(node.attr)
-        elif kind is ast.Constant:
-            if node.value.__class__ is str:
-                strings.append((node, parent))
+        fields = _INDEXED_FIELDS.get(kind)
+        for field_name in fields if fields is not None else _indexed_fields(kind):
+            value = getattr(node, field_name)
+            for child in value if value.__class__ is list else (value,):
+                child_kind = child.__class__
+                if child_kind is ast.Name:
+                    names.add(child.id)
+                elif child_kind is ast.Constant:
+                    if child.value.__class__ is str:
+                        strings.append((child, node))
+                elif child is not None:
+                    if child_kind is ast.JoinedStr:
+                        strings.append((child, node))
+                    stack.append(child)
+        if kind is ast.Attribute:
+            attr = node.attr
+            attributes.add(attr)
+            if attr in _OTHER_ACCELERATOR_ATTRIBUTES and node.value.__class__ is ast.Name and node.value.id == "torch":
+                other_accelerator = True
         elif kind is ast.Call:
             calls.append(node)
         elif kind is ast.keyword:
             keywords.append(node)
         elif kind is ast.arg:
             parameters.add(node.arg)
-        elif kind is ast.JoinedStr:
-            strings.append((node, parent))
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             defined.add(node.name)
         elif kind is ast.Import or kind is ast.ImportFrom:
@@ -337,10 +322,8 @@ def _evidence(pairs: Collection[tuple[ast.AST, ast.AST]]) -> TreeEvidence:
             gpu = _may_be_read_as_device(node, parent)
     identifiers = names | attributes | parameters
     imported = _imported_names(imports)
-    other_accelerator = any(module.split(".")[0] in _OTHER_ACCELERATOR_MODULES for module in imported.values()) or (
-        "torch" in names and not attributes.isdisjoint(_OTHER_ACCELERATOR_ATTRIBUTES) and any(
-            node.__class__ is ast.Attribute and node.attr in _OTHER_ACCELERATOR_ATTRIBUTES
-            and node.value.__class__ is ast.Name and node.value.id == "torch" for node, _ in pairs))
+    other_accelerator = other_accelerator or any(module.split(".")[0] in _OTHER_ACCELERATOR_MODULES
+                                                 for module in imported.values())
     gloo = gloo or any("gloo" in identifier.lower() for identifier in identifiers)
     device_collectives = not gloo and any(
         (_qualified(dotted_name(call.func), imported) or "").startswith("torch.distributed.")
@@ -509,7 +492,7 @@ class FileFacts:
         """What the tree shows about devices, streams and collectives (see TreeEvidence): from the project model's
         summary of the file, which holds it, else from the nodes indexed."""
         known = self.project.evidence() if self.project is not None else None
-        return known if known is not None else _evidence(self.parents.items())
+        return known if known is not None else evidence_of(self.tree)
 
     @functools.cached_property
     def gpu_evidence(self) -> bool:
