@@ -228,17 +228,18 @@ class FileGate:
 
 OPEN_GATE = FileGate()
 # The words without which a file's tree holds no GPU evidence (TreeEvidence.gpu): `.cuda()`, a CUDA device string,
-# `current_device`, `device=<int>`, a `*_gpu` / `*_cuda` attribute, torch.distributed, a host mirror; and, for
-# `.to(<int>)`, `to` then a digit past anything but words (brackets, blanks, comments).
-_GPU_WORDS = ("cuda", "device", "_gpu", "distributed", "_cpu", "_host")
-_ORDINAL_COPY = re.compile(r"to(?:[^\w#]|#[^\n]*+)*+\d")
+# a `*_gpu` / `*_cuda` attribute, `current_device`, a host mirror, a torch.distributed collective; and, for an
+# ordinal (`.to(0)`, `device=0`), `to` or `device` then a digit past anything but words (brackets, blanks, comments).
+_GPU_WORDS = ("cuda", "_gpu", "current_device", "_cpu", "_host")
+_ORDINAL_DEVICE = re.compile(r"(?:to|device)(?:[^\w#]|#[^\n]*+)*+\d")
 
 
 def word_gate(text: str, settings) -> FileGate:
     """The gate of a file the project model has no summary of (or with `project-model = false`): word tests, a
     superset of what the summary would say. Parsing a few more files is the price of not summarizing them."""
     gpu = any(word in text for word in _GPU_WORDS) or any(
-        name.rsplit(".", 1)[-1] in text for name in settings.gpu_device_names) or bool(_ORDINAL_COPY.search(text))
+        name.rsplit(".", 1)[-1] in text for name in settings.gpu_device_names) or bool(_ORDINAL_DEVICE.search(text)) \
+        or "distributed" in text and any(collective in text for collective in DEVICE_COLLECTIVES)
     configured = settings.hot_functions
     # A name the parser NFKC-normalizes (`def ｆorward`) is no ASCII word: such a text stays open.
     hot_names = "def" in text and (not text.isascii() or bool(_DEFINES_A_HOT_NAME.search(text)) or any(
@@ -260,24 +261,30 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
     strings: list[tuple[ast.expr, ast.AST]] = []  # string constants and f-strings, with their parents
     imports: list[ast.Import | ast.ImportFrom] = []
     other_accelerator = False
+    add_name = names.add
     stack: list[ast.AST] = [tree]
+    push = stack.append
     while stack:
         node = stack.pop()
         kind = node.__class__
         fields = _INDEXED_FIELDS.get(kind)
         for field_name in fields if fields is not None else _indexed_fields(kind):
             value = getattr(node, field_name)
-            for child in value if value.__class__ is list else (value,):
+            if value.__class__ is not list:
+                if value is None:
+                    continue
+                value = (value,)
+            for child in value:
                 child_kind = child.__class__
                 if child_kind is ast.Name:
-                    names.add(child.id)
+                    add_name(child.id)
                 elif child_kind is ast.Constant:
                     if child.value.__class__ is str:
                         strings.append((child, node))
                 elif child is not None:
                     if child_kind is ast.JoinedStr:
                         strings.append((child, node))
-                    stack.append(child)
+                    push(child)
         if kind is ast.Attribute:
             attr = node.attr
             attributes.add(attr)
@@ -865,8 +872,7 @@ class FileFacts:
 
     def _classify_bound_device(self, value: ast.expr, line: int, depth: int) -> Device:
         """A name bound to an int (or to a choice of ints, `0 if c else 1`) is a count or an index as often as a
-        device ordinal: unknown. (Only an int written as the device is an ordinal, which the GPU evidence of the
-        text can see.)"""
+        device ordinal: unknown. (Only an int written as the device is an ordinal, as TreeEvidence counts it.)"""
         if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
             return Device.UNKNOWN
         if isinstance(value, ast.IfExp):
