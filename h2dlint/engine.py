@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from .facts import FileFacts, Site, is_test_path
+from .facts import OPEN_GATE, FileFacts, FileGate, Site, is_hot_function, is_test_path, word_gate
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
 from .newer_syntax import parse_python
 from .rule import Rule, RuleContext
@@ -75,7 +75,9 @@ class Linter:
             return []
         view = self.project.view(str(source.path)) if self.project is not None else None
         self.last_view = view
-        active = self._active_rules(text, view.opened_for() if view is not None else frozenset())
+        summarized = view.gate(self.settings, text) if view is not None else None
+        active = self._active_rules(text, view.opened_for() if view is not None else frozenset(),
+                                    summarized or word_gate(text, self.settings))
         if not active:
             return []
         path = str(source.path)
@@ -88,11 +90,17 @@ class Linter:
                             f"code nested too deeply for Python's parser ({type(error).__name__}); "
                             "the file is not checked or changed")]
         line_index = LineIndex(text)
-        facts = FileFacts(tree, text, line_index)
+        facts = FileFacts(tree, line_index)
         facts.project = view
         facts.hot_functions = frozenset(self.settings.hot_functions)
-        facts.active_codes = frozenset(rule.code for rule in active)
         facts.gpu_device_names = self.settings.gpu_device_names
+        if summarized is None:
+            # The word gate let the file through: the tree's own evidence, as the summary would have, decides now.
+            gate = FileGate(gpu=facts.gpu_evidence, hot_names=any(is_hot_function(name, facts.hot_functions)
+                                                                  for name in facts.evidence.defined))
+            active = [rule for rule in active if rule.text_test_spares_only_parsing
+                      or rule.may_apply(text, self.settings, gate)]
+        facts.active_codes = frozenset(rule.code for rule in active)
         # By the path from the project root, not as spelled on the command line: the cache keys files by
         # their absolute path, so the answer must not change with the spelling.
         facts.test_file = is_test_path(os.path.relpath(os.path.abspath(path),
@@ -133,7 +141,8 @@ class Linter:
             return ()
         return tuple(sorted(view.asked))
 
-    def _active_rules(self, text: str, model_facts: frozenset[str] = frozenset()) -> list[type[Rule]]:
+    def _active_rules(self, text: str, model_facts: frozenset[str] = frozenset(),
+                      gate: FileGate = OPEN_GATE) -> list[type[Rule]]:
         """The rules that may report in `text`, in catalogue order; none when the file need not be parsed.
 
         Most words a text test looks for are absent, so most tests read the whole text. The tests of the rules
@@ -146,8 +155,9 @@ class Linter:
         opened = {rule for rule in self.rules
                   if rule.MODEL_DEPENDENCIES & model_facts and rule.prefilter_matches(text)}
         passed = {rule for rule in self._tested_on_parsed_files
-                  if rule in opened or rule.may_apply(text, self.settings)}
-        if passed or any(rule in opened or rule.may_apply(text, self.settings) for rule in self._tested_before_parsing):
+                  if rule in opened or rule.may_apply(text, self.settings, gate)}
+        if passed or any(rule in opened or rule.may_apply(text, self.settings, gate)
+                         for rule in self._tested_before_parsing):
             passed.update(self._tested_before_parsing)
         return [rule for rule in self.rules if rule in passed]
 

@@ -41,7 +41,11 @@ from .facts import (
     RUN_ONCE_FUNCTIONS,
     SAME_DEVICE_ATTRIBUTES,
     TORCH_DTYPES,
+    FileGate,
+    TreeEvidence,
     dotted_name,
+    evidence_of,
+    is_hot_function,
     is_test_path,
     name_words,
     names_a_tensor,
@@ -83,7 +87,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 8
+SUMMARY_VERSION = 9
 
 
 # ----- one file's summary -----------------------------------------------------------------------------------------
@@ -107,6 +111,7 @@ SUMMARY_VERSION = 8
 # value] (a method called on a value: a project method's result, else a tensor method's); [] for unknown.
 #   default_device: [line of each `torch.set_default_device(...)` / `with torch.device(...)`]
 #   device_context_calls: [(function qualname or "", call reference)] made inside `with torch.device(...)`
+#   evidence: facts.TreeEvidence as data (GPU evidence, mirrored names, streams, collectives, torch, functions)
 #
 # A call reference is a string: "n:f" (a name), "d:a.b.f" (a dotted path from a name), "s:m" (`self.m`),
 # "sa:x.m" (`self.x.m`), "p:x.m" (`x.m` on a parameter `x`), "u:m" (`super().m`), "a:m" (`<other>.m`).
@@ -134,7 +139,9 @@ def module_name_for(path: Path, source_roots: Iterable[Path] = (), project_root:
 
 def summarize(tree: ast.Module, module: str, is_package: bool = False) -> dict:
     """The summary of one parsed file (see the layout above)."""
-    return _Summarizer(module, is_package).run(tree)
+    summary = _Summarizer(module, is_package).run(tree)
+    summary["evidence"] = evidence_of(tree).as_data()
+    return summary
 
 
 class _Summarizer:
@@ -1358,6 +1365,7 @@ class FileView:
         self._opened: frozenset[str] | None = None  # opened_for(), asked by the engine and by the sync finder
         # The questions about values asked through this view: a file's findings depend on their answers (key).
         self.asked: set[tuple[str, ...]] = set()
+        self._evidence: TreeEvidence | None = None
 
     def qualified(self, local_qualname: str) -> str:
         return f"{self.module}.{local_qualname}"
@@ -1420,6 +1428,24 @@ class FileView:
         if self._opened is None:
             self._opened = self._facts_the_text_cannot_show()
         return self._opened
+
+    def evidence(self) -> TreeEvidence | None:
+        """What the file's tree shows about devices, streams and collectives (see facts.TreeEvidence)."""
+        if self._evidence is None and self.summary is not None and "evidence" in self.summary:
+            self._evidence = TreeEvidence.from_data(self.summary["evidence"])
+        return self._evidence
+
+    def gate(self, settings, text: str) -> FileGate | None:
+        """What the file's summary tells the text tests before parsing (see FileGate); None without a summary.
+        The run's `gpu-device-names` are not in the cached summary: a file naming the last part of one is open."""
+        evidence = self.evidence()
+        if evidence is None:
+            return None
+        opened = self.opened_for()
+        gpu = evidence.gpu or "placement" in opened or any(name.rsplit(".", 1)[-1] in text for name in settings.gpu_device_names)
+        configured = frozenset(settings.hot_functions)
+        return FileGate(gpu=gpu, hot_names="hotness" in opened or any(is_hot_function(name, configured)
+                                                                         for name in evidence.defined))
 
     def _facts_the_text_cannot_show(self) -> frozenset[str]:
         if self.summary is None:

@@ -273,7 +273,7 @@ class BlockingTensorCopy(Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
+    def may_apply(cls, text: str, settings, gate=None) -> bool:
         return may_call_tensor_with_device(text) or "new_tensor" in text
 
     @classmethod

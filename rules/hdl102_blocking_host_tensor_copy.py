@@ -24,7 +24,7 @@ from h2dlint.copies import (
     with_non_blocking,
     with_pin_memory,
 )
-from h2dlint.facts import Device, Placement, has_gpu_evidence
+from h2dlint.facts import OPEN_GATE, Device, Placement
 from h2dlint.gaps import TokensApart
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -160,11 +160,10 @@ class BlockingHostTensorCopy(Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
+    def may_apply(cls, text: str, settings, gate=OPEN_GATE) -> bool:
         # Without GPU evidence there is no `.cuda(` call, and a `.to(` copies to a device copy_device does not rule
         # out only when its target is named like one.
-        return cls.prefilter_matches(text) and (has_gpu_evidence(text, settings.gpu_device_names)
-                                                or may_copy_to_a_named_device(text))
+        return cls.prefilter_matches(text) and (gate.gpu or may_copy_to_a_named_device(text))
 
     @classmethod
     def candidates(cls, facts):

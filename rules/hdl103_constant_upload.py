@@ -108,7 +108,7 @@ class ConstantUpload(Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
+    def may_apply(cls, text: str, settings, gate=None) -> bool:
         return may_call_tensor_with_device(text)
 
     @classmethod
