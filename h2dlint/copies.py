@@ -503,15 +503,19 @@ def _is_cpu_device(facts: FileFacts, node: ast.expr | None) -> bool:
 
 
 def runs_once(facts: FileFacts, line: int) -> str | None:
-    """Where `line` sits when that code runs once per model, outside any loop: a constructor (`__init__`, ...)
-    or a loading function (`load_weights`, `_load_checkpoint`, `from_pretrained`). A copy there waits once at
-    start-up, so a pinned non_blocking rewrite gains nothing worth its risk. None elsewhere."""
+    """Where `line` sits when that code runs once per model: a constructor (`__init__`, ...), a loading function
+    (`load_weights`, `_load_checkpoint`, `from_pretrained`), or, by the project model, a function that only such
+    code calls. A copy there waits once, at start-up: the copy rules do not report it. None elsewhere."""
     context = facts.context_at(line)
     function = context.function
     if function is None or context.hot:
         return None
     if function in _RUNS_ONCE_FUNCTIONS or _LOADING_NAME.search(function.lower()):
         return f"in `{function}`"
+    qualname = facts.qualname_at(line) if facts.project is not None else None
+    callers = facts.project.called_only_from_run_once_code(qualname) if qualname else None
+    if callers is not None:
+        return f"in `{function}`, called only from run-once code: `{callers}`"
     return None
 
 
@@ -519,8 +523,8 @@ def no_pinned_rewrite(facts: FileFacts, line: int, data: ast.expr | None = None,
     """Why a copy on `line` gets no pinned rewrite, for the end of its message; None when it may get one.
     `data`: what the rewrite would pass to `torch.tensor(..., pin_memory=...)`, if it is that factory.
 
-    In order: a default-device context (pinning raises on CUDA), data torch cannot pin (it raises on CUDA too),
-    code that runs once (a rewrite gains nothing)."""
+    In order: a default-device context (pinning raises on CUDA), data torch cannot pin (it raises on CUDA too).
+    (Code that runs once is not reported at all: see `runs_once`.)"""
     context = may_run_under_default_device(facts, line)
     if context is not None:
         return (f"it may run {context}, where a factory allocates on that device and `pin_memory=True` raises on "
@@ -530,9 +534,6 @@ def no_pinned_rewrite(facts: FileFacts, line: int, data: ast.expr | None = None,
         if kind in (PinData.NUMPY, PinData.TENSOR):
             return (f"`{shown_data}` is {kind.value}, which `torch.tensor(..., pin_memory=True)` cannot pin (it "
                     "raises on CUDA), so no rewrite is offered: copy from a pinned staging buffer")
-    once = runs_once(facts, line)
-    if once is not None:
-        return f"it runs once ({once}), so a pinned non_blocking copy would gain nothing: no rewrite is offered"
     return None
 
 

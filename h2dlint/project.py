@@ -59,6 +59,10 @@ NOT_PER_STEP_NAME_WORDS = NOT_PER_STEP_WORDS | {"load", "checkpoint", "build", "
 # A call through a receiver of unknown type resolves by the method's name only when so few classes define it
 # that the name itself says which ones are meant.
 MAX_CLASSES_BY_NAME = 3
+# Words of a function's name that say it runs once (or once per model, adapter or graph): what it alone calls runs
+# once too. Not `build` or `create`, which name per-step code as often (an attention metadata builder's `build`).
+_RUN_ONCE_WORDS = frozenset({"init", "initialize", "setup", "load", "loading", "checkpoint", "save", "warmup",
+                             "capture", "register", "configure"})
 # A call by the method's name alone (`<object>.name(...)`) is taken for a call of a project's method only for names
 # of two words or more that are no tensor, module or container method: `scatter`, `update`, `index_select` say
 # nothing about which class is meant.
@@ -756,6 +760,7 @@ class ProjectModel:
     _working: set = field(default_factory=set)
     _cuts: int = 0
     _value_names: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
+    _run_once_callers: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
     def build(cls, summaries: dict[str, dict], is_root, gpu_attributes: Iterable[str] = (),
@@ -1247,9 +1252,31 @@ class ProjectModel:
                 return [(target, False)]
         return [(target, True) for target in self._resolve_call(record, reference)]
 
+    def called_only_from_run_once_code(self, function: str) -> str | None:
+        """Where `function` is called from when every call of it in the project is in code that runs once: a
+        run-once function by its name (`__init__`, loading, set-up), module-level code, or a function itself called
+        only from such code. None when it has no caller, or one that may run more often, or when it is hot."""
+        if function in self.hot:
+            return None
+        return self._memoized(self._run_once_callers, function, 0, lambda: self._run_once_callers_uncached(function))
+
+    def _run_once_callers_uncached(self, function: str) -> str | None:
+        callers = self._callers(function)
+        if not callers:
+            return None
+        for caller, _, _ in callers:
+            name = self.functions[caller]["name"].rpartition(".")[2]
+            if not (name == "" or name in RUN_ONCE_NAMES or _RUN_ONCE_WORDS.intersection(name_words(name))
+                    or self.called_only_from_run_once_code(caller) is not None):
+                return None
+        return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")
+
     def answer(self, question: tuple) -> AttributePlacement | None:
         """The answer to a question about values, as FileView asks and keys record them."""
         kind, first, second = question
+        if kind == "once":
+            where = self.called_only_from_run_once_code(first)
+            return AttributePlacement(HOST, where, "") if where is not None else None
         if kind == "parameter":
             return self.parameter(first, second)
         if kind == "result":
@@ -1414,6 +1441,15 @@ class FileView:
         question = ("result", self.qualified(local_qualname), reference)
         self.asked.add(question)
         return self.model.answer(question)
+
+    def called_only_from_run_once_code(self, local_qualname: str) -> str | None:
+        """Where the function is called from, when every call of it in the project is in code that runs once."""
+        if self.module is None:
+            return None
+        question = ("once", self.qualified(local_qualname), "")
+        self.asked.add(question)
+        answer = self.model.answer(question)
+        return answer.where if answer is not None else None
 
     def device_context(self, local_qualname: str) -> str | None:
         """Where a `with torch.device(...)` that may be open around this function is, if the model sees one."""

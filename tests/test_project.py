@@ -290,7 +290,8 @@ def test_no_pinned_rewrite_under_a_default_device_context_opened_in_another_file
     `pin_memory=True` raises on CUDA. The copy is still reported, without a rewrite, saying why."""
     model = ("import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self, sizes, device):\n"
              "        super().__init__()\n        self.build(sizes, device)\n\n"
-             "    def build(self, sizes, device):\n        self.offsets = torch.tensor(sizes, device=device)\n")
+             "    def build(self, sizes, device):\n        self.offsets = torch.tensor(sizes, device=device)\n\n"
+             "    def forward(self, sizes, device):\n        self.build(sizes, device)\n")
     loader = ("import torch\nfrom pkg.model import Model\n\n\ndef make(sizes, device):\n"
               "    with torch.device(device):\n        return Model(sizes, device)\n")
     make_project(tmp_path, model=model)
