@@ -186,6 +186,8 @@ _STREAM_CALLS = frozenset({"Stream", "ExternalStream", "wait_stream", "record_st
 # In a file written for another accelerator, the device copy of a mirrored tensor is not a CUDA tensor.
 _OTHER_ACCELERATOR_MODULES = frozenset({"torch_npu", "torch_mlu"})
 _OTHER_ACCELERATOR_ATTRIBUTES = frozenset({"npu", "xpu", "hpu", "mlu"})  # `torch.npu`, ...
+_OTHER_ACCELERATOR_APIS = tuple([*(f"torch.{name}." for name in sorted(_OTHER_ACCELERATOR_ATTRIBUTES)),
+                                 *(f"{module}." for module in sorted(_OTHER_ACCELERATOR_MODULES))])
 # Where a string or int constant may be what classify_device reads as a device: the value of a keyword, the first
 # argument of a call, the value of an assignment or a `return`, a parameter's default, a branch of `a if c else b`.
 # Not where no device is read: compared (`device.type == "cuda"`), a later argument, in a collection or an f-string.
@@ -852,6 +854,8 @@ class FileFacts:
             qualified = self.qualify(dotted_name(expr.func))
             if qualified == "torch.cuda.current_device":
                 return Device.CUDA
+            if qualified and qualified.startswith(_OTHER_ACCELERATOR_APIS):
+                return Device.NOT_CUDA  # `torch.npu.current_device()`: another accelerator's device
             if qualified == "torch.device":
                 if expr.args:
                     return self.classify_device(expr.args[0], line, depth + 1)

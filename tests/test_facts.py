@@ -7,6 +7,8 @@ import pytest
 from h2dlint.facts import Data, Device, FileFacts, Placement, is_hot_function
 from h2dlint.source import LineIndex
 
+from .helpers import lint
+
 
 def facts_for(code: str) -> FileFacts:
     return FileFacts(ast.parse(code), LineIndex(code))
@@ -477,3 +479,9 @@ def test_a_host_group_is_named_in_the_tree_not_in_a_comment():
     assert facts_for(code.replace("def f(n):", "def f(n):  # gloo elsewhere")).evidence.device_collectives
     assert not facts_for(code.replace("dist.all_reduce(t)", "dist.all_reduce(t)\n    backend = 'gloo'")) \
         .evidence.device_collectives
+
+
+def test_a_device_from_another_accelerators_api_is_no_cuda_device():
+    code = "import torch\ndef f(rows):\n    return torch.tensor(rows, device=torch.npu.current_device())\n"
+    assert lint(code, "HDL101") == []
+    assert [f.code for f in lint(code.replace("npu", "cuda"), "HDL101")] == ["HDL101"]
