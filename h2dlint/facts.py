@@ -206,16 +206,17 @@ class TreeEvidence:
     device_collectives: bool  # calls a torch.distributed collective, and names no gloo backend anywhere
     mentions_torch: bool  # imports or names something called torch
     defined: frozenset[str]  # the name of every function defined
+    other_accelerator: bool = False  # names `torch.npu`, `torch_npu`, ... (another accelerator's API)
 
     def as_data(self) -> tuple:
         """As plain data, for the project model's cached summaries (see `from_data`)."""
         return (self.gpu, sorted(self.mirrored), self.several_streams, self.device_collectives, self.mentions_torch,
-                sorted(self.defined))
+                sorted(self.defined), self.other_accelerator)
 
     @classmethod
     def from_data(cls, data) -> TreeEvidence:
-        gpu, mirrored, streams, collectives, torch_named, defined = data
-        return cls(gpu, frozenset(mirrored), streams, collectives, torch_named, frozenset(defined))
+        gpu, mirrored, streams, collectives, torch_named, defined, other_accelerator = data
+        return cls(gpu, frozenset(mirrored), streams, collectives, torch_named, frozenset(defined), other_accelerator)
 
 
 @dataclass(frozen=True)
@@ -345,7 +346,7 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
     gpu = gpu or device_collectives or not mirrored.isdisjoint(attributes | parameters)
     mentions_torch = "torch" in identifiers or any("torch" in name for name in (*imported, *imported.values()))
     return TreeEvidence(gpu=gpu, mirrored=mirrored, several_streams=streams, device_collectives=device_collectives,
-                        mentions_torch=mentions_torch, defined=frozenset(defined))
+                        mentions_torch=mentions_torch, defined=frozenset(defined), other_accelerator=other_accelerator)
 
 
 def _may_be_read_as_device(node: ast.expr, parent: ast.AST) -> bool:
@@ -884,6 +885,8 @@ class FileFacts:
                 placed = Placement.UNKNOWN
             if placed is not Placement.UNKNOWN:
                 return Device.CUDA if placed is Placement.GPU else Device.NOT_CUDA
+        if device is Device.UNKNOWN and self.evidence.other_accelerator and not self.evidence.gpu:
+            return Device.NOT_CUDA  # a file for another accelerator only: its devices are that accelerator's
         return device
 
     def _classify_bound_device(self, value: ast.expr, line: int, depth: int) -> Device:

@@ -60,9 +60,12 @@ NOT_PER_STEP_NAME_WORDS = NOT_PER_STEP_WORDS | {"load", "checkpoint", "build", "
 # that the name itself says which ones are meant.
 MAX_CLASSES_BY_NAME = 3
 # Words of a function's name that say it runs once (or once per model, adapter or graph): what it alone calls runs
-# once too. Not `build` or `create`, which name per-step code as often (an attention metadata builder's `build`).
-_RUN_ONCE_WORDS = frozenset({"init", "initialize", "setup", "load", "loading", "checkpoint", "save", "warmup",
-                             "capture", "register", "configure"})
+# once too. Not `init`, `build`, `create` or `load`, which name per-step code as often (sglang's `ForwardBatch.init_new`
+# builds every step's batch, an attention metadata builder's `build` runs every step, a KV cache's `load_*` brings
+# pages back every step); loading weights or a checkpoint does count.
+_RUN_ONCE_WORDS = frozenset({"initialize", "setup", "checkpoint", "save", "warmup", "capture", "register",
+                             "configure"})
+_LOADED_ONCE = frozenset({"weights", "weight", "checkpoint", "model", "adapter", "adapters", "lora", "state"})
 # A call by the method's name alone (`<object>.name(...)`) is taken for a call of a project's method only for names
 # of two words or more that are no tensor, module or container method: `scatter`, `update`, `index_select` say
 # nothing about which class is meant.
@@ -91,7 +94,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 9
+SUMMARY_VERSION = 10
 
 
 # ----- one file's summary -----------------------------------------------------------------------------------------
@@ -1266,7 +1269,9 @@ class ProjectModel:
             return None
         for caller, _, _ in callers:
             name = self.functions[caller]["name"].rpartition(".")[2]
-            if not (name == "" or name in RUN_ONCE_NAMES or _RUN_ONCE_WORDS.intersection(name_words(name))
+            words = name_words(name)
+            if not (name == "" or name in RUN_ONCE_NAMES or _RUN_ONCE_WORDS.intersection(words)
+                    or "load" in words and _LOADED_ONCE.intersection(words)
                     or self.called_only_from_run_once_code(caller) is not None):
                 return None
         return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")

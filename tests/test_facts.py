@@ -485,3 +485,11 @@ def test_a_device_from_another_accelerators_api_is_no_cuda_device():
     code = "import torch\ndef f(rows):\n    return torch.tensor(rows, device=torch.npu.current_device())\n"
     assert lint(code, "HDL101") == []
     assert [f.code for f in lint(code.replace("npu", "cuda"), "HDL101")] == ["HDL101"]
+
+
+def test_in_a_file_for_another_accelerator_only_a_device_of_unknown_kind_is_no_cuda_device():
+    npu = "import torch\nimport torch_npu\ndef f(rows, device):\n    return torch.tensor(rows, device=device)\n"
+    assert lint(npu, "HDL101") == []
+    # a file that names CUDA too may run either way: the copy is reported
+    both = npu + "def g():\n    return torch.cuda.current_device()\n"
+    assert [f.code for f in lint(both, "HDL101")] == ["HDL101"]
