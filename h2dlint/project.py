@@ -19,6 +19,7 @@ The model never reads a file's text: it is built from `ast` trees only.
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import gc
 import hashlib
@@ -337,7 +338,7 @@ class _Summarizer:
                 reference = self._call_reference(node, params, self_name)
                 if reference is not None:
                     if pending is not None and not nested and (node.args or node.keywords) \
-                            and not reference.startswith("d:torch."):
+                            and not reference.startswith("d:torch.") and reference not in _BUILTIN_CALLS:
                         # (A call in a nested function or lambda passes that function's values: none of ours.)
                         pending.calls.append((len(calls), node))
                     calls.append(reference)
@@ -406,6 +407,8 @@ def call_reference(call: ast.Call, params: dict, self_name: str | None) -> str |
     return f"a:{method}"
 
 
+# Calls of builtins pass nothing to a project function (a project that shadows `len` loses nothing worth the cost).
+_BUILTIN_CALLS = frozenset(f"n:{name}" for name in dir(builtins))
 # (An augmented assignment, `x += y`, keeps a tensor where it is: not noted.)
 _NOTED = frozenset({ast.Return, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor,
                     ast.With, ast.AsyncWith, ast.comprehension, ast.ExceptHandler})
@@ -471,13 +474,14 @@ class _Values:
     def of(self, expr: ast.expr | None, depth: int = 0) -> list:
         if expr is None or depth > 5:
             return []
-        placement, why = value_placement(expr)
-        if placement:
-            return ["k", placement, why]
-        kind = _device_kind(expr)
-        if kind:
-            return ["d", ["k", kind, f"the device `{_describe(expr)}`"]]
         cls = expr.__class__
+        if cls is ast.Call or cls is ast.Constant or cls is ast.JoinedStr:  # the only kinds written out
+            placement, why = value_placement(expr)
+            if placement:
+                return ["k", placement, why]
+            kind = _device_kind(expr)
+            if kind:
+                return ["d", ["k", kind, f"the device `{_describe(expr)}`"]]
         if cls is ast.Name:
             return self._name(expr.id, depth)
         if cls is ast.Attribute:
