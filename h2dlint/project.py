@@ -27,7 +27,7 @@ import os
 import tempfile
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from . import __version__
@@ -71,6 +71,8 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
 SUMMARY_VERSION = 7
+# How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
+_SUMMARY_CACHE_FORMAT = 2
 
 
 # ----- one file's summary -----------------------------------------------------------------------------------------
@@ -465,11 +467,15 @@ class ProjectModel:
 
     @classmethod
     def build(cls, summaries: dict[str, dict], is_root, gpu_attributes: Iterable[str] = (),
-              root: str | None = None) -> ProjectModel:
+              root: str | None = None, hot: dict[str, Hot] | None = None) -> ProjectModel:
+        """The merged model; `hot`, when given, is the hotness a model of the same summaries and settings found."""
         model = cls(summaries, is_root, root=root, gpu_attributes=frozenset(gpu_attributes))
         model._index()
         model._place_attributes()
-        model._propagate_hotness()
+        if hot is None:
+            model._propagate_hotness()
+        else:
+            model.hot = hot
         model._propagate_device_contexts()
         return model
 
@@ -919,22 +925,27 @@ def _read_cached(file: Path | None):
 def _write_cached(file: Path, data) -> None:
     """Replace `file` in the cache folder with `data` (plain values), in one rename; a cache that cannot be written
     only costs time next run."""
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, ValueError):  # ValueError: a value marshal cannot write
+        payload = marshal.dumps(data)
         make_cache_folder(file.parent)
         handle, temp = tempfile.mkstemp(dir=file.parent, suffix=".tmp")
         with os.fdopen(handle, "wb") as out:
-            out.write(marshal.dumps(data))
+            out.write(payload)
         os.replace(temp, file)
 
 
 class SummaryCache:
-    """Summaries by file, valid while the file's size and modification time are unchanged; one marshal file."""
+    """Summaries by file, valid while the file's size and modification time are unchanged; one marshal file.
+
+    Each summary is kept marshalled on its own, so that loading the file costs little, a summary is decoded only
+    when asked for, and saving writes the unchanged ones back as they were read."""
 
     def __init__(self, folder: Path | None, layout: str = "") -> None:
         # Module names depend on the project root and source roots: each layout has its own file.
-        name = hashlib.blake2b(f"{__version__}:{SUMMARY_VERSION}:{layout}".encode(), digest_size=8).hexdigest()
+        name = hashlib.blake2b(f"{__version__}:{SUMMARY_VERSION}:{_SUMMARY_CACHE_FORMAT}:{layout}".encode(),
+                               digest_size=8).hexdigest()
         self.file = folder / f"summaries-{name}.marshal" if folder is not None else None
-        self.entries: dict[str, tuple] = {}
+        self.entries: dict[str, tuple[int, int, bytes]] = {}
         self.changed = False
         cached = _read_cached(self.file)
         if isinstance(cached, dict):
@@ -943,11 +954,21 @@ class SummaryCache:
     def lookup(self, path: str, size: int, mtime_ns: int) -> dict | None:
         entry = self.entries.get(path)
         if entry is not None and entry[0] == size and entry[1] == mtime_ns:
-            return entry[2]
+            return _decoded(entry[2])
         return None
 
+    def stamp(self, path: str) -> tuple[int, int] | None:
+        """The size and modification time of the file when its cached summary was made."""
+        entry = self.entries.get(path)
+        return (entry[0], entry[1]) if entry is not None else None
+
+    def cached(self, path: str) -> dict | None:
+        """The cached summary of `path`, whatever the file's state now."""
+        entry = self.entries.get(path)
+        return _decoded(entry[2]) if entry is not None else None
+
     def store(self, path: str, size: int, mtime_ns: int, summary: dict) -> None:
-        self.entries[path] = (size, mtime_ns, summary)
+        self.entries[path] = (size, mtime_ns, marshal.dumps(summary))
         self.changed = True
 
     def save(self, live: set[str]) -> None:
@@ -959,6 +980,15 @@ class SummaryCache:
         if not self.changed:
             return
         _write_cached(self.file, self.entries)
+        self.changed = False
+
+
+def _decoded(data) -> dict | None:
+    with contextlib.suppress(ValueError, EOFError, TypeError):
+        summary = marshal.loads(data)
+        if isinstance(summary, dict):
+            return summary
+    return None
 
 
 def summarize_file(path: str, source_roots: tuple[str, ...], project_root: str | None = None) -> dict | None:
@@ -987,44 +1017,62 @@ def _init_summary_worker() -> None:
 
 
 def build_model(files: Iterable[Path], source_roots: tuple[str, ...], is_root, gpu_attributes: Iterable[str] = (),
-                cache_folder: Path | None = None, jobs: int = 1, project_root: Path | None = None) -> ProjectModel:
-    """Summarize `files` (from the cache where unchanged) and merge the summaries."""
+                cache_folder: Path | None = None, jobs: int = 1, project_root: Path | None = None,
+                cache: SummaryCache | None = None, hot: dict[str, Hot] | None = None) -> ProjectModel:
+    """Summarize `files` (from the cache where unchanged) and merge the summaries. `hot`: the hotness of a model
+    built before from the same summaries, taken instead of propagated again."""
     root = str(project_root) if project_root is not None else None
-    cache = SummaryCache(cache_folder, repr((root, source_roots)))
-    summaries: dict[str, dict] = {}
-    missing: list[tuple[str, int, int]] = []
-    for file in files:
-        path = os.path.abspath(file)
-        try:
-            status = os.stat(path)
-        except OSError:
-            continue
-        summary = cache.lookup(path, status.st_size, status.st_mtime_ns)
-        if summary is not None:
-            summaries[path] = summary
-        else:
-            missing.append((path, status.st_size, status.st_mtime_ns))
-    if missing:
-        jobs_list = [(path, source_roots, root) for path, _, _ in missing]
-        if jobs > 1 and len(missing) >= 24:
-            from concurrent.futures import ProcessPoolExecutor
-
-            with ProcessPoolExecutor(max_workers=jobs, initializer=_init_summary_worker) as pool:
-                results = list(pool.map(_summarize_job, jobs_list, chunksize=8))
-        else:
-            was_enabled = gc.isenabled()
-            gc.disable()
+    if cache is None:
+        cache = SummaryCache(cache_folder, summary_layout(root, source_roots))
+    with _collector_paused():
+        summaries: dict[str, dict] = {}
+        missing: list[tuple[str, int, int]] = []
+        for file in files:
+            path = os.path.abspath(file)
             try:
-                results = [_summarize_job(job) for job in jobs_list]
-            finally:
-                if was_enabled:
-                    gc.enable()
-        for (path, size, mtime_ns), summary in zip(missing, results, strict=True):
+                status = os.stat(path)
+            except OSError:
+                continue
+            summary = cache.lookup(path, status.st_size, status.st_mtime_ns)
             if summary is not None:
                 summaries[path] = summary
-                cache.store(path, size, mtime_ns, summary)
-    cache.save(set(summaries))
-    return ProjectModel.build(summaries, is_root, gpu_attributes, root)
+            else:
+                summaries[path] = {}  # keeps the files' order, which the merge depends on
+                missing.append((path, status.st_size, status.st_mtime_ns))
+        if missing:
+            jobs_list = [(path, source_roots, root) for path, _, _ in missing]
+            if jobs > 1 and len(missing) >= 24:
+                from concurrent.futures import ProcessPoolExecutor
+
+                with ProcessPoolExecutor(max_workers=jobs, initializer=_init_summary_worker) as pool:
+                    results = list(pool.map(_summarize_job, jobs_list, chunksize=8))
+            else:
+                results = [_summarize_job(job) for job in jobs_list]
+            for (path, size, mtime_ns), summary in zip(missing, results, strict=True):
+                if summary is not None:
+                    summaries[path] = summary
+                    cache.store(path, size, mtime_ns, summary)
+                else:
+                    del summaries[path]
+        cache.save(set(summaries))
+        return ProjectModel.build(summaries, is_root, gpu_attributes, root, hot=hot)
+
+
+def summary_layout(root: str | None, source_roots: tuple[str, ...]) -> str:
+    return repr((root, source_roots))
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    # Loading and merging the summaries makes hundreds of thousands of containers that live until the run ends;
+    # the cyclic collector, triggered by their allocation, would traverse them again and again for nothing.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def find_project_root(paths: list[Path], settings) -> Path:
@@ -1044,29 +1092,72 @@ def find_project_root(paths: list[Path], settings) -> Path:
 class Project:
     """The project model of a run, built only when a file must be linted.
 
-    An unchanged project (the same files, sizes and modification times, the same settings) has the same model, so
-    the model keys of its files (what their cached findings were computed with) are kept from the last run, and a
-    run whose findings all come from the cache never builds the model."""
+    What a run leaves for the next (`save`): the files' sizes and modification times, the model keys of its files
+    (what their cached findings were computed with) and the model's hotness. The next run takes them as its own
+    when the model would be the same: the same settings and files, and each file that changed since with the same
+    summary as before (an edit inside a function's body that changes no call, a comment). Then a run whose
+    findings all come from the cache never builds the model, and one that lints a changed file builds it without
+    propagating hotness again."""
 
     def __init__(self, root: Path, files: list[Path], settings, cache_folder: Path | None, jobs: int) -> None:
         self.root, self.files, self.settings, self.cache_folder, self.jobs = root, files, settings, cache_folder, jobs
         self._model: ProjectModel | None = None
         self._keys: dict[str, str] = {}
-        self._state = self._state_digest()
+        self._hot: dict[str, Hot] | None = None  # the last run's, while the model is known to be the same
+        self._summaries: SummaryCache | None = None
+        self._settings = repr((SUMMARY_VERSION, str(self.root), self.settings.hot_functions,
+                               self.settings.gpu_attributes, self.settings.source_roots))
+        self._stamps = self._file_stamps()
         self._state_file = cache_folder / f"model-{__version__}.marshal" if cache_folder is not None else None
+        self._last: tuple[dict, dict, dict] | None = None  # stamps, keys and hotness saved by the last run
+        self._checked = False  # whether the last run's state was compared with this one's
         cached = _read_cached(self._state_file)
-        if isinstance(cached, tuple) and len(cached) == 2 and cached[0] == self._state:
-            self._keys = cached[1]
+        if isinstance(cached, tuple) and len(cached) == 5 and cached[0] == _STATE_FORMAT \
+                and cached[1] == self._settings and isinstance(cached[2], dict) and list(cached[2]) == list(self._stamps):
+            self._last = cached[2], cached[3], cached[4]
 
-    def _state_digest(self) -> str:
-        digest = hashlib.blake2b(digest_size=16)
-        digest.update(repr((SUMMARY_VERSION, str(self.root), self.settings.hot_functions,
-                            self.settings.gpu_attributes, self.settings.source_roots)).encode())
+    def _file_stamps(self) -> dict[str, tuple[int, int]]:
+        stamps = {}
         for file in self.files:
             with contextlib.suppress(OSError):
                 status = os.stat(file)
-                digest.update(f"{file}:{status.st_size}:{status.st_mtime_ns};".encode())
-        return digest.hexdigest()
+                stamps[os.path.abspath(file)] = (status.st_size, status.st_mtime_ns)
+        return stamps
+
+    def _take_last_run(self) -> None:
+        """Take the last run's keys and hotness when the model is the same as the last run's."""
+        if self._checked:
+            return
+        self._checked = True
+        if self._last is None:
+            return
+        stamps, keys, hot = self._last
+        changed = [path for path, stamp in self._stamps.items() if stamps[path] != stamp]
+        if len(changed) > _MAX_CHANGED_TO_COMPARE:
+            return  # summarized in parallel by the model's build, sooner than one by one here
+        if changed:
+            cache = self._summary_cache()
+            for path in changed:
+                # The cached summary must be the one the last model was built from, and the file's still the same.
+                if cache.stamp(path) != tuple(stamps[path]):
+                    return
+                before = cache.cached(path)
+                size, mtime_ns = self._stamps[path]
+                now = summarize_file(path, tuple(self.settings.source_roots), str(self.root))
+                if now is None:
+                    return
+                cache.store(path, size, mtime_ns, now)
+                if now != before:
+                    return
+        with contextlib.suppress(TypeError, ValueError):
+            self._hot = {name: Hot(*fields) for name, fields in hot.items()}
+            self._keys = dict(keys)
+
+    def _summary_cache(self) -> SummaryCache:
+        if self._summaries is None:
+            self._summaries = SummaryCache(self.cache_folder, summary_layout(str(self.root),
+                                                                             tuple(self.settings.source_roots)))
+        return self._summaries
 
     @property
     def model(self) -> ProjectModel:
@@ -1080,8 +1171,10 @@ class Project:
                     return "configured in `hot-functions`"
                 return "named like a per-step function" if is_hot_function(name) else None
 
+            self._take_last_run()
             self._model = build_model(self.files, tuple(self.settings.source_roots), is_root,
-                                      self.settings.gpu_attributes, self.cache_folder, self.jobs, self.root)
+                                      self.settings.gpu_attributes, self.cache_folder, self.jobs, self.root,
+                                      cache=self._summary_cache(), hot=self._hot)
         return self._model
 
     def view(self, path: str) -> FileView:
@@ -1093,28 +1186,49 @@ class Project:
 
     def key(self, path) -> str:
         absolute = os.path.abspath(path)
+        self._take_last_run()
         key = self._keys.get(absolute)
         if key is None:
             key = self._keys[absolute] = self.model.view(absolute).key()
         return key
 
     def save(self) -> None:
-        """Keep the keys of this run's files for the next run, when the project is unchanged by then."""
-        if self._state_file is None or self._model is None:
+        """Keep this run's state for the next run (see the class's docs)."""
+        if self._state_file is None or (self._model is None and self._hot is None):
             return
-        _write_cached(self._state_file, (self._state, self._keys))
+        hot = self._model.hot if self._model is not None else self._hot
+        parts = [part.name for part in fields(Hot)]
+        state = (_STATE_FORMAT, self._settings, self._stamps, self._keys,
+                 {name: tuple(getattr(found, part) for part in parts) for name, found in (hot or {}).items()})
+        if self._model is None and self._last is not None and self._last[0] == self._stamps \
+                and self._last[1] == self._keys:
+            return  # nothing new to keep
+        if self._summaries is not None:
+            self._summaries.save(set(self._stamps))
+        _write_cached(self._state_file, state)
+
+
+# What the state a run keeps for the next looks like (Project.save).
+_STATE_FORMAT = 2
+# At most this many files changed since the last run are summarized one by one to find whether the model is the
+# same as the last run's.
+_MAX_CHANGED_TO_COMPARE = 16
 
 
 def project_model_for(paths: list[Path], settings, cache_folder: Path | None, jobs: int | None,
-                      checked: list[Path] = ()) -> Project:
+                      checked: list[Path] = (), found: list[Path] | None = None) -> Project:
     """The project the checked `paths` belong to: every Python file under its root (the excludes and .gitignore
     apply), and the `checked` files themselves (a tree checked on purpose counts even where the repository around
-    it ignores it); its model is built from their summaries, taken from the cache where unchanged."""
+    it ignores it); its model is built from their summaries, taken from the cache where unchanged. `found`: the
+    files the run found under `paths`, which are the project's when `paths` is its root, spelled as found."""
     from .discovery import find_python_files
 
     root = find_project_root(paths, settings)
-    files = {Path(os.path.abspath(path)): None for path in find_python_files(
-        [root], settings.exclude, settings.respect_gitignore, [], exclude_base=Path(settings.project_root))
-        if path.suffix in (".py", ".pyi")}
+    if found is not None and len(paths) == 1 and str(paths[0]) == str(root) and paths[0].is_dir():
+        under_root = found  # the same walk as the one below: not done twice
+    else:
+        under_root = find_python_files([root], settings.exclude, settings.respect_gitignore, [],
+                                       exclude_base=Path(settings.project_root))
+    files = {Path(os.path.abspath(path)): None for path in under_root if path.suffix in (".py", ".pyi")}
     files.update((Path(os.path.abspath(path)), None) for path in checked if path.suffix in (".py", ".pyi"))
     return Project(root, list(files), settings, cache_folder, jobs or os.cpu_count() or 1)
