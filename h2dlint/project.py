@@ -968,7 +968,10 @@ class SummaryCache:
         return _decoded(entry[2]) if entry is not None else None
 
     def store(self, path: str, size: int, mtime_ns: int, summary: dict) -> None:
-        self.entries[path] = (size, mtime_ns, marshal.dumps(summary))
+        self.store_encoded(path, size, mtime_ns, marshal.dumps(summary))
+
+    def store_encoded(self, path: str, size: int, mtime_ns: int, data: bytes) -> None:
+        self.entries[path] = (size, mtime_ns, data)
         self.changed = True
 
     def save(self, live: set[str]) -> None:
@@ -1005,8 +1008,10 @@ def summarize_file(path: str, source_roots: tuple[str, ...], project_root: str |
     return summarize(tree, module, is_package=Path(path).name == "__init__.py")
 
 
-def _summarize_job(job: tuple[str, tuple[str, ...], str | None]) -> dict | None:
-    return summarize_file(*job)
+def _summarize_job(job: tuple[str, tuple[str, ...], str | None]) -> bytes | None:
+    # Marshalled here, in the worker: it is what the cache keeps, and it comes back faster than a pickled summary.
+    summary = summarize_file(*job)
+    return marshal.dumps(summary) if summary is not None else None
 
 
 def _init_summary_worker() -> None:
@@ -1016,7 +1021,7 @@ def _init_summary_worker() -> None:
     gc.freeze()
 
 
-def build_model(files: Iterable[Path], source_roots: tuple[str, ...], is_root, gpu_attributes: Iterable[str] = (),
+def build_model(files: Iterable[str | os.PathLike[str]], source_roots: tuple[str, ...], is_root, gpu_attributes: Iterable[str] = (),
                 cache_folder: Path | None = None, jobs: int = 1, project_root: Path | None = None,
                 cache: SummaryCache | None = None, hot: dict[str, Hot] | None = None) -> ProjectModel:
     """Summarize `files` (from the cache where unchanged) and merge the summaries. `hot`: the hotness of a model
@@ -1048,10 +1053,11 @@ def build_model(files: Iterable[Path], source_roots: tuple[str, ...], is_root, g
                     results = list(pool.map(_summarize_job, jobs_list, chunksize=8))
             else:
                 results = [_summarize_job(job) for job in jobs_list]
-            for (path, size, mtime_ns), summary in zip(missing, results, strict=True):
+            for (path, size, mtime_ns), data in zip(missing, results, strict=True):
+                summary = _decoded(data) if data is not None else None
                 if summary is not None:
                     summaries[path] = summary
-                    cache.store(path, size, mtime_ns, summary)
+                    cache.store_encoded(path, size, mtime_ns, data)
                 else:
                     del summaries[path]
         cache.save(set(summaries))
@@ -1093,24 +1099,27 @@ class Project:
     """The project model of a run, built only when a file must be linted.
 
     What a run leaves for the next (`save`): the files' sizes and modification times, the model keys of its files
-    (what their cached findings were computed with) and the model's hotness. The next run takes them as its own
-    when the model would be the same: the same settings and files, and each file that changed since with the same
-    summary as before (an edit inside a function's body that changes no call, a comment). Then a run whose
-    findings all come from the cache never builds the model, and one that lints a changed file builds it without
-    propagating hotness again."""
+    (what their cached findings were computed with) and, in a file of its own read only when a model is built, the
+    model's hotness. The next run takes them as its own when the model would be the same: the same settings and
+    files, and each file that changed since with the same summary as before (an edit inside a function's body that
+    changes no call, a comment). Then a run whose findings all come from the cache never builds the model, and one
+    that lints a changed file builds it without propagating hotness again."""
 
-    def __init__(self, root: Path, files: list[Path], settings, cache_folder: Path | None, jobs: int) -> None:
+    def __init__(self, root: Path, files: list[str] | list[Path], settings, cache_folder: Path | None,
+                 jobs: int) -> None:
         self.root, self.files, self.settings, self.cache_folder, self.jobs = root, files, settings, cache_folder, jobs
         self._model: ProjectModel | None = None
         self._keys: dict[str, str] = {}
-        self._hot: dict[str, Hot] | None = None  # the last run's, while the model is known to be the same
         self._summaries: SummaryCache | None = None
         self._settings = repr((SUMMARY_VERSION, str(self.root), self.settings.hot_functions,
                                self.settings.gpu_attributes, self.settings.source_roots))
         self._stamps = self._file_stamps()
         self._state_file = cache_folder / f"model-{__version__}.marshal" if cache_folder is not None else None
-        self._last: tuple[dict, dict, dict] | None = None  # stamps, keys and hotness saved by the last run
+        self._hot_file = cache_folder / f"model-{__version__}-hot.marshal" if cache_folder is not None else None
+        self._last: tuple[dict, dict, str] | None = None  # the stamps, keys and hotness token the last run saved
         self._checked = False  # whether the last run's state was compared with this one's
+        self._same_model = False  # whether the model is the last run's
+        self._hot_token: str | None = None  # that of the hotness the model was built with, when it was the last run's
         cached = _read_cached(self._state_file)
         if isinstance(cached, tuple) and len(cached) == 5 and cached[0] == _STATE_FORMAT \
                 and cached[1] == self._settings and isinstance(cached[2], dict) and list(cached[2]) == list(self._stamps):
@@ -1125,13 +1134,13 @@ class Project:
         return stamps
 
     def _take_last_run(self) -> None:
-        """Take the last run's keys and hotness when the model is the same as the last run's."""
+        """Take the last run's keys when the model is the same as the last run's."""
         if self._checked:
             return
         self._checked = True
         if self._last is None:
             return
-        stamps, keys, hot = self._last
+        stamps, keys, _ = self._last
         changed = [path for path, stamp in self._stamps.items() if stamps[path] != stamp]
         if len(changed) > _MAX_CHANGED_TO_COMPARE:
             return  # summarized in parallel by the model's build, sooner than one by one here
@@ -1149,9 +1158,23 @@ class Project:
                 cache.store(path, size, mtime_ns, now)
                 if now != before:
                     return
-        with contextlib.suppress(TypeError, ValueError):
-            self._hot = {name: Hot(*fields) for name, fields in hot.items()}
+        if isinstance(keys, dict):
             self._keys = dict(keys)
+            self._same_model = True
+
+    def _last_hotness(self) -> dict[str, Hot] | None:
+        """The hotness of the last run's model, when this run's model is the same."""
+        self._take_last_run()
+        if not self._same_model or self._last is None:
+            return None
+        cached = _read_cached(self._hot_file)
+        if not (isinstance(cached, tuple) and len(cached) == 2 and cached[0] == self._last[2]):
+            return None
+        with contextlib.suppress(TypeError, ValueError, AttributeError):
+            hot = {name: Hot(*values) for name, values in cached[1].items()}
+            self._hot_token = self._last[2]
+            return hot
+        return None
 
     def _summary_cache(self) -> SummaryCache:
         if self._summaries is None:
@@ -1171,10 +1194,9 @@ class Project:
                     return "configured in `hot-functions`"
                 return "named like a per-step function" if is_hot_function(name) else None
 
-            self._take_last_run()
             self._model = build_model(self.files, tuple(self.settings.source_roots), is_root,
                                       self.settings.gpu_attributes, self.cache_folder, self.jobs, self.root,
-                                      cache=self._summary_cache(), hot=self._hot)
+                                      cache=self._summary_cache(), hot=self._last_hotness())
         return self._model
 
     def view(self, path: str) -> FileView:
@@ -1194,22 +1216,25 @@ class Project:
 
     def save(self) -> None:
         """Keep this run's state for the next run (see the class's docs)."""
-        if self._state_file is None or (self._model is None and self._hot is None):
+        if self._state_file is None or self._hot_file is None or (self._model is None and not self._same_model):
             return
-        hot = self._model.hot if self._model is not None else self._hot
-        parts = [part.name for part in fields(Hot)]
-        state = (_STATE_FORMAT, self._settings, self._stamps, self._keys,
-                 {name: tuple(getattr(found, part) for part in parts) for name, found in (hot or {}).items()})
-        if self._model is None and self._last is not None and self._last[0] == self._stamps \
-                and self._last[1] == self._keys:
-            return  # nothing new to keep
         if self._summaries is not None:
             self._summaries.save(set(self._stamps))
-        _write_cached(self._state_file, state)
+        token = self._hot_token  # set only where the model was built with the last run's hotness
+        if self._model is None and self._last is not None:
+            if self._last[0] == self._stamps and self._last[1] == self._keys:
+                return  # nothing new to keep
+            token = self._last[2]
+        elif token is None and self._model is not None:
+            token = os.urandom(8).hex()
+            parts = [part.name for part in fields(Hot)]
+            _write_cached(self._hot_file, (token, {name: tuple(getattr(found, part) for part in parts)
+                                                   for name, found in self._model.hot.items()}))
+        _write_cached(self._state_file, (_STATE_FORMAT, self._settings, self._stamps, self._keys, token))
 
 
 # What the state a run keeps for the next looks like (Project.save).
-_STATE_FORMAT = 2
+_STATE_FORMAT = 3
 # At most this many files changed since the last run are summarized one by one to find whether the model is the
 # same as the last run's.
 _MAX_CHANGED_TO_COMPARE = 16
@@ -1229,6 +1254,9 @@ def project_model_for(paths: list[Path], settings, cache_folder: Path | None, jo
     else:
         under_root = find_python_files([root], settings.exclude, settings.respect_gitignore, [],
                                        exclude_base=Path(settings.project_root))
-    files = {Path(os.path.abspath(path)): None for path in under_root if path.suffix in (".py", ".pyi")}
-    files.update((Path(os.path.abspath(path)), None) for path in checked if path.suffix in (".py", ".pyi"))
+    files: dict[str, None] = {}
+    for path in (*under_root, *checked):
+        absolute = os.path.abspath(path)  # a string: making thousands of Path objects takes long
+        if os.path.splitext(absolute)[1] in (".py", ".pyi"):
+            files[absolute] = None
     return Project(root, list(files), settings, cache_folder, jobs or os.cpu_count() or 1)
