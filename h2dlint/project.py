@@ -1077,6 +1077,9 @@ def _collector_paused():
     try:
         yield
     finally:
+        # Out of the collector's generations: else the first allocation after it is enabled again has it
+        # traverse every object made meanwhile. Objects still die by reference counting.
+        gc.freeze()
         if was_enabled:
             gc.enable()
 
