@@ -971,6 +971,8 @@ class SummaryCache:
         self.store_encoded(path, size, mtime_ns, marshal.dumps(summary))
 
     def store_encoded(self, path: str, size: int, mtime_ns: int, data: bytes) -> None:
+        if self.file is None:
+            return  # nowhere to keep it: not held in memory either
         self.entries[path] = (size, mtime_ns, data)
         self.changed = True
 
