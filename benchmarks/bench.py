@@ -84,6 +84,7 @@ def parse_floor(files: list[Path]) -> tuple[int, int, float]:
     """The files the default rules' prefilters send to `ast.parse`, their lines, and the CPU seconds that
     parsing them (and freeing the trees) takes in one process, best of 3: work no cold run can skip."""
     from h2dlint.config import resolve_settings
+    from h2dlint.facts import word_gate
     from h2dlint.rule import all_rules
     from h2dlint.source import SourceError, read_source
 
@@ -96,7 +97,8 @@ def parse_floor(files: list[Path]) -> tuple[int, int, float]:
             text = read_source(path).text
         except (OSError, SourceError):
             continue
-        if any(rule.may_apply(text, settings) for rule in enabled):
+        gate = word_gate(text, settings)  # no project model here: the engine's fallback gate
+        if any(rule.may_apply(text, settings, gate) for rule in enabled):
             texts.append(text)
     best = float("inf")
     gc.disable()  # as h2dlint's workers run: the cyclic collector would traverse each tree as it is built

@@ -67,9 +67,9 @@ class FindingsCache:
         key = str(path.absolute())
         self.seen.add(key)
         entry = self.entries.get(key)
-        if entry is None or len(entry) != 5 or entry[4] != model_key:
+        if entry is None or len(entry) != 6 or entry[4] != model_key:
             return None
-        size, mtime_ns, digest, findings, _ = entry
+        size, mtime_ns, digest, findings, _, _ = entry
         try:
             status = path.stat()
         except OSError:
@@ -90,10 +90,18 @@ class FindingsCache:
         """The content digest cached for `path` (after a successful lookup: that of the file now)."""
         return self.entries[str(path.absolute())][2]
 
-    def store(self, path: Path, digest: str, size: int, mtime_ns: int, findings, model_key: str = "") -> None:
+    def store(self, path: Path, digest: str, size: int, mtime_ns: int, findings, model_key: str = "",
+              asked: tuple = ()) -> None:
         self.entries[str(path.absolute())] = [size, mtime_ns, digest, [finding_to_json(f) for f in findings],
-                                              model_key]
+                                              model_key, [list(question) for question in asked]]
         self.changed = True
+
+    def asked(self, path: Path) -> tuple:
+        """The questions about values the file's rules asked the project model when its findings were cached."""
+        entry = self.entries.get(str(path.absolute()))
+        if entry is None or len(entry) != 6:
+            return ()
+        return tuple(tuple(question) for question in entry[5])
 
     def save(self) -> None:
         if not self.changed:

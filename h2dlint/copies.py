@@ -7,16 +7,13 @@ ast of the enclosing function), not on whole-file facts.
 from __future__ import annotations
 
 import ast
-import functools
 import re
 import weakref
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
 
 from .facts import Device, FileFacts, Placement, dotted_name
-from .gaps import TokensApart
 from .project import short_name
 from .values import PinData, pin_data_kind
 
@@ -26,65 +23,20 @@ PINNABLE_FACTORIES = frozenset({"tensor", "zeros", "ones", "empty", "full", "ara
 SYNC_CALLS = frozenset({"synchronize"})  # torch.cuda.synchronize(), event.synchronize(), stream.synchronize()
 
 
-# Superset patterns (they also match `as_tensor`, `xtensor`, `tensoras`): a miss would skip a file wrongly.
-_CALL_START = TokensApart("tensor", r"\(", gap=")")  # `(torch.tensor)(...)` too
-_IMPORTED_UNDER_ANOTHER_NAME = TokensApart("tensor", r"as\b")
-_STRUCTURE = re.compile(
-    "|".join([
-        r"'''(?:[^\\]|\\.)*?'''",  # triple-quoted strings
-        r'"""(?:[^\\]|\\.)*?"""',
-        r"'(?:[^'\\\n]|\\.)*'",  # one-line strings
-        r'"(?:[^"\\\n]|\\.)*"',
-        r"#[^\n]*",  # comments
-        r"[()\[\]{}]",
-    ]),
-    re.DOTALL,
-)
-
-
-def _closing_parenthesis(text: str, start: int) -> int:
-    """Where the call whose arguments start at `start` ends, skipping strings and comments.
-
-    When unsure (unbalanced text), returns the end of the text, so the caller
-    errs towards looking at the file rather than skipping it.
-    """
-    depth = 1
-    for match in _STRUCTURE.finditer(text, start):
-        token = match.group()
-        if token in "([{":
-            depth += 1
-        elif token in ")]}":
-            depth -= 1
-            if depth == 0:
-                return match.start()
-    return len(text)
-
-
-_TO_CALL = TokensApart(r"\.", r"to\b", r"\(", gap=")")  # `(x.to)(...)` too
-_DEVICE_IMPORTED_UNDER_ANOTHER_NAME = TokensApart("device", r"as\b")
+# Word tests, before parsing: a file without the word has no call the rule could report.
+_DEVICE_WORD = re.compile("dev", re.IGNORECASE)
 
 
 def may_copy_to_a_named_device(text: str) -> bool:
     """False only when no `.to(...)` call in `text` can copy to a device that `copy_device` leaves unknown in a file
     without GPU evidence (where it finds no CUDA device): the target must then be a name such as `device`, `dev`,
-    `self.out_device`, `device_id` (in any case) or a `torch.device(...)` call, so the arguments hold `dev`."""
-    if _DEVICE_IMPORTED_UNDER_ANOTHER_NAME.search(text):  # `from torch import device as D`, then `x.to(D(...))`
-        return True
-    return any("dev" in arguments.lower() for arguments in _arguments_of(_TO_CALL, text))
+    `self.out_device`, `DEVICE_ID` or a `torch.device(...)` call, so the text holds `dev` in some case."""
+    return _DEVICE_WORD.search(text) is not None
 
 
-@functools.lru_cache(maxsize=2)  # asked by HDL101 and HDL103 in turn about the same text
 def may_call_tensor_with_device(text: str) -> bool:
     """False only when no `torch.tensor(...)`/`torch.as_tensor(...)` call in `text` can have a `device=`."""
-    if _IMPORTED_UNDER_ANOTHER_NAME.search(text):
-        return True
-    return any("device" in arguments for arguments in _arguments_of(_CALL_START, text))
-
-
-def _arguments_of(calls: TokensApart, text: str) -> Iterator[str]:
-    """The text of each call's arguments, for `calls` ending at a call's `(` (to the end of the text when unsure)."""
-    for _, end in calls.spans(text):
-        yield text[end:_closing_parenthesis(text, end)]
+    return "device" in text
 
 
 def dotted(node: cst.BaseExpression) -> str | None:
@@ -444,7 +396,6 @@ def walk_in_order(statements: list[ast.stmt]):
 # ----- where a pinned rewrite would fail or gain nothing -------------------------------------------
 
 
-_DEFAULT_DEVICE_TEXT = re.compile(r"set_default_device|\bwith\b[^:]*device\s*\(")
 # Functions that run once per model: constructors and loading. A copy there waits once, at start-up.
 _RUNS_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "from_pretrained"})
 # `load_weights`, `_load_state_dict`, `restore_checkpoint`; not `load_balancing_loss` (every step), nor a bare
@@ -473,7 +424,7 @@ def may_run_under_default_device(facts: FileFacts, line: int) -> str | None:
     regions = _DEFAULT_DEVICE_REGIONS.get(facts)
     if regions is None:
         regions = _DEFAULT_DEVICE_REGIONS[facts] = _default_device_regions(facts) \
-            if _DEFAULT_DEVICE_TEXT.search(facts.text) else []
+            if _may_open_a_default_device(facts) else []
     in_file = next((region.why for region in regions if region.first <= line <= region.last), None)
     if in_file is not None or facts.project is None:
         return in_file
@@ -486,6 +437,13 @@ def may_run_under_default_device(facts: FileFacts, line: int) -> str | None:
 
 
 _DEFAULT_DEVICE_REGIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _may_open_a_default_device(facts: FileFacts) -> bool:
+    """Whether the file calls `set_default_device`, or opens a `with` on a call named `device` (under any import
+    name): only then are its regions looked for."""
+    return bool(facts.calls_named(frozenset({"set_default_device"}))) or any(
+        isinstance(facts.parents.get(call), ast.withitem) for call in facts.calls_named(frozenset({"device"})))
 
 
 def _default_device_regions(facts: FileFacts) -> list[_DefaultDeviceRegion]:
@@ -545,15 +503,19 @@ def _is_cpu_device(facts: FileFacts, node: ast.expr | None) -> bool:
 
 
 def runs_once(facts: FileFacts, line: int) -> str | None:
-    """Where `line` sits when that code runs once per model, outside any loop: a constructor (`__init__`, ...)
-    or a loading function (`load_weights`, `_load_checkpoint`, `from_pretrained`). A copy there waits once at
-    start-up, so a pinned non_blocking rewrite gains nothing worth its risk. None elsewhere."""
+    """Where `line` sits when that code runs once per model: a constructor (`__init__`, ...), a loading function
+    (`load_weights`, `_load_checkpoint`, `from_pretrained`), or, by the project model, a function that only such
+    code calls. A copy there waits once, at start-up: the copy rules do not report it. None elsewhere."""
     context = facts.context_at(line)
     function = context.function
     if function is None or context.hot:
         return None
     if function in _RUNS_ONCE_FUNCTIONS or _LOADING_NAME.search(function.lower()):
         return f"in `{function}`"
+    qualname = facts.qualname_at(line) if facts.project is not None else None
+    callers = facts.project.called_only_from_run_once_code(qualname) if qualname else None
+    if callers is not None:
+        return f"in `{function}`, called only from run-once code: `{callers}`"
     return None
 
 
@@ -561,8 +523,8 @@ def no_pinned_rewrite(facts: FileFacts, line: int, data: ast.expr | None = None,
     """Why a copy on `line` gets no pinned rewrite, for the end of its message; None when it may get one.
     `data`: what the rewrite would pass to `torch.tensor(..., pin_memory=...)`, if it is that factory.
 
-    In order: a default-device context (pinning raises on CUDA), data torch cannot pin (it raises on CUDA too),
-    code that runs once (a rewrite gains nothing)."""
+    In order: a default-device context (pinning raises on CUDA), data torch cannot pin (it raises on CUDA too).
+    (Code that runs once is not reported at all: see `runs_once`.)"""
     context = may_run_under_default_device(facts, line)
     if context is not None:
         return (f"it may run {context}, where a factory allocates on that device and `pin_memory=True` raises on "
@@ -572,9 +534,6 @@ def no_pinned_rewrite(facts: FileFacts, line: int, data: ast.expr | None = None,
         if kind in (PinData.NUMPY, PinData.TENSOR):
             return (f"`{shown_data}` is {kind.value}, which `torch.tensor(..., pin_memory=True)` cannot pin (it "
                     "raises on CUDA), so no rewrite is offered: copy from a pinned staging buffer")
-    once = runs_once(facts, line)
-    if once is not None:
-        return f"it runs once ({once}), so a pinned non_blocking copy would gain nothing: no rewrite is offered"
     return None
 
 

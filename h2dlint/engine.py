@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from .facts import FileFacts, Site, is_test_path
+from .facts import OPEN_GATE, FileFacts, FileGate, Site, is_hot_function, is_test_path, word_gate
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
 from .newer_syntax import parse_python
 from .rule import Rule, RuleContext
@@ -27,7 +27,7 @@ from .suppression import add_noqa_edits, is_file_exempt, suppress
 from .textdiff import unified_diff
 
 if TYPE_CHECKING:
-    from .project import Project
+    from .project import FileView, Project
 
 MAX_FIX_ROUNDS = 10
 
@@ -46,6 +46,9 @@ class FileResult:
     # (size, mtime_ns, digest) of the unchanged file the findings describe; None when not cacheable
     stamp: tuple[int, int, str] | None = None
     fixed_codes: tuple[str, ...] = ()  # the code of each fix applied (for --show-fixes)
+    # The questions the file's rules asked the project model about values (see FileView.asked); None when the
+    # file was not linted (its findings came from the cache).
+    asked: tuple | None = None
 
 
 class Linter:
@@ -55,6 +58,7 @@ class Linter:
         self.rules = rules
         self.settings = settings
         self.project = project  # the Project (h2dlint.project) the rules ask about other files; None: none
+        self.last_view: FileView | None = None  # the project model's view of the file checked last
         self.enabled_codes = frozenset(rule.code for rule in rules)
         self.known_codes = frozenset(Rule.registry)
         self._tested_on_parsed_files = [rule for rule in rules if not rule.text_test_spares_only_parsing]
@@ -70,7 +74,10 @@ class Linter:
         if is_file_exempt(text):
             return []
         view = self.project.view(str(source.path)) if self.project is not None else None
-        active = self._active_rules(text, view.opened_for() if view is not None else frozenset())
+        self.last_view = view
+        summarized = view.gate(self.settings, text) if view is not None else None
+        active = self._active_rules(text, view.opened_for() if view is not None else frozenset(),
+                                    summarized or word_gate(text, self.settings))
         if not active:
             return []
         path = str(source.path)
@@ -83,11 +90,17 @@ class Linter:
                             f"code nested too deeply for Python's parser ({type(error).__name__}); "
                             "the file is not checked or changed")]
         line_index = LineIndex(text)
-        facts = FileFacts(tree, text, line_index)
+        facts = FileFacts(tree, line_index)
         facts.project = view
         facts.hot_functions = frozenset(self.settings.hot_functions)
-        facts.active_codes = frozenset(rule.code for rule in active)
         facts.gpu_device_names = self.settings.gpu_device_names
+        if summarized is None:
+            # The word gate let the file through: the tree's own evidence, as the summary would have, decides now.
+            gate = FileGate(gpu=facts.gpu_evidence, hot_names=any(is_hot_function(name, facts.hot_functions)
+                                                                  for name in facts.evidence.defined))
+            active = [rule for rule in active if rule.text_test_spares_only_parsing
+                      or rule.may_apply(text, self.settings, gate)]
+        facts.active_codes = frozenset(rule.code for rule in active)
         # By the path from the project root, not as spelled on the command line: the cache keys files by
         # their absolute path, so the answer must not change with the spelling.
         facts.test_file = is_test_path(os.path.relpath(os.path.abspath(path),
@@ -115,11 +128,21 @@ class Linter:
             findings.extend(context.findings)
         return findings
 
-    def model_key(self, path: str | os.PathLike[str]) -> str:
-        """What the findings of the file at `path` depend on in the project model (see FileView.key)."""
-        return self.project.key(path) if self.project is not None else ""
+    def model_key(self, path: str | os.PathLike[str], asked: tuple = ()) -> str:
+        """What the findings of the file at `path` depend on in the project model (see FileView.key), with the
+        answers to the questions about values its rules `asked`."""
+        return self.project.key(path, asked) if self.project is not None else ""
 
-    def _active_rules(self, text: str, model_facts: frozenset[str] = frozenset()) -> list[type[Rule]]:
+    def asked(self, path: str | os.PathLike[str]) -> tuple:
+        """The questions about values the rules asked the project model when they last checked the file at
+        `path` in this process (see FileView.asked)."""
+        view = self.last_view
+        if view is None or view.path != os.path.abspath(path):
+            return ()
+        return tuple(sorted(view.asked))
+
+    def _active_rules(self, text: str, model_facts: frozenset[str] = frozenset(),
+                      gate: FileGate = OPEN_GATE) -> list[type[Rule]]:
         """The rules that may report in `text`, in catalogue order; none when the file need not be parsed.
 
         Most words a text test looks for are absent, so most tests read the whole text. The tests of the rules
@@ -132,8 +155,9 @@ class Linter:
         opened = {rule for rule in self.rules
                   if rule.MODEL_DEPENDENCIES & model_facts and rule.prefilter_matches(text)}
         passed = {rule for rule in self._tested_on_parsed_files
-                  if rule in opened or rule.may_apply(text, self.settings)}
-        if passed or any(rule in opened or rule.may_apply(text, self.settings) for rule in self._tested_before_parsing):
+                  if rule in opened or rule.may_apply(text, self.settings, gate)}
+        if passed or any(rule in opened or rule.may_apply(text, self.settings, gate)
+                         for rule in self._tested_before_parsing):
             passed.update(self._tested_before_parsing)
         return [rule for rule in self.rules if rule in passed]
 
@@ -288,7 +312,11 @@ def process_file(path: Path, linter: Linter, mode: str, known: Known | None = No
     except SourceError as error:
         return unreadable(name, str(error))
     try:
-        findings = list(known[1]) if known is not None and known[0] == source.digest else linter.lint(source)
+        if known is not None and known[0] == source.digest:
+            findings, asked = list(known[1]), None
+        else:
+            findings = linter.lint(source)
+            asked = linter.asked(path)
         if mode == "add-noqa":
             edits, left = add_noqa_edits(findings, source.text)
             if edits:
@@ -296,8 +324,8 @@ def process_file(path: Path, linter: Linter, mode: str, known: Known | None = No
             return FileResult(name, tuple(left), noqa_added=len(edits))
         result, new_text = fix_in_memory(source, findings, linter, mode)
         if new_text is None:
-            return dataclasses.replace(result, stamp=(status.st_size, status.st_mtime_ns, source.digest)) \
-                if stamped else result
+            return dataclasses.replace(result, stamp=(status.st_size, status.st_mtime_ns, source.digest),
+                                       asked=asked) if stamped else result
         if mode == "fix":
             write_source_atomically(source, new_text)
         return result

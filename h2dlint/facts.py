@@ -12,14 +12,11 @@ import ast
 import enum
 import functools
 import re
-import unicodedata
-from collections.abc import Iterable, Iterator
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import PurePath
 from typing import TYPE_CHECKING, TypeVar
-
-from .gaps import BLANK, TokensApart, spans_across_gaps
 
 if TYPE_CHECKING:
     from .project import FileView
@@ -48,12 +45,6 @@ DEVICE_COLLECTIVES = {
     "reduce_scatter_tensor": ((0, "output"), (1, "input")), "_reduce_scatter_base": ((0, "output"), (1, "input")),
     "all_to_all_single": ((0, "output"), (1, "input")),
 }
-_DISTRIBUTED_ALIAS = re.compile(r"import torch\.distributed[\w.]* as (\w+)")
-_HOST_GROUP = re.compile(r"cpu|gloo", re.IGNORECASE)  # `cpu_group`, `backend="gloo"`: a collective on the host
-_HOST_CHOICE = re.compile(r"""["']cpu\b|cpu_group|gloo""", re.IGNORECASE)  # a function that may pick the host
-_MULTI_STREAM = re.compile(r"\b(?:Stream|ExternalStream|wait_stream|record_stream|set_stream)\(|cuda\.stream\(")
-# What any match of _MULTI_STREAM contains: tested first, because the regex, with no literal start, is slow.
-_MULTI_STREAM_TEXT = ("Stream(", "_stream(", "cuda.stream(")
 
 
 class Device(enum.Enum):
@@ -125,6 +116,7 @@ class Scope:
 
     first_line: int
     last_line: int
+    node: ast.AST | None = None  # the function; None for the module
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
     # Names passed as a tensor to a torch.distributed collective, with the statement of each such call.
     collective_arguments: dict[str, list[tuple[ast.Call, ast.stmt]]] = field(default_factory=dict)
@@ -179,207 +171,254 @@ class CodeContext:
         return " and ".join(where)
 
 
-# What a file's text must contain for classify_placement to prove any tensor is on the GPU: a
-# `.cuda(` call, a device string where a device may be read (`device="cuda:0"`, `.to(f"cuda:{i}")`),
-# `torch.cuda.current_device`, an integer ordinal written as the device, a `*_gpu` / `*_cuda` attribute, a
-# collective's argument, or a name with a host mirror read as a tensor. (Mentions such as
-# `torch.cuda.synchronize` or `device.type == "cuda"` prove nothing.)
-# Several small searches, because one regex alternation is many times slower on large files.
-# Parentheses may stand between the tokens (`(x.cuda)()`, `device=(0)`), besides what may stand between any two.
-_CUDA_CALL = TokensApart("cuda", r"\(", gap=")")
-_ORDINAL_DEVICES = (TokensApart("device", "[=(]", r"\d", gap="()"),
-                    TokensApart(r"\.", r"to\b", r"\(", r"\d", gap="()"))
-_CUDA_DEVICE_STRING = re.compile(r"cuda(?::\d+)?")
-_GPU_SUFFIX = re.compile(r"_(?:gpu|cuda)\b")  # ends a `*_gpu` / `*_cuda` attribute (see GPU_NAME_SUFFIXES)
-_GPU_ATTRIBUTE = TokensApart(r"\.", r"(?!_*is_)\w+_(?:gpu|cuda)\b")
-_FLAG_START = re.compile(r"_*is_")
-# The name after each `def`: up to a blank, `(`, `[` or `\` (`\w` misses identifier characters such as combining
-# marks). The name is looked ahead at, so that a `def` ending a word (`# undef`) cannot swallow the next `def` as its
-# name. No leading `\b`: a literal start makes the search fast.
-_DEFINED_NAME = re.compile(r"def(?=[\s\\]+([^\s(\[\\]+))")
-_MIRROR_END = re.compile(r"_(?:cpu|host)\b")  # see MIRROR_SUFFIXES
-_LAST_WORD = re.compile(r"\w+$")
-IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)\b", re.MULTILINE)  # a line that starts with an import
+# ----- the per-file index of what the tree shows -------------------------------------------------------------------
+#
+# Each fact below comes from the file's `ast` (the nodes FileFacts' index walk visits, annotations left out), never
+# from its text: a word in a comment or a string that is no device proves nothing. The project model's summaries
+# hold the same facts (`evidence_of`), so that the engine can skip, before parsing, a file whose tree holds no GPU
+# evidence for the rules that need some.
+
+_CUDA_DEVICE_STRING = re.compile(r"cuda(?::\d+)?")  # a whole string constant (PyTorch takes no blanks around it)
+_HOST_GROUP_WORDS = ("cpu", "gloo")  # `cpu_group`, `backend="gloo"`: a collective on the host
+_HOST_DEVICE_STRING = re.compile(r"cpu\b", re.IGNORECASE)  # the start of a string constant naming the CPU
+# `Stream(`, `wait_stream(`, ...: calls that show the file uses streams besides the current one (and `cuda.stream`).
+_STREAM_CALLS = frozenset({"Stream", "ExternalStream", "wait_stream", "record_stream", "set_stream"})
 # In a file written for another accelerator, the device copy of a mirrored tensor is not a CUDA tensor.
-OTHER_ACCELERATOR_MARK = re.compile(r"torch(?:_(?:npu|mlu)|\.(?:npu|xpu|hpu|mlu))")  # `torch_npu`, `torch.xpu`, ...
+_OTHER_ACCELERATOR_MODULES = frozenset({"torch_npu", "torch_mlu"})
+_OTHER_ACCELERATOR_ATTRIBUTES = frozenset({"npu", "xpu", "hpu", "mlu"})  # `torch.npu`, ...
+_OTHER_ACCELERATOR_APIS = tuple([*(f"torch.{name}." for name in sorted(_OTHER_ACCELERATOR_ATTRIBUTES)),
+                                 *(f"{module}." for module in sorted(_OTHER_ACCELERATOR_MODULES))])
+# Where a string or int constant may be what classify_device reads as a device: the value of a keyword, the first
+# argument of a call, the value of an assignment or a `return`, a parameter's default, a branch of `a if c else b`.
+# Not where no device is read: compared (`device.type == "cuda"`), a later argument, in a collection or an f-string.
+_DEVICE_READING_PARENTS = (ast.keyword, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.Return, ast.arguments, ast.IfExp)
 
 
-@functools.lru_cache(maxsize=2)  # asked by several rules in turn about the same text
-def has_gpu_evidence(text: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
-    """Whether the text may hold what classify_placement proves to be on the GPU (a superset test), given
-    the run's configured `gpu-device-names`."""
-    # The cheapest tests first; the mirrored names, the dearest, then the searches across comments, last.
-    if "cuda" in text and ("current_device" in text or _quotes_a_device_where_one_is_read(text)
-                           or _calls_cuda(text, _CUDA_CALL.spans(text, comments=False))):
-        return True
-    if _names_gpu_attribute(text) or any(next(ordinal.spans(text, comments=False), None)
-                                         for ordinal in _ORDINAL_DEVICES) \
-:
-        return True
-    if any(name.search(text) for name in _configured_device_names(gpu_device_names)) \
-            or may_use_device_collectives(text) or _reads_a_mirrored_name_as_gpu(text):
-        return True
-    return _calls_cuda(text, _CUDA_CALL.spans_across_comments(text)) or any(
-        next(tokens.spans_across_comments(text), None) for tokens in (_GPU_ATTRIBUTE, *_ORDINAL_DEVICES))
+@dataclass(frozen=True)
+class TreeEvidence:
+    """What one walk of a file's tree shows about devices, streams and collectives."""
+
+    gpu: bool  # something classify_placement may prove to be on the GPU (the run's `gpu-device-names` aside)
+    # Names `x` read in the tree that have a host mirror `x_cpu` / `x_host` there too (`seq_lens` beside
+    # `seq_lens_cpu`), less those that read as a flag, a count or an action; none in a file for another accelerator.
+    mirrored: frozenset[str]
+    several_streams: bool  # calls Stream, ExternalStream, wait_stream, record_stream, set_stream or `cuda.stream`
+    device_collectives: bool  # calls a torch.distributed collective, and names no gloo backend anywhere
+    mentions_torch: bool  # imports or names something called torch
+    defined: frozenset[str]  # the name of every function defined
+    other_accelerator: bool = False  # names `torch.npu`, `torch_npu`, ... (another accelerator's API)
+
+    def as_data(self) -> tuple:
+        """As plain data, for the project model's cached summaries (see `from_data`)."""
+        return (self.gpu, sorted(self.mirrored), self.several_streams, self.device_collectives, self.mentions_torch,
+                sorted(self.defined), self.other_accelerator)
+
+    @classmethod
+    def from_data(cls, data) -> TreeEvidence:
+        gpu, mirrored, streams, collectives, torch_named, defined, other_accelerator = data
+        return cls(gpu, frozenset(mirrored), streams, collectives, torch_named, frozenset(defined), other_accelerator)
 
 
-@functools.cache
-def _configured_device_names(gpu_device_names: tuple[str, ...]) -> tuple[TokensApart, ...]:
-    """The run's `gpu-device-names` (`self.device`) as text searches: blanks, line continuations and comments may
-    stand around each dot, as they may where the name is used."""
-    return tuple(TokensApart(*[token for part in name.split(".") for token in (r"\.", re.escape(part))][1:])
-                 for name in gpu_device_names)
+@dataclass(frozen=True)
+class FileGate:
+    """What the project model's summary of a file tells the rules' text tests before the file is parsed: whether
+    its tree holds GPU evidence (or it reads a GPU placement the model knows of), and whether it defines a function
+    hot by its name (or one hot through calls). Without a summary both stay open: the word tests alone decide."""
+
+    gpu: bool = True
+    hot_names: bool = True
 
 
-def _calls_cuda(text: str, spans: Iterable[tuple[int, int]]) -> bool:
-    """Whether some `cuda(` among `spans` is a method call (`.cuda(`, also `. cuda(`), not `xcuda(`."""
-    return any(text[start - 1:start] in (".", " ", "\t", "\n", "\r", "\x0c") for start, _ in spans)
+OPEN_GATE = FileGate()
+# The words without which a file's tree holds no GPU evidence (TreeEvidence.gpu): `.cuda()`, a CUDA device string,
+# a `*_gpu` / `*_cuda` attribute, `current_device`, a host mirror, a torch.distributed collective; and, for an
+# ordinal (`.to(0)`, `device=0`), `to` or `device` then a digit past anything but words (brackets, blanks, comments).
+_GPU_WORDS = ("cuda", "_gpu", "current_device", "_cpu", "_host")
+_ORDINAL_DEVICE = re.compile(r"(?:to|device)(?:[^\w#]|#[^\n]*+)*+\d")
 
 
-def _device_strings(text: str) -> Iterator[int]:
-    """Where the quotes open of each string that can be what classify_device takes for a CUDA device: `"cuda"` or
-    `"cuda:N"` whole (PyTorch takes no blanks around the type), `"cuda:"` (which `"cuda:" f"{rank}"` starts), or an
-    f-string that starts with `cuda` (`f"cuda:{rank}"`). Looked for from each `cuda`: a regex whose first character
-    is a class (a quote) is several times slower."""
-    start = text.find("cuda")
-    while start >= 0:
-        if start and text[start - 1] in "\"'":
-            quotes = start - 1
-            while quotes and text[quotes - 1] in "\"'":
-                quotes -= 1
-            end = start + 4
-            if text[end:end + 1] == ":":
-                end += 1
-                while text[end:end + 1].isdigit():
-                    end += 1
-            if text[end:end + 1] in ("\"", "'") or text[quotes - 1:quotes] in ("f", "F") or (
-                    text[quotes - 1:quotes] in ("r", "R") and text[quotes - 2:quotes - 1] in ("f", "F")):
-                yield quotes
-        start = text.find("cuda", start + 4)
+def word_gate(text: str, settings) -> FileGate:
+    """The gate of a file the project model has no summary of (or with `project-model = false`): word tests, a
+    superset of what the summary would say. Parsing a few more files is the price of not summarizing them."""
+    gpu = any(word in text for word in _GPU_WORDS) or any(
+        name.rsplit(".", 1)[-1] in text for name in settings.gpu_device_names) or bool(_ORDINAL_DEVICE.search(text)) \
+        or "distributed" in text and any(collective in text for collective in DEVICE_COLLECTIVES)
+    configured = settings.hot_functions
+    # A name the parser NFKC-normalizes (`def ｆorward`) is no ASCII word: such a text stays open.
+    hot_names = "def" in text and (not text.isascii() or bool(_DEFINES_A_HOT_NAME.search(text)) or any(
+        name in text or any(glob in name for glob in "*?[") for name in configured))
+    return FileGate(gpu=gpu, hot_names=hot_names)
 
 
-def _quotes_a_device_where_one_is_read(text: str) -> bool:
-    """Whether a string of `_device_strings` stands where classify_device may read it: after `=` (a keyword
-    argument, an assignment), `(` (a first argument), `else`, or another string, or first on its line. Not where
-    no device is read: compared (`device.type == "cuda"`), a later argument, in a collection, returned."""
-    for quotes in _device_strings(text):
-        before = quotes
-        while before and text[before - 1] in "fFrRbBuU":  # the string's prefix
-            before -= 1
-        while before and text[before - 1] in " \t":
-            before -= 1
-        previous = text[before - 1:before]
-        if previous in ("", "\n", "\r", "\x0c", "\\", "(", "\"", "'") \
-                or previous == "=" and text[before - 2:before - 1] not in ("=", "!", "<", ">") \
-                or text[before - 4:before] == "else" and not is_word_character(text[before - 5:before - 4]):
+
+def evidence_of(tree: ast.Module) -> TreeEvidence:
+    """What the tree shows about devices, streams and collectives: one walk over the nodes FileFacts indexes
+    (annotations left out) sorts out the few kinds that matter; what they say is read afterwards from the (much
+    fewer) distinct names, and from the calls and strings."""
+    names: set[str] = set()  # read as a name or passed as a keyword
+    attributes: set[str] = set()
+    parameters: set[str] = set()
+    defined: set[str] = set()
+    calls: list[ast.Call] = []
+    keywords: list[ast.keyword] = []
+    strings: list[tuple[ast.expr, ast.AST]] = []  # string constants and f-strings, with their parents
+    imports: list[ast.Import | ast.ImportFrom] = []
+    other_accelerator = False
+    add_name = names.add
+    stack: list[ast.AST] = [tree]
+    push = stack.append
+    while stack:
+        node = stack.pop()
+        kind = node.__class__
+        fields = _INDEXED_FIELDS.get(kind)
+        for field_name in fields if fields is not None else _indexed_fields(kind):
+            value = getattr(node, field_name)
+            if value.__class__ is not list:
+                if value is None:
+                    continue
+                value = (value,)
+            for child in value:
+                child_kind = child.__class__
+                if child_kind is ast.Name:
+                    add_name(child.id)
+                elif child_kind is ast.Constant:
+                    if child.value.__class__ is str:
+                        strings.append((child, node))
+                elif child is not None:
+                    if child_kind is ast.JoinedStr:
+                        strings.append((child, node))
+                    push(child)
+        if kind is ast.Attribute:
+            attr = node.attr
+            attributes.add(attr)
+            if attr in _OTHER_ACCELERATOR_ATTRIBUTES and node.value.__class__ is ast.Name and node.value.id == "torch":
+                other_accelerator = True
+        elif kind is ast.Call:
+            calls.append(node)
+        elif kind is ast.keyword:
+            keywords.append(node)
+        elif kind is ast.arg:
+            parameters.add(node.arg)
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            defined.add(node.name)
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            imports.append(node)
+    names.update(keyword.arg for keyword in keywords if keyword.arg is not None)
+    gpu = any(_placement_by_attribute_name(attr) is Placement.GPU for attr in attributes) or any(
+        keyword.arg == "device" and _ordinal(keyword.value) for keyword in keywords)
+    streams = gloo = False
+    collective_calls = []
+    for call in calls:
+        func = call.func
+        called = func.attr if func.__class__ is ast.Attribute else func.id if func.__class__ is ast.Name else None
+        if called is None:
+            continue
+        if called == "cuda" and func.__class__ is ast.Attribute or called == "current_device" \
+                or called in ("to", "device") and call.args and _ordinal(call.args[0]):
+            gpu = True
+        elif called in _STREAM_CALLS or called == "stream" and terminal_name(getattr(func, "value", None)) == "cuda":
+            streams = True
+        elif called in DEVICE_COLLECTIVES:
+            collective_calls.append(call)
+    for node, parent in strings:
+        if node.__class__ is ast.Constant:
+            value = node.value
+            if value.startswith("cuda"):
+                gpu = gpu or _CUDA_DEVICE_STRING.fullmatch(value) is not None and _may_be_read_as_device(node, parent)
+            elif "gloo" in value.lower():
+                gloo = True
+        elif not gpu and node.values and isinstance(node.values[0], ast.Constant) \
+                and str(node.values[0].value).startswith("cuda"):
+            gpu = _may_be_read_as_device(node, parent)
+    identifiers = names | attributes | parameters
+    imported = _imported_names(imports)
+    other_accelerator = other_accelerator or any(module.split(".")[0] in _OTHER_ACCELERATOR_MODULES
+                                                 for module in imported.values())
+    gloo = gloo or any("gloo" in identifier.lower() for identifier in identifiers)
+    device_collectives = not gloo and any(
+        (_qualified(dotted_name(call.func), imported) or "").startswith("torch.distributed.")
+        for call in collective_calls)
+    mirrored = frozenset() if other_accelerator else frozenset(
+        stem for identifier in identifiers for suffix in MIRROR_SUFFIXES if identifier.endswith(suffix)
+        for stem in (identifier[:-len(suffix)],) if stem in identifiers and names_a_tensor(stem))
+    # A mirrored name is a CUDA tensor to classify_placement where it is read as an attribute (`batch.seq_lens`) or
+    # is a parameter beside its mirror.
+    gpu = gpu or device_collectives or not mirrored.isdisjoint(attributes | parameters)
+    mentions_torch = "torch" in identifiers or any("torch" in name for name in (*imported, *imported.values()))
+    return TreeEvidence(gpu=gpu, mirrored=mirrored, several_streams=streams, device_collectives=device_collectives,
+                        mentions_torch=mentions_torch, defined=frozenset(defined), other_accelerator=other_accelerator)
+
+
+def _may_be_read_as_device(node: ast.expr, parent: ast.AST) -> bool:
+    """Whether a constant (or f-string) sits where classify_device may read it as a device (see
+    _DEVICE_READING_PARENTS)."""
+    if isinstance(parent, ast.Call):
+        return bool(parent.args) and parent.args[0] is node
+    return isinstance(parent, _DEVICE_READING_PARENTS)
+
+
+def _ordinal(expr: ast.expr) -> bool:
+    """An int written as a device (`device=0`, `.to(1)`, `torch.device(0 if a else 1)`): a CUDA ordinal."""
+    if isinstance(expr, ast.IfExp):
+        return _ordinal(expr.body) or _ordinal(expr.orelse)
+    return isinstance(expr, ast.Constant) and type(expr.value) is int
+
+
+def _imported_names(imports: list[ast.Import | ast.ImportFrom]) -> dict[str, str]:
+    """What each imported name stands for (`dist` -> `torch.distributed`; `torch` -> `torch`)."""
+    imported = {}
+    for node in imports:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                imported[local] = alias.name if alias.asname else local
+        elif node.module and node.level == 0:
+            for alias in node.names:
+                imported[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return imported
+
+
+def _qualified(dotted: str | None, imported: dict[str, str]) -> str | None:
+    head, _, rest = (dotted or "").partition(".")
+    target = imported.get(head)
+    return None if target is None else f"{target}.{rest}" if rest else target
+
+
+def names_host(node: ast.AST, words: tuple[str, ...], host_strings: bool = False) -> bool:
+    """Whether a name, attribute, parameter, keyword or string in `node` holds one of `words` (lower-case, in any
+    case: `cpu_group`, `gloo`), or, with `host_strings`, a string starts by naming the CPU (`"cpu"`, `"cpu:0"`)."""
+    for child in ast.walk(node):
+        kind = child.__class__
+        if kind is ast.Name:
+            word = child.id
+        elif kind is ast.Attribute:
+            word = child.attr
+        elif kind is ast.arg or kind is ast.keyword:
+            word = child.arg or ""
+        elif kind is ast.Constant and child.value.__class__ is str:
+            word = child.value
+            if host_strings and _HOST_DEVICE_STRING.match(word):
+                return True
+        else:
+            continue
+        lower = word.lower()
+        if any(host in lower for host in words):
             return True
     return False
-
-
-def _names_gpu_attribute(text: str) -> bool:
-    r"""Whether the text names an attribute `.<word>_gpu` / `.<word>_cuda` whose name does not start like a flag
-    (`_*is_`), with no comment between the dot and the name: what `_GPU_ATTRIBUTE` finds without comments, looked
-    for backwards from each suffix (a regex that starts with a dot tries every dot of the file)."""
-    for match in _GPU_SUFFIX.finditer(text):
-        start = match.start()
-        while start and is_word_character(text[start - 1]):
-            start -= 1
-        before = start
-        while before and (text[before - 1].isspace() or text[before - 1] == "\\"):
-            before -= 1
-        if start < match.start() and text[before - 1:before] == "." and not _FLAG_START.match(text, start):
-            return True
-    return False
-
-
-def is_word_character(character: str) -> bool:
-    """What `\\w` matches (False for the empty text before a file's start or after its end)."""
-    return character.isalnum() or character == "_"
-
-
-@functools.lru_cache(maxsize=2)
-def may_use_device_collectives(text: str) -> bool:
-    """Whether the text may call a torch.distributed collective on device tensors: it calls one through
-    `distributed.`, through a name from `import torch.distributed... as`, or after a `from torch.distributed...`
-    import; and it never names the gloo backend (a file that does, such as torch's backend-generic tests, may
-    run its collectives on host tensors)."""
-    if "distributed" not in text or "gloo" in text:
-        return False
-    called = [name for name in DEVICE_COLLECTIVES if f"{name}(" in text]  # each search below contains one of these
-    if not called:
-        return False
-    prefixes = ["distributed.", *(alias + "." for alias in _DISTRIBUTED_ALIAS.findall(text))]
-    if "from torch.distributed" in text:
-        prefixes.append("")
-    return any(f"{prefix}{name}(" in text for prefix in prefixes for name in called)
-
-
-@functools.lru_cache(maxsize=2)
-def mirrored_names(text: str) -> frozenset[str]:
-    """The names `x` used in the text that have a host mirror `x_cpu` / `x_host` there too (`seq_lens` next
-    to `seq_lens_cpu`), less those that read as a flag, a count or an action (`is_cpu`, `move_to_cpu`) and
-    those on import lines (modules such as `cpp_wrapper_cpu`); none in a file for another accelerator."""
-    if "_cpu" not in text and "_host" not in text:
-        return frozenset()
-    mirrored = set()
-    for match in _MIRROR_END.finditer(text):  # the word before each suffix: on its line, in its last 100 characters
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        word = _LAST_WORD.search(text, max(line_start, match.start() - 100), match.start())
-        if word is not None and names_a_tensor(word.group()) and not IMPORT_LINE.match(text, line_start):
-            mirrored.add(word.group())
-    names = frozenset(name for name in mirrored if _used_alone(text, name))
-    return frozenset() if names and OTHER_ACCELERATOR_MARK.search(text) else names
-
-
-def _reads_a_mirrored_name_as_gpu(text: str) -> bool:
-    """Whether a name of `mirrored_names` stands where classify_placement may take it for a CUDA tensor: after a dot
-    (`batch.seq_lens`), or where it may be a parameter (`_mirrored_parameter`): before `,`, `)`, `:` or `=`."""
-    for name in mirrored_names(text):
-        together, across_comments = _mirrored_uses(name)
-        if any(pattern.search(text) for pattern in together) or any(
-                next(spans_across_gaps(text, first, then), None) is not None for first, then in across_comments):
-            return True
-    return False
-
-
-@functools.cache
-def _mirrored_uses(name: str) -> tuple[tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], str], ...]]:
-    """The searches for `name` after a dot and before what may follow a parameter: regexes for the spellings without
-    comments, and (first, then) for `spans_across_gaps` from a gap that holds a comment (only brackets allow one)."""
-    word, after_parameter = rf"\b{re.escape(name)}\b", r"[,):]|=(?!=)"
-    together = (re.compile(rf"\.{BLANK}*{word}"), re.compile(rf"{word}{BLANK}*(?:{after_parameter})"))
-    across_comments = ((re.compile(rf"\.(?={BLANK}*#)"), word), (re.compile(rf"{word}(?={BLANK}*#)"), after_parameter))
-    return together, across_comments
-
-
-def _used_alone(text: str, name: str) -> bool:
-    """Whether `name` (a word) occurs in the text as a word of its own, not only inside longer names
-    (`seq_lens_cpu`)."""
-    start = text.find(name)
-    while start >= 0:
-        end = start + len(name)
-        if not is_word_character(text[start - 1:start]) and not is_word_character(text[end:end + 1]):
-            return True
-        start = text.find(name, start + 1)
-    return False
-
-
-@functools.lru_cache(maxsize=2)
-def defined_function_names(text: str) -> frozenset[str]:
-    """The names after every `def` in the text, as the parser reads them (NFKC: `def ｆorward` is `forward`), and a few
-    more, which only makes tests on them permissive."""
-    return frozenset(name if name.isascii() else unicodedata.normalize("NFKC", name)
-                     for name in _DEFINED_NAME.findall(text))
 
 
 HOT_FUNCTION_NAMES = frozenset({"forward", "backward", "__call__", "step", "training_step", "train_step",
                                 "validation_step", "forward_batch", "decode", "sample", "generate",
-                                # the per-step entry points of inference engines (sglang's scheduler and workers)
+                                # the per-step entry points of inference engines (sglang's scheduler and workers,
+                                # vLLM's workers and model runners)
                                 "forward_batch_generation", "run_batch", "prepare_for_decode", "prepare_for_extend",
-                                "prepare_for_idle", "prepare_for_verify", "prepare_for_draft_extend"})
+                                "prepare_for_idle", "prepare_for_verify", "prepare_for_draft_extend", "execute_model"})
 # Glob patterns (fnmatch) of hot function names: attention backends' per-step metadata set-up. A name with
 # "capture" in it matches none of them: that set-up runs once per CUDA graph captured, not per step.
 HOT_FUNCTION_PATTERNS = ("init_forward_metadata*", "*_replay_cuda_graph")
+# A definition of a function hot by its name, for the word gate (see word_gate).
+_HOT_NAMES = "|".join(sorted(HOT_FUNCTION_NAMES))
+_DEFINES_A_HOT_NAME = re.compile(rf"def[\s\\]+(?:(?:{_HOT_NAMES})\b|init_forward_metadata|\w*_replay_cuda_graph\b)")
 
 
 # Functions that run once (construction, weight loading), where a sync costs nothing worth reporting.
@@ -418,8 +457,8 @@ def is_hot_function(name: str, configured: frozenset[str] = frozenset()) -> bool
 
 
 class FileFacts:
-    def __init__(self, tree: ast.Module, text: str, line_index) -> None:
-        self.text = text
+    def __init__(self, tree: ast.Module, line_index) -> None:
+        # No text: every fact comes from the tree (the line index only maps its positions to columns).
         self.line_index = line_index
         self.tree = tree
         self.aliases: dict[str, str] = {}
@@ -440,7 +479,9 @@ class FileFacts:
         self._functions_by_line: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]] | None = None
         self._blocks_by_line: tuple[list[tuple[tuple[int, int], ...]], list[tuple[tuple[int, int], ...]]] | None = None
         self._binding_scopes: dict[tuple[str, int], Scope | None] = {}
-        self._binds_by_lines: dict[tuple[int, int], bool] = {}  # by first and last line, for _may_bind_in_expressions
+        # The lines of the `:=` and comprehensions, for _may_bind_in_expressions; listed on first use.
+        self._binding_expression_lines: list[int] | None = None
+        self._host_choices: dict[int, bool] = {}  # by id of the Scope, for _may_choose_host
         self._class_nodes: list[ast.ClassDef] = []
         self._class_attributes: dict[int, dict[str, list[Binding]]] = {}  # by id of the class, on first use
         self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
@@ -458,23 +499,34 @@ class FileFacts:
         self._index(tree)
 
     @functools.cached_property
+    def evidence(self) -> TreeEvidence:
+        """What the tree shows about devices, streams and collectives (see TreeEvidence): from the project model's
+        summary of the file, which holds it, else from the nodes indexed."""
+        known = self.project.evidence() if self.project is not None else None
+        return known if known is not None else evidence_of(self.tree)
+
+    @functools.cached_property
+    def gpu_evidence(self) -> bool:
+        """Whether anything in the file may be proven on the GPU: the tree's evidence, a name of the run's
+        `gpu-device-names`, or a GPU placement the project model knows of that the file reads."""
+        if self.evidence.gpu or self.project is not None and "placement" in self.project.opened_for():
+            return True
+        names = self.gpu_device_names
+        return bool(names) and any(dotted_name(node) in names for node in self.parents
+                                   if node.__class__ is ast.Name or node.__class__ is ast.Attribute)
+
+    @property
     def mentions_torch(self) -> bool:
-        """Whether the text names torch at all: without it, a value h2dlint cannot place is no tensor to believe in."""
-        return "torch" in self.text
+        """Whether the file names torch at all: without it, a value h2dlint cannot place is no tensor to believe in."""
+        return self.evidence.mentions_torch
 
-    @functools.cached_property
-    def quotes_cuda(self) -> bool:
-        """What the GPU evidence asks of a device string: without it, a string that spells `cuda` some other way
-        (escapes, pieces) is no CUDA device, so no file without GPU evidence has one."""
-        return _quotes_a_device_where_one_is_read(self.text)
-
-    @functools.cached_property
+    @property
     def uses_several_streams(self) -> bool:
-        return any(part in self.text for part in _MULTI_STREAM_TEXT) and bool(_MULTI_STREAM.search(self.text))
+        return self.evidence.several_streams
 
-    @functools.cached_property
+    @property
     def may_use_device_collectives(self) -> bool:
-        return may_use_device_collectives(self.text)
+        return self.evidence.device_collectives
 
     def _index(self, tree: ast.Module) -> None:
         """One walk over the tree: parents, imports, calls by name, and the blocks that shape control flow."""
@@ -602,7 +654,7 @@ class FileFacts:
             scope = Scope(1, 1 << 30)
             self._bind_statements(self.tree.body, scope)
         else:
-            scope = Scope(node.lineno, node.end_lineno or node.lineno)
+            scope = Scope(node.lineno, node.end_lineno or node.lineno, node)
             arguments = node.args
             for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
                         arguments.vararg, arguments.kwarg]:
@@ -651,24 +703,13 @@ class FileFacts:
         they walked. Most statements have neither, and their expressions are most of a file's nodes."""
         if getattr(statement, "lineno", None) is None:  # the `Expr` standing for a lambda's body
             return True
-        # Statements sharing their lines (`a = 1; b = 2`, many on one long line) share the answer: searching
-        # the lines again for each would grow with the square of the line's length.
-        lines = (statement.lineno, statement.end_lineno or statement.lineno)
-        binds = self._binds_by_lines.get(lines)
-        if binds is None:
-            segment = self._lines_of(statement)
-            binds = self._binds_by_lines[lines] = ":=" in segment or "for" in segment
-        return binds
-
-    def _lines_of(self, node: ast.AST) -> str:
-        """The text of the lines `node` spans."""
-        start, end = self._offsets_of_lines(node.lineno, node.end_lineno)
-        return self.text[start:end]
-
-    def _offsets_of_lines(self, first: int, last: int) -> tuple[int, int]:
-        """Where lines `first` to `last` start and end in the text (a `last` past the end: the text's end)."""
-        starts = self.line_index.starts
-        return starts[first - 1], starts[last] if last < len(starts) else len(self.text)
+        lines = self._binding_expression_lines
+        if lines is None:
+            lines = self._binding_expression_lines = sorted(
+                [node.lineno for node in self.other_assignments if isinstance(node, ast.NamedExpr)]
+                + [node.target.lineno for node in self.scanned_nodes if isinstance(node, ast.comprehension)])
+        first = bisect_left(lines, statement.lineno)
+        return first < len(lines) and lines[first] <= (statement.end_lineno or statement.lineno)
 
     def _attributes_of(self, node: ast.ClassDef) -> dict[str, list[Binding]]:
         """`self.x = value` in a class's methods: what `self.x` may hold anywhere in that class. A property
@@ -798,18 +839,15 @@ class FileFacts:
         if isinstance(expr, ast.Constant):
             value = expr.value
             if isinstance(value, str):
-                if not _CUDA_DEVICE_STRING.fullmatch(value):  # PyTorch takes no blanks around the type either
-                    return Device.NOT_CUDA
-                # Spelled with escapes or split in pieces (`'cu' 'da'`), the text shows no CUDA device string to
-                # the GPU evidence, which the fast path goes by: unknown on both paths.
-                return Device.CUDA if self.quotes_cuda else Device.UNKNOWN
+                # PyTorch takes no blanks around the type either.
+                return Device.CUDA if _CUDA_DEVICE_STRING.fullmatch(value) else Device.NOT_CUDA
             if isinstance(value, int) and not isinstance(value, bool):
                 return Device.CUDA
             return Device.NOT_CUDA if value is None else Device.UNKNOWN
         if isinstance(expr, ast.JoinedStr) and expr.values and isinstance(expr.values[0], ast.Constant):
             prefix = str(expr.values[0].value)
             if prefix.startswith("cuda"):
-                return Device.CUDA if self.quotes_cuda else Device.UNKNOWN
+                return Device.CUDA
             if prefix.startswith(("cpu", "meta")):
                 return Device.NOT_CUDA
             return Device.UNKNOWN
@@ -817,6 +855,8 @@ class FileFacts:
             qualified = self.qualify(dotted_name(expr.func))
             if qualified == "torch.cuda.current_device":
                 return Device.CUDA
+            if qualified and qualified.startswith(_OTHER_ACCELERATOR_APIS):
+                return Device.NOT_CUDA  # `torch.npu.current_device()`: another accelerator's device
             if qualified == "torch.device":
                 if expr.args:
                     return self.classify_device(expr.args[0], line, depth + 1)
@@ -834,12 +874,24 @@ class FileFacts:
         if device is Device.UNKNOWN and isinstance(expr, (ast.Name, ast.Attribute)) \
                 and dotted_name(expr) in self.gpu_device_names:
             return Device.CUDA
+        if device is Device.UNKNOWN and self.project is not None and depth < 4:
+            # A device the project model places (`self.device` assigned a CUDA device, or a parameter every
+            # caller passes one): where a tensor made on it lives.
+            if isinstance(expr, ast.Attribute):
+                placed = self._model_attribute(expr, line, device=True)
+            elif isinstance(expr, ast.Name):
+                placed = self._model_parameter(expr.id, line, device=True)
+            else:
+                placed = Placement.UNKNOWN
+            if placed is not Placement.UNKNOWN:
+                return Device.CUDA if placed is Placement.GPU else Device.NOT_CUDA
+        if device is Device.UNKNOWN and self.evidence.other_accelerator and not self.evidence.gpu:
+            return Device.NOT_CUDA  # a file for another accelerator only: its devices are that accelerator's
         return device
 
     def _classify_bound_device(self, value: ast.expr, line: int, depth: int) -> Device:
         """A name bound to an int (or to a choice of ints, `0 if c else 1`) is a count or an index as often as a
-        device ordinal: unknown. (Only an int written as the device is an ordinal, which the GPU evidence of the
-        text can see.)"""
+        device ordinal: unknown. (Only an int written as the device is an ordinal, as TreeEvidence counts it.)"""
         if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
             return Device.UNKNOWN
         if isinstance(value, ast.IfExp):
@@ -935,11 +987,17 @@ class FileFacts:
                 if device is None:
                     return Placement.UNKNOWN if qualified.endswith("_like") else Placement.HOST
                 return _placement_of(self.classify_device(device, line))
-            if qualified:
+            if qualified.startswith("torch."):
                 if qualified.rsplit(".", 1)[0] + "." in TENSOR_OP_NAMESPACES \
                         and qualified.rsplit(".", 1)[-1] not in NON_TENSOR_TORCH_FUNCTIONS:
                     operands = [*expr.args, *(kw.value for kw in expr.keywords if kw.arg != "device")]
                     return self._placement_of_operands(operands, line, depth)
+                return Placement.UNKNOWN
+            if self.project is not None:
+                by_model = self._model_call(expr, line)
+                if by_model is not Placement.UNKNOWN:
+                    return by_model
+            if qualified:
                 return Placement.UNKNOWN
             if isinstance(func, ast.Attribute) and func.attr not in NON_TENSOR_METHODS:
                 return self.classify_placement(func.value, line, depth + 1)
@@ -954,6 +1012,10 @@ class FileFacts:
                     return Placement.GPU
                 if bound is not Placement.UNKNOWN:
                     return bound
+                if self.project is not None:
+                    by_model = self._model_parameter(expr.id, line)
+                    if by_model is not Placement.UNKNOWN:
+                        return by_model
             if expr.id.endswith(HOST_NAME_SUFFIXES):
                 return Placement.HOST
             return Placement.GPU if self._mirrored_parameter(expr.id, line) else Placement.UNKNOWN
@@ -971,7 +1033,7 @@ class FileFacts:
                 by_model = self._model_attribute(expr, line)
                 if by_model is not Placement.UNKNOWN:
                     return by_model
-            return Placement.GPU if expr.attr in mirrored_names(self.text) else Placement.UNKNOWN
+            return Placement.GPU if expr.attr in self.evidence.mirrored else Placement.UNKNOWN
         if isinstance(expr, ast.Subscript):
             return self.classify_placement(expr.value, line, depth + 1)
         if isinstance(expr, ast.BinOp):
@@ -1080,7 +1142,7 @@ class FileFacts:
         """True when `name` is a parameter its function never rebinds, and the function binds its host mirror
         too (`def f(seq_lens, seq_lens_cpu)`): `name` is the device copy. (A loop target such as `x` in
         `for x in x_cpu` is not a parameter.)"""
-        if name not in mirrored_names(self.text):
+        if name not in self.evidence.mirrored:
             return False
         scope = self._binding_scope(name, line)
         if scope is None or not all(binding.line == 0 and binding.value is None for binding in scope.bindings[name]):
@@ -1109,12 +1171,16 @@ class FileFacts:
     def _may_choose_host(self, scope: Scope) -> bool:
         """Whether the function names the CPU device, a CPU group or gloo (`torch.device("cuda" if ... else
         "cpu")`): then its collectives may run on host tensors."""
-        return bool(_HOST_CHOICE.search(self.text, *self._offsets_of_lines(scope.first_line, scope.last_line)))
+        chooses = self._host_choices.get(id(scope))
+        if chooses is None:
+            chooses = self._host_choices[id(scope)] = names_host(scope.node or self.tree, ("cpu_group", "gloo"),
+                                                                 host_strings=True)
+        return chooses
 
     def _on_host_group(self, call: ast.Call, statement: ast.stmt) -> bool:
         """Whether the collective's statement, or what its `group=` name or `self.` attribute is bound to,
         names a CPU group or the gloo backend (`group=get_world_group().cpu_group`, `backend="gloo"`)."""
-        if _HOST_GROUP.search(self._lines_of(statement)):
+        if names_host(statement, _HOST_GROUP_WORDS):
             return True
         group = next((kw.value for kw in call.keywords if kw.arg == "group"), None)
         if isinstance(group, ast.Name):
@@ -1123,7 +1189,7 @@ class FileFacts:
             values = [binding.value for binding in self.self_attribute_bindings(group.attr, call.lineno) or []]
         else:
             return False
-        return any(value is not None and _HOST_GROUP.search(self._lines_of(value)) for value in values)
+        return any(value is not None and names_host(value, _HOST_GROUP_WORDS) for value in values)
 
     def _classify_self_attribute(self, attribute: str, line: int, depth: int) -> Placement:
         bindings = self.self_attribute_bindings(attribute, line)
@@ -1249,7 +1315,7 @@ class FileFacts:
             return None
         return self.project.class_of(qualname.rpartition(".")[0])
 
-    def _model_attribute(self, expr: ast.Attribute, line: int) -> Placement:
+    def _model_attribute(self, expr: ast.Attribute, line: int, device: bool = False) -> Placement:
         """Where `<receiver>.attr` lives by the project model: the receiver's class is that of `self`, of an
         annotated parameter, or unknown (then the attribute's name decides, see ProjectModel.attribute)."""
         receiver = expr.value
@@ -1264,10 +1330,34 @@ class FileFacts:
                 annotation = self.parameter_annotation(receiver.id, line)
                 dotted = dotted_name(annotation) if annotation is not None else None
                 class_name = self.project.resolve_type(dotted) if dotted else None
-        placed = self.project.attribute(class_name, expr.attr)
-        if placed is None:
+        return self._inferred(self.project.attribute(class_name, expr.attr), device)
+
+    def _model_parameter(self, name: str, line: int, device: bool = False) -> Placement:
+        """Where parameter `name` of the outermost function around `line` lives by the project model, when what is
+        read at `line` is still the parameter (no assignment in between)."""
+        functions = [node for node in self._functions_around(line) if not isinstance(node, ast.Lambda)]
+        scope = self._binding_scope(name, line)
+        if not functions or scope is None or self._scope_for(functions[0]) is not scope:
             return Placement.UNKNOWN
-        self.inferences.append(f"{placed.where} {placed.why}" if placed.why else placed.where)
+        reaching = self._reaching(scope.bindings[name], line, scope)
+        if not reaching or not all(binding.line == 0 and binding.value is None for binding in reaching):
+            return Placement.UNKNOWN
+        qualname = self._qualname_of(functions[0])
+        placed = self.project.parameter(qualname, name) if qualname else None
+        return self._inferred(placed, device)
+
+    def _model_call(self, call: ast.Call, line: int) -> Placement:
+        """Where the result of a call of a project function, made in the outermost function around `line`,
+        lives by the project model."""
+        qualname = self.qualname_at(line)
+        placed = self.project.call_result(qualname, call) if qualname else None
+        return self._inferred(placed, device=False)
+
+    def _inferred(self, placed, device: bool) -> Placement:
+        """A placement from the model, for a device (`device`) or a tensor, as asked: the model follows both."""
+        if placed is None or placed.device != device:
+            return Placement.UNKNOWN
+        self.inferences.append(placed.describe())
         return Placement.GPU if placed.placement == "gpu" else Placement.HOST
 
     def site_at(self, start, end) -> Site | None:

@@ -78,16 +78,11 @@ class TokensApart:
         self._across = [(re.compile(f"{blank}*".join(grouped[:count]) + rf"(?={blank}*#)"), tokens[count:],
                          frozenset(tails[count - 1:])) for count in range(1, len(tokens))]
 
-    def spans(self, text: str, comments: bool = True) -> Iterator[tuple[int, int]]:
-        """(start, end) of the matches: those without comments between the tokens, then, unless `comments` is False,
-        those with comments."""
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+        """(start, end) of the matches: those without comments between the tokens, then those with comments (some
+        of those without, too)."""
         for match in self._together.finditer(text):
             yield match.span()
-        if comments:
-            yield from self.spans_across_comments(text)
-
-    def spans_across_comments(self, text: str) -> Iterator[tuple[int, int]]:
-        """(start, end) of the matches with a comment between two of the tokens (some of those without, too)."""
         for first, then in self._searches_across_comments(text):
             yield from spans_across_gaps(text, first, *then, blank=self._blank)
 

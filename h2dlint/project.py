@@ -27,12 +27,29 @@ import os
 import tempfile
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from . import __version__
 from .cache import make_cache_folder
-from .facts import NOT_PER_STEP_WORDS, RUN_ONCE_FUNCTIONS, dotted_name, is_test_path, name_words, names_a_tensor
+from .facts import (
+    JOINING_FUNCTIONS,
+    NEW_TENSOR_METHODS,
+    NON_TENSOR_METHODS,
+    NON_TENSOR_TORCH_FUNCTIONS,
+    NOT_PER_STEP_WORDS,
+    RUN_ONCE_FUNCTIONS,
+    SAME_DEVICE_ATTRIBUTES,
+    TORCH_DTYPES,
+    FileGate,
+    TreeEvidence,
+    dotted_name,
+    evidence_of,
+    is_hot_function,
+    is_test_path,
+    name_words,
+    names_a_tensor,
+)
 
 # Functions hotness does not flow into: those that run once or are no per-step work (the sync rules' own sets),
 # and, besides, saving and functions named for loading, checkpointing or building, which per-step code may call
@@ -42,6 +59,13 @@ NOT_PER_STEP_NAME_WORDS = NOT_PER_STEP_WORDS | {"load", "checkpoint", "build", "
 # A call through a receiver of unknown type resolves by the method's name only when so few classes define it
 # that the name itself says which ones are meant.
 MAX_CLASSES_BY_NAME = 3
+# Words of a function's name that say it runs once (or once per model, adapter or graph): what it alone calls runs
+# once too. Not `init`, `build`, `create` or `load`, which name per-step code as often (sglang's `ForwardBatch.init_new`
+# builds every step's batch, an attention metadata builder's `build` runs every step, a KV cache's `load_*` brings
+# pages back every step); loading weights or a checkpoint does count.
+_RUN_ONCE_WORDS = frozenset({"initialize", "setup", "checkpoint", "save", "warmup", "capture", "register",
+                             "configure"})
+_LOADED_ONCE = frozenset({"weights", "weight", "checkpoint", "model", "adapter", "adapters", "lora", "state"})
 # A call by the method's name alone (`<object>.name(...)`) is taken for a call of a project's method only for names
 # of two words or more that are no tensor, module or container method: `scatter`, `update`, `index_select` say
 # nothing about which class is meant.
@@ -70,7 +94,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 7
+SUMMARY_VERSION = 10
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -83,9 +107,20 @@ _SUMMARY_CACHE_FORMAT = 2
 #   classes:  {class qualname: {"line", "bases": [dotted as written], "attrs": {attr: [placement, line, why]},
 #              "types": {attr: dotted type as written}}}
 #   functions: {qualname: {"line", "end", "class": class qualname or "", "calls": [call reference],
-#               "params": {parameter: dotted annotation}, "replay": bool}}
+#               "params": {parameter: dotted annotation}, "replay": bool, "order": [positional parameter],
+#               "returns": [value], "passes": {index into calls: [[value of each positional argument],
+#               {keyword: value}]}}}
+#   classes' "flows": {attr: [[function qualname, value], ...]} for attributes assigned what only the model can place
+#
+# A value (see `_Values`) says symbolically where a tensor or a device comes from, for the model to resolve across
+# files: ["k", placement, why] (known), ["p", parameter], ["a", attr] (`self.attr`), ["sa", attr, attr]
+# (`self.x.y`), ["pa", parameter, attr], ["c", call reference] (what the call returns), ["or", value, value] (an
+# operation on both: on the GPU if either is), ["both", value, value] (one or the other), ["d", value] (the device
+# of a tensor, or a device), ["t", value] (a tensor made on a device, or on another tensor's), ["m", call reference,
+# value] (a method called on a value: a project method's result, else a tensor method's); [] for unknown.
 #   default_device: [line of each `torch.set_default_device(...)` / `with torch.device(...)`]
 #   device_context_calls: [(function qualname or "", call reference)] made inside `with torch.device(...)`
+#   evidence: facts.TreeEvidence as data (GPU evidence, mirrored names, streams, collectives, torch, functions)
 #
 # A call reference is a string: "n:f" (a name), "d:a.b.f" (a dotted path from a name), "s:m" (`self.m`),
 # "sa:x.m" (`self.x.m`), "p:x.m" (`x.m` on a parameter `x`), "u:m" (`super().m`), "a:m" (`<other>.m`).
@@ -113,7 +148,9 @@ def module_name_for(path: Path, source_roots: Iterable[Path] = (), project_root:
 
 def summarize(tree: ast.Module, module: str, is_package: bool = False) -> dict:
     """The summary of one parsed file (see the layout above)."""
-    return _Summarizer(module, is_package).run(tree)
+    summary = _Summarizer(module, is_package).run(tree)
+    summary["evidence"] = evidence_of(tree).as_data()
+    return summary
 
 
 class _Summarizer:
@@ -126,6 +163,8 @@ class _Summarizer:
         self.default_device: list[int] = []
         self.device_context_calls: list[tuple[str, str]] = []
         self.reads: set[str] = set()  # attribute names read anywhere in the file
+        # What the function being summarized does with values, turned into values (`_Values`) at its end.
+        self._pending: _Pending | None = None
 
     def run(self, tree: ast.Module) -> dict:
         self._body(tree.body, prefix="", class_name="")
@@ -219,6 +258,12 @@ class _Summarizer:
             entry["attrs"][attr] = [placement, line, why]
         elif placement and placement != known[0]:
             entry["attrs"][attr] = ["mixed", line, ""]
+        if not placement and value is not None and not (isinstance(value, ast.Constant) and value.value is None):
+            # Left for the model, which may place it through what the function is passed or calls.
+            if self._pending is not None and self._pending.class_name == class_name:
+                self._pending.attributes.append((attr, value))
+            else:
+                entry.setdefault("flows", {}).setdefault(attr, []).append(["", []])
 
     def _module_statement(self, statement: ast.stmt) -> None:
         self._scan("<module>", "", statement, params={})
@@ -231,9 +276,46 @@ class _Summarizer:
         record = {"line": node.lineno, "end": node.end_lineno or node.lineno, "class": class_name, "calls": [],
                   "params": params, "replay": False}
         self.functions[qualname] = record
-        self_name = arguments[0].arg if class_name and arguments else None
-        for statement in node.body:
-            self._scan(qualname, class_name, statement, params, self_name)
+        static = any(_dotted(decorator) == "staticmethod" for decorator in node.decorator_list)
+        bound = bool(class_name) and not static and bool(arguments)  # the first parameter is the object or class
+        self_name = arguments[0].arg if bound else None
+        positional = [arg.arg for arg in [*node.args.posonlyargs, *node.args.args]]
+        record["order"] = positional[1:] if bound else positional
+        record["bound"] = bound
+        record["self"] = self_name or ""
+        outer, self._pending = self._pending, _Pending(class_name, {arg.arg for arg in arguments} - {self_name})
+        try:
+            for statement in node.body:
+                self._scan(qualname, class_name, statement, params, self_name)
+            self._settle(qualname, record, params, self_name)
+        finally:
+            self._pending = outer
+
+    def _settle(self, qualname: str, record: dict, params: dict, self_name: str | None) -> None:
+        """Turn what the function's scan collected into values: what it returns, what it passes in its calls, what
+        it assigns to attributes of `self` that only the model can place."""
+        pending = self._pending
+        assert pending is not None
+        values = _Values(pending.parameters, pending.assigned, self_name,
+                         lambda call: self._call_reference(call, params, self_name), self.imports, params)
+        returns = [values.of(value) for value in pending.returns]
+        if returns:
+            record["returns"] = returns
+        passes = {}
+        for index, call in pending.calls:
+            positional = []
+            for argument in call.args:
+                if isinstance(argument, ast.Starred):
+                    break  # the arguments after it land on parameters no one can tell
+                positional.append(values.of(argument))
+            keywords = {kw.arg: values.of(kw.value) for kw in call.keywords if kw.arg is not None}
+            if any(positional) or any(keywords.values()):  # absent: passes nothing the model can place
+                passes[index] = [positional, keywords]
+        if passes:
+            record["passes"] = passes
+        flows = self.classes[pending.class_name].setdefault("flows", {}) if pending.attributes else {}
+        for attr, value in pending.attributes:
+            flows.setdefault(attr, []).append([qualname, values.of(value)])
 
     def _scan(self, qualname: str, class_name: str, statement: ast.stmt, params: dict,
               self_name: str | None = None) -> None:
@@ -243,16 +325,23 @@ class _Summarizer:
         record = self.functions.setdefault(qualname, {"line": 0, "end": 0, "class": class_name, "calls": [],
                                                      "params": {}, "replay": False})
         calls, reads = record["calls"], self.reads
-        stack: list[tuple[ast.AST, bool]] = [(statement, False)]
+        pending = self._pending if qualname != "<module>" else None
+        stack: list[tuple[ast.AST, bool, bool]] = [(statement, False, False)]
         while stack:
-            node, in_device_context = stack.pop()
+            node, in_device_context, nested = stack.pop()
             kind = node.__class__
+            if kind in _NOTED and pending is not None and not nested:
+                pending.note(node)
             if kind is ast.Attribute:
                 if node.ctx.__class__ is ast.Load:
                     reads.add(node.attr)
             elif kind is ast.Call:
                 reference = self._call_reference(node, params, self_name)
                 if reference is not None:
+                    if pending is not None and not nested and (node.args or node.keywords) \
+                            and not reference.startswith("d:torch."):
+                        # (A call in a nested function or lambda passes that function's values: none of ours.)
+                        pending.calls.append((len(calls), node))
                     calls.append(reference)
                     if in_device_context:
                         self.device_context_calls.append((qualname, reference))
@@ -262,6 +351,8 @@ class _Summarizer:
                         record["replay"] = True
             elif kind is ast.ClassDef:
                 continue  # a class defined in a function: its own methods are not summarized
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.Lambda:
+                nested = True
             elif kind is ast.Import or kind is ast.ImportFrom:
                 self._import(node)
                 continue
@@ -283,32 +374,221 @@ class _Summarizer:
                 if value.__class__ is list:
                     for child in value:
                         if child is not None and child.__class__ not in _LEAVES:
-                            stack.append((child, in_device_context))
+                            stack.append((child, in_device_context, nested))
                 elif value is not None and value.__class__ not in _LEAVES and isinstance(value, ast.AST):
-                    stack.append((value, in_device_context))
+                    stack.append((value, in_device_context, nested))
 
     def _call_reference(self, call: ast.Call, params: dict, self_name: str | None) -> str | None:
+        return call_reference(call, params, self_name)
+
+
+def call_reference(call: ast.Call, params: dict, self_name: str | None) -> str | None:
+    """How a call is written, as the model resolves it (see the summary layout); None for a call of anything but a
+    name or an attribute. `params`: the function's annotated parameters; `self_name`: its bound first parameter."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return f"n:{func.id}"
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver, method = func.value, func.attr
+    if isinstance(receiver, ast.Name):
+        if receiver.id == self_name:
+            return f"s:{method}"
+        if receiver.id in params:
+            return f"p:{receiver.id}.{method}"
+        return f"d:{receiver.id}.{method}"  # a module, a class, or an object: told apart when merged
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
+        return f"u:{method}"
+    if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name):
+        if receiver.value.id == self_name:
+            return f"sa:{receiver.attr}.{method}"
+        dotted = _dotted(receiver)
+        if dotted:
+            return f"d:{dotted}.{method}"
+    return f"a:{method}"
+
+
+# (An augmented assignment, `x += y`, keeps a tensor where it is: not noted.)
+_NOTED = frozenset({ast.Return, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor,
+                    ast.With, ast.AsyncWith, ast.comprehension, ast.ExceptHandler})
+
+
+class _Pending:
+    """What the scan of one function collects for `_Values`: its returns, its local assignments, its calls with
+    arguments, and the values it assigns to attributes of `self`."""
+
+    def __init__(self, class_name: str, parameters: set[str]) -> None:
+        self.class_name = class_name
+        self.parameters = parameters
+        self.returns: list[ast.expr] = []
+        self.assigned: dict[str, list[ast.expr | None]] = {}  # None: bound in a way values do not follow
+        self.calls: list[tuple[int, ast.Call]] = []
+        self.attributes: list[tuple[str, ast.expr]] = []
+
+    def note(self, node) -> None:
+        kind = node.__class__
+        if kind is ast.Return:
+            if node.value is not None and not (node.value.__class__ is ast.Constant and node.value.value is None):
+                self.returns.append(node.value)
+        elif kind is ast.Assign:
+            for target in node.targets:
+                self._bind(target, node.value if len(node.targets) == 1 else None)
+        elif kind is ast.AnnAssign:
+            if node.value is not None:
+                self._bind(node.target, node.value)
+        elif kind is ast.NamedExpr:
+            self._bind(node.target, node.value)
+        elif kind is ast.For or kind is ast.AsyncFor or kind is ast.comprehension:
+            self._bind(node.target, None)
+        elif kind is ast.With or kind is ast.AsyncWith:
+            for item in node.items:
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars, None)
+        elif kind is ast.ExceptHandler and node.name:
+            self.assigned.setdefault(node.name, []).append(None)
+
+    def _bind(self, target: ast.expr, value: ast.expr | None) -> None:
+        if target.__class__ is ast.Name:
+            self.assigned.setdefault(target.id, []).append(value)
+        elif target.__class__ in (ast.Tuple, ast.List):
+            for element in target.elts:
+                self._bind(element.value if element.__class__ is ast.Starred else element, None)
+
+
+class _Values:
+    """Values (see the summary layout) of a function's expressions: from its parameters, its own assignments
+    (a name's value when every assignment to it gives the same), the attributes of `self` and the calls it makes.
+    Context free: a parameter's value is whatever every caller passes (resolved by the model)."""
+
+    def __init__(self, parameters: set[str], assigned: dict[str, list[ast.expr | None]], self_name: str | None,
+                 reference_of, imports: dict[str, str], annotations: dict[str, str]) -> None:
+        self.parameters = parameters
+        self.annotations = annotations
+        self.assigned = assigned
+        self.self_name = self_name
+        self.reference_of = reference_of
+        self.imports = imports
+        self._names: dict[str, list] = {}
+
+    def of(self, expr: ast.expr | None, depth: int = 0) -> list:
+        if expr is None or depth > 5:
+            return []
+        placement, why = value_placement(expr)
+        if placement:
+            return ["k", placement, why]
+        kind = _device_kind(expr)
+        if kind:
+            return ["d", ["k", kind, f"the device `{_describe(expr)}`"]]
+        cls = expr.__class__
+        if cls is ast.Name:
+            return self._name(expr.id, depth)
+        if cls is ast.Attribute:
+            base = expr.value
+            if (expr.attr == "device" or expr.attr in SAME_DEVICE_ATTRIBUTES) \
+                    and not (base.__class__ is ast.Name and (base.id == self.self_name or base.id in self.annotations
+                                                             and "Tensor" not in self.annotations[base.id])):
+                inner = self.of(base, depth + 1)  # a tensor's device, or a view of it: where the tensor is
+                return ["d", inner] if inner and expr.attr == "device" else inner
+            if base.__class__ is ast.Name:
+                if base.id == self.self_name:
+                    return ["a", expr.attr]
+                if base.id in self.parameters and base.id not in self.assigned:
+                    return ["pa", base.id, expr.attr]
+            elif base.__class__ is ast.Attribute and base.value.__class__ is ast.Name \
+                    and base.value.id == self.self_name:
+                return ["sa", base.attr, expr.attr]
+            return []
+        if cls is ast.Subscript:
+            return self.of(expr.value, depth + 1)
+        if cls is ast.BinOp:
+            return _either(self.of(expr.left, depth + 1), self.of(expr.right, depth + 1))
+        if cls is ast.UnaryOp and expr.op.__class__ is not ast.Not:
+            return self.of(expr.operand, depth + 1)
+        if cls is ast.IfExp:
+            body, orelse = self.of(expr.body, depth + 1), self.of(expr.orelse, depth + 1)
+            return ["both", body, orelse] if body and orelse else []
+        if cls is ast.Call:
+            return self._call(expr, depth)
+        return []
+
+    def _name(self, name: str, depth: int) -> list:
+        if name not in self.assigned:
+            return ["p", name] if name in self.parameters else []
+        if name in self._names:
+            return self._names[name]
+        self._names[name] = []  # while it is worked out: a name defined through itself is unknown
+        found = [self.of(value, depth + 1) if value is not None else [] for value in self.assigned[name]]
+        if name in self.parameters:
+            found.append(["p", name])
+        value = found[0] if found[0] and all(other == found[0] for other in found[1:]) else []
+        self._names[name] = value
+        return value
+
+    def _call(self, call: ast.Call, depth: int) -> list:
         func = call.func
-        if isinstance(func, ast.Name):
-            return f"n:{func.id}"
-        if not isinstance(func, ast.Attribute):
-            return None
-        receiver, method = func.value, func.attr
-        if isinstance(receiver, ast.Name):
-            if receiver.id == self_name:
-                return f"s:{method}"
-            if receiver.id in params:
-                return f"p:{receiver.id}.{method}"
-            return f"d:{receiver.id}.{method}"  # a module, a class, or an object: told apart when merged
-        if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
-            return f"u:{method}"
-        if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name):
-            if receiver.value.id == self_name:
-                return f"sa:{receiver.attr}.{method}"
-            dotted = _dotted(receiver)
-            if dotted:
-                return f"d:{dotted}.{method}"
-        return f"a:{method}"
+        device = next((kw.value for kw in call.keywords if kw.arg == "device"), None)
+        dotted = _dotted(func) or ""
+        head, _, rest = dotted.partition(".")
+        qualified = f"{self.imports.get(head, head)}.{rest}" if rest else self.imports.get(head, head)
+        if func.__class__ is ast.Attribute:
+            method, receiver = func.attr, func.value
+            if method == "format" and receiver.__class__ is ast.Constant and str(receiver.value).startswith("cuda"):
+                return ["d", ["k", GPU, f"the device `{receiver.value!r}.format(...)`"]]
+            if method == "to":
+                target = device if device is not None else call.args[0] if call.args else None
+                if target is None or (_dotted(target) or "").rpartition(".")[2] in TORCH_DTYPES:
+                    return self.of(receiver, depth + 1)
+                return _on(self.of(target, depth + 1))  # a device, or a tensor whose device it takes
+            if method in NEW_TENSOR_METHODS:
+                return _on(self.of(device, depth + 1)) if device is not None else self.of(receiver, depth + 1)
+        if qualified == "torch.device":
+            inner = self.of(call.args[0], depth + 1) if call.args else []
+            return ["d", inner] if inner else []
+        if qualified.startswith("torch."):
+            name = qualified.rpartition(".")[2]
+            if name in NON_TENSOR_TORCH_FUNCTIONS:
+                return []
+            if name in _TORCH_FACTORIES:
+                if device is not None:
+                    return _on(self.of(device, depth + 1))
+                return self.of(call.args[0], depth + 1) if name.endswith("_like") and call.args else []
+            if qualified in JOINING_FUNCTIONS:
+                tensors = call.args[0] if call.args else None
+                elements = tensors.elts if isinstance(tensors, (ast.List, ast.Tuple)) else []
+                return _either(*(self.of(element, depth + 1) for element in elements[:3])) if elements else []
+            return _either(*(self.of(argument, depth + 1) for argument in call.args[:3]
+                             if argument.__class__ is not ast.Starred))
+        if func.__class__ is ast.Attribute:
+            if func.attr in NON_TENSOR_METHODS:
+                return []
+            receiver = func.value
+            if not (receiver.__class__ is ast.Name and receiver.id == self.self_name):
+                # A method of a value the function has: a project method's result, else a tensor method's, on the
+                # receiver's device (`logits.view(-1)`).
+                inner = self.of(receiver, depth + 1)
+                reference = self.reference_of(call)
+                if inner:
+                    return ["m", reference, inner] if reference else inner
+        reference = self.reference_of(call)
+        return ["c", reference] if reference else []
+
+
+def _on(device: list) -> list:
+    """A tensor made on, or moved to, `device` (a device, or a tensor whose device it is)."""
+    return ["t", device] if device else []
+
+
+def _either(*values: list) -> list:
+    """The value of an operation on several values: the one known value, or ["or", ...] of those known."""
+    known = []
+    for value in values:
+        if value and value not in known:
+            known.append(value)
+    if not known:
+        return []
+    if len(known) == 1:
+        return known[0]
+    return ["or", *known]
 
 
 _COUNT_WORDS = frozenset({"num", "count", "size", "dim", "heads", "flag", "enabled"})
@@ -381,7 +661,8 @@ def _describe(expr: ast.expr | None) -> str:
         return ""
     if isinstance(expr, ast.Constant):
         return repr(expr.value)
-    return _dotted(expr) or "..."
+    written = _dotted(expr) or ast.unparse(expr)
+    return written if len(written) <= 40 else written[:37] + "..."
 
 
 def _true(expr: ast.expr) -> bool:
@@ -437,8 +718,18 @@ class Hot:
 @dataclass(frozen=True)
 class AttributePlacement:
     placement: str  # GPU or HOST
-    where: str  # `Class.attr` (module:line)
+    where: str  # `Class.attr` (module:line), or the parameter or call placed
     why: str
+    origin: str = ""  # for a placement followed through values: where the chain starts, and why
+    device: bool = False  # a device (`self.device`), not a tensor on it
+
+    def describe(self) -> str:
+        text = f"{self.where} {self.why}" if self.why else self.where
+        return f"{text} (first: {self.origin})" if self.origin and self.origin not in text else text
+
+    def through(self, where: str, how: str) -> AttributePlacement:
+        """`where` placed as this is, `how` (a phrase naming this one) saying through what."""
+        return AttributePlacement(self.placement, where, how, self.origin or self.describe(), self.device)
 
 
 @dataclass
@@ -464,6 +755,17 @@ class ProjectModel:
     _roots_by_name: dict[str, str | None] = field(default_factory=dict)
     _test_files: dict[str, bool] = field(default_factory=dict)
     _placement_digest: str | None = None
+    # Values (see `_Values`), resolved on demand: who calls each function (caller, index into its calls, whether
+    # the callee's first parameter is bound), and what was found for parameters, results and attributes.
+    _incoming: dict[str, list[tuple[str, int, bool]]] = field(default_factory=dict)
+    _calls_by_name: dict[str, list[tuple[str, int, str]]] | None = None
+    _parameters: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
+    _results: dict[str, AttributePlacement | None] = field(default_factory=dict)
+    _flows: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
+    _working: set = field(default_factory=set)
+    _cuts: int = 0
+    _value_names: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
+    _run_once_callers: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
     def build(cls, summaries: dict[str, dict], is_root, gpu_attributes: Iterable[str] = (),
@@ -769,8 +1071,272 @@ class ProjectModel:
                 if placed is not None:
                     return placed
             if class_name in self.classes:
-                return None
+                return self._attribute_flow(class_name, attr, 0)
         return self.by_attribute_name.get(attr) if _distinctive(attr) else None
+
+    # -- values: placement through parameters, results and attribute assignments --
+
+    def parameter(self, function: str, name: str, depth: int = 0) -> AttributePlacement | None:
+        """Where the parameter `name` of `function` lives when the calls of it in the project pass values the model
+        places, all in one place (and there is at least one); None otherwise. A subclass's `super()` call that
+        passes on a parameter of its own that no call in the project passes (`super().__init__(config, device)` in
+        a subclass built elsewhere) says nothing either way, and is left out."""
+        found = self._parameter(function, name, depth)
+        return found if found is not _OPEN else None
+
+    def _parameter(self, function: str, name: str, depth: int) -> AttributePlacement | None:
+        return self._memoized(self._parameters, (function, name), depth,
+                              lambda: self._parameter_uncached(function, name, depth))
+
+    def _memoized(self, table: dict, key, depth: int, compute):
+        """`table[key]`, computed once. A question met again while it is being answered (a cycle of calls or
+        assignments), or too deep, is answered None; what was found through such an answer is not kept, so that
+        every answer kept is the same whatever was asked first."""
+        if key in table:
+            return table[key]
+        tagged = (id(table), key)
+        if tagged in self._working or depth > _MAX_VALUE_DEPTH:
+            self._cuts += 1
+            return None
+        cuts = self._cuts
+        self._working.add(tagged)
+        try:
+            found = compute()
+        finally:
+            self._working.discard(tagged)
+        if self._cuts == cuts:
+            table[key] = found
+        return found
+
+    def _parameter_uncached(self, function: str, name: str, depth: int) -> AttributePlacement | None:
+        record = self.functions.get(function)
+        if record is None or (record["params"].get(name) or "") in _SCALAR_TYPES:
+            return None
+        order = record.get("order", [])
+        callers = self._callers(function)
+        if not callers:
+            return _OPEN
+        if len(callers) > _MAX_CALLERS:
+            return None
+        placed: list[tuple[str, AttributePlacement]] = []
+        for caller, index, bound in callers:
+            passed = self.functions[caller].get("passes", {}).get(index)
+            if passed is None:
+                return None
+            positional, keywords = passed
+            value = keywords.get(name)
+            if value is None:
+                position = order.index(name) if name in order else -1
+                if position >= 0 and not bound and record.get("bound"):
+                    position += 1  # `Class.method(obj, x)`: the object comes first
+                if not 0 <= position < len(positional):
+                    return None
+                value = positional[position]
+            if value and value[0] == "p" and self.functions[caller]["calls"][index].startswith("u:") \
+                    and self._parameter(caller, value[1], depth + 1) is _OPEN:
+                continue
+            found = self._value(value, caller, depth + 1)
+            if found is None:
+                return None
+            placed.append((caller, found))
+        if len({found.placement for _, found in placed}) != 1:
+            return None
+        caller, found = placed[0]
+        others = f" and {len(placed) - 1} more" if len(placed) > 1 else ""
+        return found.through(f"`{name}` of `{short_name(function)}`",
+                             f"passed {found.where} by `{short_name(caller)}`{others}")
+
+    def call_result(self, function: str, reference: str, depth: int = 0) -> AttributePlacement | None:
+        """Where the result of a call (by its reference, made in `function`) lives, when every project function
+        it may call returns values the model places, all in one place."""
+        record = self.functions.get(function)
+        if record is None:
+            return None
+        targets = [target for target, _ in self._value_targets(record, reference)]
+        results = [self._result(target, depth + 1) for target in targets]
+        if not results or any(result is None for result in results):
+            return None
+        if len({result.placement for result in results if result is not None}) != 1:
+            return None
+        return results[0]
+
+    def _result(self, function: str, depth: int) -> AttributePlacement | None:
+        return self._memoized(self._results, function, depth, lambda: self._result_uncached(function, depth))
+
+    def _result_uncached(self, function: str, depth: int) -> AttributePlacement | None:
+        values = self.functions[function].get("returns", [])
+        found = [self._value(value, function, depth + 1) for value in values]
+        if found and all(placed is not None for placed in found) \
+                and len({placed.placement for placed in found if placed is not None}) == 1:
+            return found[0].through(f"what `{short_name(function)}` returns", f"from {found[0].where}")
+        return None
+
+    def _attribute_flow(self, class_name: str, attr: str, depth: int) -> AttributePlacement | None:
+        """`self.attr` of `class_name` placed through what its methods assign it: every assignment's value, in its
+        method, placed alike."""
+        return self._memoized(self._flows, (class_name, attr), depth,
+                              lambda: self._attribute_flow_uncached(class_name, attr, depth))
+
+    def _attribute_flow_uncached(self, class_name: str, attr: str, depth: int) -> AttributePlacement | None:
+        for owner in self.mro(class_name):
+            record = self.classes[owner]
+            if attr not in record["attrs"]:
+                continue
+            flows = record.get("flows", {}).get(attr)
+            if record["attrs"][attr][0] != "" or not flows:
+                return None
+            found = [self._value(value, f"{record['module']}.{function}", depth + 1) if function else None
+                     for function, value in flows]
+            if all(placed is not None for placed in found) \
+                    and len({placed.placement for placed in found if placed is not None}) == 1:
+                first = found[0]
+                assert first is not None
+                return first.through(f"`{record['name']}.{attr}` ({record['module']}:{record['attrs'][attr][1]})",
+                                     f"from {first.where}")
+            return None
+        return None
+
+    def _value(self, value: list, function: str, depth: int) -> AttributePlacement | None:
+        """Where a value (see `_Values`) of `function` lives, if the model can tell."""
+        if not value or depth > _MAX_VALUE_DEPTH:
+            return None
+        kind = value[0]
+        record = self.functions.get(function)
+        if record is None:
+            return None
+        own_class = f"{record['module']}.{record['class']}" if record["class"] else None
+        if kind == "k":
+            return AttributePlacement(value[1], f"{value[2]} in `{short_name(function)}`", "")
+        if kind == "d" or kind == "t":
+            inner = self._value(value[1], function, depth + 1)
+            return replace(inner, device=kind == "d") if inner is not None else None
+        if kind == "p":
+            return self.parameter(function, value[1], depth)
+        if kind == "c":
+            return self.call_result(function, value[1], depth)
+        if kind == "m":
+            if self._value_targets(record, value[1]):
+                return self.call_result(function, value[1], depth)
+            return self._value(value[2], function, depth + 1)
+        if kind == "a":
+            return self._placed_attribute(own_class, value[1], depth) if own_class else None
+        if kind == "sa":
+            holder = self.attribute_type(own_class, value[1]) if own_class else None
+            return self._placed_attribute(holder, value[2], depth) if holder else None
+        if kind == "pa":
+            annotation = record["params"].get(value[1])
+            holder = self._resolve_name(record["module"], annotation) if annotation else None
+            return self._placed_attribute(holder, value[2], depth) if holder in self.classes else None
+        found = [self._value(part, function, depth + 1) for part in value[1:]]
+        if kind == "or":
+            on_gpu = next((placed for placed in found if placed is not None and placed.placement == GPU), None)
+            if on_gpu is not None:
+                return on_gpu
+        if all(placed is not None for placed in found) \
+                and len({placed.placement for placed in found if placed is not None}) == 1:
+            return found[0]
+        return None
+
+    def _placed_attribute(self, class_name: str | None, attr: str, depth: int) -> AttributePlacement | None:
+        """An attribute of an object of a known class: its placement as assigned, else through the values
+        assigned to it. (Not by its name alone: a value resolved across calls needs the class.)"""
+        if class_name is None or class_name not in self.classes:
+            return None
+        for owner in self.mro(class_name):
+            placed = self.attribute_placements.get(owner, {}).get(attr)
+            if placed is not None:
+                return placed
+        return self._attribute_flow(class_name, attr, depth + 1)
+
+    def _value_targets(self, record: dict, reference: str) -> list[tuple[str, bool]]:
+        """The project functions a call may run, each with whether the call binds the callee's first parameter
+        (a method called on an object, or a constructor running `__init__`)."""
+        kind, _, name = reference.partition(":")
+        if kind in ("n", "d"):
+            target = self._resolve_name(record["module"], name)
+            if target in self.classes:
+                return [(f"{owner}.__init__", True) for owner in self.mro(target)
+                        if f"{owner}.__init__" in self.functions][:1]
+            if target is not None:
+                return [(target, False)]
+        return [(target, True) for target in self._resolve_call(record, reference)]
+
+    def called_only_from_run_once_code(self, function: str) -> str | None:
+        """Where `function` is called from when every call of it in the project is in code that runs once: a
+        run-once function by its name (`__init__`, loading, set-up), module-level code, or a function itself called
+        only from such code. None when it has no caller, or one that may run more often, or when it is hot."""
+        if function in self.hot:
+            return None
+        return self._memoized(self._run_once_callers, function, 0, lambda: self._run_once_callers_uncached(function))
+
+    def _run_once_callers_uncached(self, function: str) -> str | None:
+        callers = self._callers(function)
+        if not callers:
+            return None
+        for caller, _, _ in callers:
+            name = self.functions[caller]["name"].rpartition(".")[2]
+            words = name_words(name)
+            if not (name == "" or name in RUN_ONCE_NAMES or _RUN_ONCE_WORDS.intersection(words)
+                    or "load" in words and _LOADED_ONCE.intersection(words)
+                    or self.called_only_from_run_once_code(caller) is not None):
+                return None
+        return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")
+
+    def answer(self, question: tuple) -> AttributePlacement | None:
+        """The answer to a question about values, as FileView asks and keys record them."""
+        kind, first, second = question
+        if kind == "once":
+            where = self.called_only_from_run_once_code(first)
+            return AttributePlacement(HOST, where, "") if where is not None else None
+        if kind == "parameter":
+            return self.parameter(first, second)
+        if kind == "result":
+            return self.call_result(first, second)
+        return self.attribute(first or None, second)
+
+    def value_names(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        """Names through which values may place something (see FileView._may_receive_values): those of the functions
+        calls pass a value to, those of the functions that return one, and the attributes assigned one."""
+        if self._value_names is None:
+            passed, returned, assigned = set(), set(), set()
+            for name, record in self.functions.items():
+                for index in record.get("passes", ()):
+                    passed.add(record["calls"][index].rpartition(".")[2].rpartition(":")[2])
+                if any(record.get("returns", ())):
+                    returned.add(name.rpartition(".")[2])
+            for record in self.classes.values():
+                assigned.update(attr for attr, flows in record.get("flows", {}).items()
+                                if any(value for _, value in flows))
+            self._value_names = (frozenset(passed), frozenset(returned), frozenset(assigned))
+        return self._value_names
+
+    def _callers(self, function: str) -> list[tuple[str, int, bool]]:
+        """The calls in the project that may run `function`: (caller, index into its calls, whether the call binds
+        the first parameter). Only the calls written with its name (or, for `__init__`, the name of its class or
+        of a subclass that inherits it) are resolved."""
+        if self._calls_by_name is None:
+            by_name: dict[str, list[tuple[str, int, str]]] = {}
+            for caller, record in self.functions.items():
+                for index, reference in enumerate(record["calls"]):
+                    by_name.setdefault(reference.rpartition(".")[2].rpartition(":")[2], []).append(
+                        (caller, index, reference))
+            self._calls_by_name = by_name
+        owner, _, name = function.rpartition(".")
+        names = {name}
+        if name == "__init__":
+            queue = [owner]
+            while queue:
+                class_name = queue.pop()
+                names.add(class_name.rpartition(".")[2])
+                queue.extend(sub for sub in self.subclasses.get(class_name, ())
+                             if f"{sub}.__init__" not in self.functions and sub.rpartition(".")[2] not in names)
+        for written in names:
+            # Every call written with this name is resolved once, and filed under each function it may run.
+            calls = self._calls_by_name.pop(written, None)
+            for caller, index, reference in calls or ():
+                for target, bound in self._value_targets(self.functions[caller], reference):
+                    self._incoming.setdefault(target, []).append((caller, index, bound))
+        return self._incoming.get(function, [])
 
     def attribute_type(self, class_name: str, attr: str) -> str | None:
         for owner in self.mro(class_name):
@@ -799,6 +1365,12 @@ class ProjectModel:
     def view(self, path: str) -> FileView:
         return FileView(self, os.path.abspath(path))
 
+
+# How deep values are followed (calls, parameters, assignments: each hop takes one to three levels), and the most
+# calls a parameter's placement is gathered from: a helper called from everywhere is placed by none of them.
+_MAX_VALUE_DEPTH = 24
+_OPEN = AttributePlacement("open", "", "")  # a parameter no call in the project passes
+_MAX_CALLERS = 12
 
 _TOO_COMMON_ATTRIBUTES = frozenset({"data", "weight", "bias", "grad", "device", "dtype", "shape", "value", "values",
                                     "input", "output", "state", "buffer", "cache", "mask", "tensor"})
@@ -829,6 +1401,9 @@ class FileView:
         self.module = summary["module"] if summary else None
         self.summary = summary
         self._opened: frozenset[str] | None = None  # opened_for(), asked by the engine and by the sync finder
+        # The questions about values asked through this view: a file's findings depend on their answers (key).
+        self.asked: set[tuple[str, ...]] = set()
+        self._evidence: TreeEvidence | None = None
 
     def qualified(self, local_qualname: str) -> str:
         return f"{self.module}.{local_qualname}"
@@ -848,12 +1423,44 @@ class FileView:
         return resolved if resolved in self.model.classes else None
 
     def attribute(self, class_name: str | None, attr: str) -> AttributePlacement | None:
-        return self.model.attribute(class_name, attr)
+        question = ("attribute", class_name or "", attr)
+        self.asked.add(question)
+        return self.model.answer(question)
 
     def attribute_type(self, class_name: str | None, attr: str) -> str | None:
         """The class of `<object of class_name>.attr`, when the project defines it (`self.x = Buffer(...)`, or an
         annotation)."""
         return self.model.attribute_type(class_name, attr) if class_name else None
+
+    def parameter(self, local_qualname: str, name: str) -> AttributePlacement | None:
+        """Where parameter `name` of the function lives, by what every call of it in the project passes."""
+        if self.module is None:
+            return None
+        question = ("parameter", self.qualified(local_qualname), name)
+        self.asked.add(question)
+        return self.model.answer(question)
+
+    def call_result(self, local_qualname: str, call: ast.Call) -> AttributePlacement | None:
+        """Where the result of `call`, made in the function, lives, by what the project functions it may call
+        return."""
+        record = self.model.functions.get(self.qualified(local_qualname)) if self.module is not None else None
+        if record is None:
+            return None
+        reference = call_reference(call, record["params"], record.get("self") or None)
+        if not reference:
+            return None
+        question = ("result", self.qualified(local_qualname), reference)
+        self.asked.add(question)
+        return self.model.answer(question)
+
+    def called_only_from_run_once_code(self, local_qualname: str) -> str | None:
+        """Where the function is called from, when every call of it in the project is in code that runs once."""
+        if self.module is None:
+            return None
+        question = ("once", self.qualified(local_qualname), "")
+        self.asked.add(question)
+        answer = self.model.answer(question)
+        return answer.where if answer is not None else None
 
     def device_context(self, local_qualname: str) -> str | None:
         """Where a `with torch.device(...)` that may be open around this function is, if the model sees one."""
@@ -869,15 +1476,47 @@ class FileView:
             self._opened = self._facts_the_text_cannot_show()
         return self._opened
 
+    def evidence(self) -> TreeEvidence | None:
+        """What the file's tree shows about devices, streams and collectives (see facts.TreeEvidence)."""
+        if self._evidence is None and self.summary is not None and "evidence" in self.summary:
+            self._evidence = TreeEvidence.from_data(self.summary["evidence"])
+        return self._evidence
+
+    def gate(self, settings, text: str) -> FileGate | None:
+        """What the file's summary tells the text tests before parsing (see FileGate); None without a summary.
+        The run's `gpu-device-names` are not in the cached summary: a file naming the last part of one is open."""
+        evidence = self.evidence()
+        if evidence is None:
+            return None
+        opened = self.opened_for()
+        gpu = evidence.gpu or "placement" in opened or any(name.rsplit(".", 1)[-1] in text for name in settings.gpu_device_names)
+        configured = frozenset(settings.hot_functions)
+        return FileGate(gpu=gpu, hot_names="hotness" in opened or any(is_hot_function(name, configured)
+                                                                         for name in evidence.defined))
+
     def _facts_the_text_cannot_show(self) -> frozenset[str]:
         if self.summary is None:
             return frozenset()
         facts = set()
         if any((hot := self.hot(name)) and len(hot.chain) > 1 for name in self.summary["functions"] if name):
             facts.add("hotness")
-        if not self.model.gpu_attribute_names.isdisjoint(self.summary["reads"]) or self._uses_gpu_holding_class():
+        if not self.model.gpu_attribute_names.isdisjoint(self.summary["reads"]) or self._uses_gpu_holding_class() \
+                or self._may_receive_values():
             facts.add("placement")
         return frozenset(facts)
+
+    def _may_receive_values(self) -> bool:
+        """Whether the model may place a value in this file through values (a superset, by names alone): one of its
+        functions has the name of a function some call passes a value to, one of its calls has the name of a
+        function that returns a value, or it reads an attribute of that name that some class is assigned a value."""
+        passed, returned, assigned = self.model.value_names()
+        for name, record in self.summary["functions"].items():
+            if name.rpartition(".")[2] in passed or name.endswith("__init__") \
+                    and record["class"].rpartition(".")[2] in passed:
+                return True
+            if any(reference.rpartition(".")[2].rpartition(":")[2] in returned for reference in record["calls"]):
+                return True
+        return not assigned.isdisjoint(self.summary["reads"])
 
     def _uses_gpu_holding_class(self) -> bool:
         """Whether the file's classes hold, or its functions take, objects of a class that places an attribute on
@@ -895,10 +1534,10 @@ class FileView:
                 return True
         return False
 
-    def key(self) -> str:
+    def key(self, asked: tuple = ()) -> str:
         """What the findings of this file depend on in the model, as a digest: the hotness (and chains) of its
-        functions, and every attribute placement of the project. A findings cache entry is valid only with the
-        same key."""
+        functions, every attribute placement of the project, and the answers to the questions about values its
+        rules `asked` (see `asked`). A findings cache entry is valid only with the same key."""
         digest = hashlib.blake2b(digest_size=12)
         if self.summary is not None:
             for name in sorted(self.summary["functions"]):
@@ -907,6 +1546,9 @@ class FileView:
                 context = self.device_context(name) if name else None
                 digest.update(f"{context or ''};".encode())
         digest.update(self.model.placement_digest().encode())
+        for question in asked:
+            answer = self.model.answer(question)
+            digest.update(f"{question}={answer.describe() + str(answer.device) if answer else ''};".encode())
         return digest.hexdigest()
 
 
@@ -1114,7 +1756,7 @@ class Project:
                  jobs: int) -> None:
         self.root, self.files, self.settings, self.cache_folder, self.jobs = root, files, settings, cache_folder, jobs
         self._model: ProjectModel | None = None
-        self._keys: dict[str, str] = {}
+        self._keys: dict[str, tuple] = {}  # by file: the questions its rules asked, and its key
         self._summaries: SummaryCache | None = None
         self._settings = repr((SUMMARY_VERSION, str(self.root), self.settings.hot_functions,
                                self.settings.gpu_attributes, self.settings.source_roots))
@@ -1211,12 +1853,16 @@ class Project:
         """Build the model now (before worker processes start, so that they share it)."""
         self._model = self.model
 
-    def key(self, path) -> str:
+    def key(self, path, asked: tuple = ()) -> str:
+        """The model key of the file at `path` (FileView.key), with the answers to the questions about values
+        `asked` when its findings were made."""
         absolute = os.path.abspath(path)
         self._take_last_run()
-        key = self._keys.get(absolute)
-        if key is None:
-            key = self._keys[absolute] = self.model.view(absolute).key()
+        known = self._keys.get(absolute)
+        if known is not None and tuple(map(tuple, known[0])) == asked:
+            return known[1]
+        key = self.model.view(absolute).key(asked)
+        self._keys[absolute] = (asked, key)
         return key
 
     def save(self) -> None:

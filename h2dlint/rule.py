@@ -19,7 +19,7 @@ from typing import ClassVar, cast
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from .facts import FileFacts, Site
+from .facts import OPEN_GATE, FileFacts, FileGate, Site
 from .gaps import TokensApart, spans_across_gaps
 from .model import Edit, Finding, Fix, Position
 from .settings import Settings
@@ -148,8 +148,10 @@ class Rule(cst.CSTVisitor):
         Rule.registry[cls.code] = cls
 
     @classmethod
-    def may_apply(cls, text: str, settings: Settings) -> bool:
-        """A cheap test on the file's text: False only where the rule certainly cannot fire."""
+    def may_apply(cls, text: str, settings: Settings, gate: FileGate = OPEN_GATE) -> bool:
+        """A cheap test on the file's text, and on what the project model's summary says of it before parsing
+        (`gate`): False only where the rule certainly cannot fire. A word test, never a conclusion: the rule's
+        analysis runs on the parsed tree."""
         return cls.prefilter_matches(text)
 
     @classmethod

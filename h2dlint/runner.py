@@ -88,7 +88,7 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
     results: list[FileResult] = []
     to_process: list[Path] = []
     known: dict[Path, Known] = {}  # cached findings of files processed only to be fixed or given noqa comments
-    model_keys = {path: linter.model_key(path) for path in files} if cache is not None else {}
+    model_keys = {path: linter.model_key(path, cache.asked(path)) for path in files} if cache is not None else {}
     for path in files:
         cached = cache.lookup(path, model_keys[path]) if cache is not None else None
         if cached is not None and not _left_to_do(cached, linter, mode):
@@ -121,8 +121,9 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
     if cache is not None:
         for path, result in zip(to_process, processed, strict=True):
             if result.stamp is not None and result.error is None:
+                asked = result.asked if result.asked is not None else cache.asked(path)
                 cache.store(path, result.stamp[2], result.stamp[0], result.stamp[1], result.findings,
-                            model_keys[path])
+                            linter.model_key(path, asked), asked)
         cache.save()
         if linter.project is not None:
             linter.project.save()

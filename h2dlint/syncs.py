@@ -20,6 +20,7 @@ import libcst as cst
 from .facts import (
     NON_TENSOR_METHODS,
     NOT_PER_STEP_WORDS,
+    OPEN_GATE,
     RUN_ONCE_FUNCTIONS,
     SYNC_BUILTINS,
     SYNC_METHODS,
@@ -27,10 +28,7 @@ from .facts import (
     Data,
     FileFacts,
     Placement,
-    defined_function_names,
     dotted_name,
-    has_gpu_evidence,
-    is_hot_function,
     name_words,
 )
 from .gaps import TokensApart
@@ -297,10 +295,9 @@ class _Finder:
             self.kinds = ALL_KINDS
         else:
             self.kinds = frozenset(kind for kind in ALL_KINDS if codes_reporting(frozenset({kind})) & active)
-        # Without GPU evidence in its text, nothing in a file classifies as a CUDA tensor: the checks that
+        # Without GPU evidence in its tree, nothing in a file classifies as a CUDA tensor: the checks that
         # only ever add sites on CUDA tensors are skipped.
-        self.gpu_possible = has_gpu_evidence(facts.text, facts.gpu_device_names) or (
-            facts.project is not None and "placement" in facts.project.opened_for())
+        self.gpu_possible = facts.gpu_evidence
         # Whether an active rule reports sites outside hot code, and conditions on tensors of unknown placement.
         self.outside_hot = active is None or bool(active & codes_reporting(where=UNKNOWN_HOTNESS))
         self.possible_conditions = active is None or bool(
@@ -651,22 +648,15 @@ class SyncReporter:
     # reports CUDA tensors in hot code. The rules' declarations never overlap.
     where: dict[Placement, str] = {}
     MODEL_DEPENDENCIES = frozenset({"hotness", "placement"})
-    # What the file's text must show besides the prefilter: "gpu" (a CUDA placement somewhere),
-    # "gpu-or-hot" (that, or a hot function), or "" (nothing more).
+    # What the file's summary must show besides the prefilter's words (see FileGate): "gpu" (GPU evidence),
+    # "gpu-or-hot" (that, or a function hot by its name), or "" (nothing more).
     evidence: str = ""
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
-        if cls.evidence == "gpu":  # the evidence first: it is cached for the file, asked by several rules
-            return has_gpu_evidence(text, settings.gpu_device_names) and cls.prefilter_matches(text)
+    def may_apply(cls, text: str, settings, gate=OPEN_GATE) -> bool:
         if not cls.prefilter_matches(text):
             return False
-        if not cls.evidence or has_gpu_evidence(text, settings.gpu_device_names):
-            return True
-        if cls.evidence == "gpu-or-hot":
-            configured = frozenset(settings.hot_functions)
-            return any(is_hot_function(name, configured) for name in defined_function_names(text))
-        return False
+        return not cls.evidence or gate.gpu or cls.evidence == "gpu-or-hot" and gate.hot_names
 
     @classmethod
     def candidates(cls, facts: FileFacts):

@@ -15,6 +15,7 @@ from h2dlint.copies import (
     may_call_tensor_with_device,
     no_pinned_rewrite,
     pin_guard,
+    runs_once,
     shown,
     tight_equal,
     to_ast,
@@ -50,6 +51,10 @@ class BlockingTensorCopy(Rule):
     Inside TorchScript (`@torch.jit.script`, `@torch.jit.export`) the copy is reported
     without a rewrite too: TorchScript's `torch.tensor` takes no `pin_memory`. An empty
     list is not reported: a zero-element copy returns before it reaches the device.
+    Nor is code that runs once per model (`__init__`, `__post_init__`, `setup`,
+    `reset_parameters`, a loading function such as `load_weights` or
+    `from_pretrained`, or, by the project model, a function that only such code
+    calls): the copy waits once, at start-up.
 
     ## Example
     ```python
@@ -87,9 +92,6 @@ class BlockingTensorCopy(Rule):
       (`torch.set_default_device(...)`, the body of `with torch.device(...)`, or the
       constructor of a class built there): a factory then allocates on that device
       and `pin_memory=True` raises on CUDA;
-    - the code runs once (`__init__`, `__post_init__`, `setup`, `reset_parameters`,
-      a loading function such as `load_weights` or `from_pretrained`, outside a
-      loop): the copy waits once at start-up, and the rewrite would gain nothing.
 
     The fix is **safe** when the data is certainly Python data (a literal, a
     comprehension, `.tolist()`, a Python number such as `float(x)` or `len(x)`, a
@@ -144,6 +146,8 @@ class BlockingTensorCopy(Rule):
         Valid("import torch\ndef f(x, n):\n    return x.cpu().new_tensor([n])\n"),
         Valid("import torch\ndef f(x):\n    return x.new_tensor(torch.arange(3))\n"),
         Valid("import torch\ndef f(x, n):\n    return x.new_tensor([n], device='cpu')\n"),
+        Valid("import torch\nclass Rope(torch.nn.Module):\n    def __init__(self, n, device):\n"
+              "        super().__init__()\n        self.bounds = torch.tensor([0, n], device=device)\n"),
     )
     invalid_examples = (
         Invalid(
@@ -200,23 +204,10 @@ class BlockingTensorCopy(Rule):
             message_contains="it may run under `with torch.device(...)` (line 3)",
         ),
         Invalid(
-            "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self, n, device):\n"
-            "        super().__init__()\n        self.bounds = torch.tensor([0, n], device=device)\n"
-            "with torch.device('cuda'):\n    rope = Rope(4, 'cuda')\n",
-            None,
-            message_contains="in `__init__`, which runs under `with torch.device(...)` (line 6)",
-        ),
-        Invalid(
             "import torch\ntorch.set_default_device('cuda')\ndef f(n, device):\n"
             "    return torch.tensor([n, n + 1], device=device)\n",
             None,
             message_contains="`torch.set_default_device` is called on line 2",
-        ),
-        Invalid(
-            "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self, n, device):\n"
-            "        super().__init__()\n        self.bounds = torch.tensor([0, n], device=device)\n",
-            None,
-            message_contains="it runs once (in `__init__`), so a pinned non_blocking copy would gain nothing",
         ),
         Invalid(
             "import torch as th\ndef f(states):\n    idx = [i * 2 for i in range(4)]\n"
@@ -273,7 +264,7 @@ class BlockingTensorCopy(Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
+    def may_apply(cls, text: str, settings, gate=None) -> bool:
         return may_call_tensor_with_device(text) or "new_tensor" in text
 
     @classmethod
@@ -310,7 +301,7 @@ class BlockingTensorCopy(Rule):
             return
         start, end = self.position(node)
         device = facts.classify_device(to_ast(device_arg.value), start.line)
-        if device is Device.NOT_CUDA:
+        if device is Device.NOT_CUDA or runs_once(facts, start.line) is not None:
             return
         data_ast = to_ast(data_arg.value)
         if isinstance(data_ast, (ast.List, ast.Tuple)) and not data_ast.elts:
@@ -349,6 +340,8 @@ class BlockingTensorCopy(Rule):
         if len(positional) != 1 or any(arg.star for arg in node.args) or "device" in keywords_of(node):
             return
         start, _ = self.position(node)
+        if runs_once(facts, start.line) is not None:
+            return
         placement = facts.classify_placement(to_ast(receiver), start.line)
         data_ast = to_ast(positional[0].value)
         if placement is Placement.HOST or (isinstance(data_ast, (ast.List, ast.Tuple)) and not data_ast.elts) \

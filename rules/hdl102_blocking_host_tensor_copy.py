@@ -17,6 +17,7 @@ from h2dlint.copies import (
     pin_guard,
     pinned,
     placement_is_host,
+    runs_once,
     shown,
     to_ast,
     torch_name,
@@ -24,7 +25,7 @@ from h2dlint.copies import (
     with_non_blocking,
     with_pin_memory,
 )
-from h2dlint.facts import Device, Placement, has_gpu_evidence
+from h2dlint.facts import OPEN_GATE, Device, Placement
 from h2dlint.gaps import TokensApart
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -79,9 +80,10 @@ class BlockingHostTensorCopy(Rule):
     `torch.tensor(data, pin_memory=True)` pins only Python data: PyTorch refuses a
     numpy array ("Can't pin tensor constructed from numpy") and a tensor ("... from a
     variable") on a CUDA machine too. No rewrite is offered (the copy is reported,
-    with the reason) when the data is a numpy array where it is made, or when the
-    code runs once (a constructor or a loading function, outside a loop: nothing
-    worth the risk is gained). A fresh factory under a default-device context this
+    with the reason) when the data is a numpy array where it is made. Code that runs
+    once per model (a constructor, a loading function, or, by the project model, a
+    function only they call) is not reported: the copy waits once, at start-up. A
+    fresh factory under a default-device context this
     file sets up (`torch.set_default_device`, `with torch.device(...)` and the
     constructors it runs) is not reported at all: it allocates on that device, so
     there may be no host tensor to copy, and `pin_memory=True` would raise on CUDA.
@@ -124,6 +126,7 @@ class BlockingHostTensorCopy(Rule):
               "        self.register_buffer('inv_freq', torch.arange(n), persistent=False)\n"
               "        self.inv_freq = torch.arange(n)\n"
               "    def forward(self, x):\n        return self.inv_freq.to(x.device)\n"),
+        Valid("import torch\ndef load_weights(model, n):\n    return torch.arange(n).cuda()\n"),
     )
     invalid_examples = (
         Invalid("import torch\ndef f(ids):\n    return torch.tensor([1, 2]).cuda()\n",
@@ -138,8 +141,6 @@ class BlockingHostTensorCopy(Rule):
                 unsafe=True),
         Invalid("import torch\ndef f(a):\n    return torch.from_numpy(a).cuda()\n", None,
                 message_contains="staging buffer"),
-        Invalid("import torch\ndef load_weights(model, n):\n    return torch.arange(n).cuda()\n", None,
-                message_contains="it runs once (in `load_weights`)"),
         Invalid("import numpy as np\nimport torch\ndef f(a, device):\n    return torch.tensor(np.pad(a, 1)).to(device)\n",
                 None, message_contains="`np.pad(a, 1)` is a numpy array"),
         Invalid("import torch\ndef f(t):\n    t_cpu = t.cpu()\n    return t_cpu.to('cuda:0')\n", None),
@@ -160,11 +161,10 @@ class BlockingHostTensorCopy(Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
+    def may_apply(cls, text: str, settings, gate=OPEN_GATE) -> bool:
         # Without GPU evidence there is no `.cuda(` call, and a `.to(` copies to a device copy_device does not rule
         # out only when its target is named like one.
-        return cls.prefilter_matches(text) and (has_gpu_evidence(text, settings.gpu_device_names)
-                                                or may_copy_to_a_named_device(text))
+        return cls.prefilter_matches(text) and (gate.gpu or may_copy_to_a_named_device(text))
 
     @classmethod
     def candidates(cls, facts):
@@ -193,6 +193,8 @@ class BlockingHostTensorCopy(Rule):
             if fresh[1] != "from_numpy" and may_run_under_default_device(facts, start.line) is not None:
                 return  # the factory allocates on the context's device: there may be no host tensor to copy
         elif not placement_is_host(facts, copy.source, start.line):
+            return
+        if runs_once(facts, start.line) is not None:
             return
         where = facts.context_at(start.line).describe()
         target = "a CUDA device" if device is Device.CUDA else f"`{shown(copy.device)}` (if it is a CUDA device)"

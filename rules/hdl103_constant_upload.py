@@ -13,6 +13,7 @@ from h2dlint.copies import (
     keyword,
     keywords_of,
     may_call_tensor_with_device,
+    runs_once,
     shown,
     to_ast,
     torch_name,
@@ -108,7 +109,7 @@ class ConstantUpload(Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
+    def may_apply(cls, text: str, settings, gate=None) -> bool:
         return may_call_tensor_with_device(text)
 
     @classmethod
@@ -133,7 +134,7 @@ class ConstantUpload(Rule):
         keywords = keywords_of(node)
         start, _ = self.position(node)
         device = facts.classify_device(to_ast(keywords["device"].value), start.line)
-        if device is Device.NOT_CUDA:
+        if device is Device.NOT_CUDA or runs_once(facts, start.line) is not None:
             return
         where = facts.context_at(start.line).describe()
         target = "a CUDA device" if device is Device.CUDA else f"`{shown(keywords['device'].value)}`"

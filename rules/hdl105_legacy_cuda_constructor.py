@@ -84,7 +84,7 @@ class LegacyCudaConstructor(Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
+    def may_apply(cls, text: str, settings, gate=None) -> bool:
         return "cuda" in text and _names_a_legacy_type(text)
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -5,7 +5,7 @@ import re
 
 import libcst as cst
 
-from h2dlint.facts import Placement, has_gpu_evidence
+from h2dlint.facts import OPEN_GATE, Placement
 from h2dlint.model import Applicability, Edit, Fix, Position
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.values import ELEMENT_WRITE, is_int_literal, is_python_int, is_python_number, tensor_dimensions
@@ -130,9 +130,8 @@ class ScalarWriteIntoCudaTensor(Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
-        # The evidence first: it is cached for the file, asked by several rules, and rules out many files.
-        return has_gpu_evidence(text, settings.gpu_device_names) and cls.prefilter_matches(text)
+    def may_apply(cls, text: str, settings, gate=OPEN_GATE) -> bool:
+        return gate.gpu and cls.prefilter_matches(text)
 
     @classmethod
     def candidates(cls, facts):

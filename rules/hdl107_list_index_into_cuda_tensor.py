@@ -4,7 +4,7 @@ import ast
 
 import libcst as cst
 
-from h2dlint.facts import Placement, has_gpu_evidence
+from h2dlint.facts import OPEN_GATE, Placement
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.values import has_index_list
 
@@ -102,8 +102,8 @@ class ListIndexIntoCudaTensor(Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
-        return has_gpu_evidence(text, settings.gpu_device_names) and cls.prefilter_matches(text)
+    def may_apply(cls, text: str, settings, gate=OPEN_GATE) -> bool:
+        return gate.gpu and cls.prefilter_matches(text)
 
     @classmethod
     def candidates(cls, facts):

@@ -4,7 +4,7 @@ import ast
 
 import libcst as cst
 
-from h2dlint.facts import Placement, dotted_name, has_gpu_evidence
+from h2dlint.facts import OPEN_GATE, Placement, dotted_name
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import RUN_ONCE_FUNCTIONS, outside_per_step_code
 from h2dlint.values import (
@@ -137,9 +137,9 @@ class PossibleScalarWrite(Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
+    def may_apply(cls, text: str, settings, gate=OPEN_GATE) -> bool:
         # What is certainly a tensor takes torch to make, or shows a CUDA placement.
-        return cls.prefilter_matches(text) and ("torch" in text or has_gpu_evidence(text, settings.gpu_device_names))
+        return cls.prefilter_matches(text) and ("torch" in text or gate.gpu)
 
     @classmethod
     def candidates(cls, facts):

@@ -93,7 +93,7 @@ class PossibleGpuValueRead(SyncReporter, Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
+    def may_apply(cls, text: str, settings, gate=None) -> bool:
         # An implicit conversion is reported on what is certainly a tensor, which takes torch to make.
         return cls.prefilter_matches(text) or "torch" in text and holds_one_of(text, INT_ARGUMENT_TEXT)
 

@@ -130,7 +130,7 @@ class PinnedBufferReuse(Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
+    def may_apply(cls, text: str, settings, gate=None) -> bool:
         return "non_blocking" in text and "pin_memory" in text
 
     @classmethod

@@ -88,7 +88,7 @@ class CopyMakesNonLeaf(Rule):
     )
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
+    def may_apply(cls, text: str, settings, gate=None) -> bool:
         return cls.prefilter_matches(text) and _COPY_OF_CALL.search(text)
 
     @classmethod

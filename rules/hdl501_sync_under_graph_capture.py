@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from h2dlint.facts import Placement, is_word_character
+from h2dlint.facts import Placement
 from h2dlint.gaps import TokensApart
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import ALL_KINDS, GRAPH_CAPTURE, SyncReporter
@@ -60,11 +60,11 @@ class SyncUnderGraphCapture(SyncReporter, Rule):
     prefilter = ("graph",)
 
     @classmethod
-    def may_apply(cls, text: str, settings) -> bool:
+    def may_apply(cls, text: str, settings, gate=None) -> bool:
         """A capture is `with <name>(...)` where the name resolves to `torch.cuda.graph`: so the word `graph` is
         called (`torch.cuda.graph(`, `graphs.graph (`, `(torch.cuda.graph)(`, split over lines or comments) or
         imported under another name (`graph as capture`). `cuda_graph(` and `capture_graph(` are not."""
-        return cls.prefilter_matches(text) and any(not is_word_character(text[start - 1:start])
+        return cls.prefilter_matches(text) and any(not _is_word_character(text[start - 1:start])
                                                    for start, _ in _GRAPH_CALLED_OR_RENAMED.spans(text))
 
     valid_examples = (
@@ -85,3 +85,8 @@ class SyncUnderGraphCapture(SyncReporter, Rule):
         self.report(node, f"error under CUDA graph capture: {site.what} needs the GPU to have run, which it "
                           "does not while a graph is being captured, so the capture fails; do it before capture "
                           "or keep it on the device")
+
+
+def _is_word_character(character: str) -> bool:
+    """What `\\w` matches (False for the empty text before a file's start)."""
+    return character.isalnum() or character == "_"

@@ -17,7 +17,7 @@ from .helpers import lint, linter_for
 def certainly_tensor(code: str) -> bool:
     """Whether the value assigned to TARGET in `code` is certainly a tensor."""
     tree = ast.parse(code)
-    facts = FileFacts(tree, code, LineIndex(code))
+    facts = FileFacts(tree, LineIndex(code))
     target = next(node for node in ast.walk(tree)
                   if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "TARGET")
     return is_certainly_tensor(facts, target.value, target.lineno)

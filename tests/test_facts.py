@@ -4,12 +4,21 @@ import ast
 
 import pytest
 
-from h2dlint.facts import Data, Device, FileFacts, Placement, has_gpu_evidence, is_hot_function
+from h2dlint.facts import Data, Device, FileFacts, Placement, is_hot_function
 from h2dlint.source import LineIndex
+
+from .helpers import lint
 
 
 def facts_for(code: str) -> FileFacts:
-    return FileFacts(ast.parse(code), code, LineIndex(code))
+    return FileFacts(ast.parse(code), LineIndex(code))
+
+
+def has_gpu_evidence(code: str, gpu_device_names: tuple[str, ...] = ()) -> bool:
+    """The file-level GPU evidence FileFacts finds in the tree (what the engine's gate and the sync finder ask)."""
+    found = facts_for(code)
+    found.gpu_device_names = gpu_device_names
+    return found.gpu_evidence
 
 
 def expression(code: str, marker: str = "TARGET"):
@@ -39,7 +48,7 @@ def test_aliases_resolve_imports():
     ('"cuda" if flag else "cpu"', Device.UNKNOWN), ('"cuda" if flag else 1', Device.CUDA),
     # What the GPU evidence of the text cannot see is not CUDA: a device string PyTorch refuses, one spelled in
     # pieces (unknown), an int given as the type.
-    ('" cuda"', Device.NOT_CUDA), ('"\\tcuda"', Device.NOT_CUDA), ("'cu' 'da'", Device.UNKNOWN),
+    ('" cuda"', Device.NOT_CUDA), ('"\\tcuda"', Device.NOT_CUDA), ("'cu' 'da'", Device.CUDA),
     ("torch.device(type=0)", Device.UNKNOWN),
 ])
 def test_classify_device(value, expected):
@@ -199,11 +208,11 @@ def test_a_quoted_cuda_is_gpu_evidence_where_the_string_can_be_a_device(code, ex
 
 @pytest.mark.parametrize(("code", "expected"), [
     ("y = x.to('cuda')\n", True), ("t = torch.zeros(3, device=  'cuda')\n", True), ("d = 1 if c else 'cuda'\n", True),
-    ("d = 1 if c else'cuda'\n", True), ("f(a,\n  'cuda')\n", True), ("d = (\n    # c\n    'cuda')\n", True),
+    ("d = 1 if c else'cuda'\n", True), ("d = (\n    # c\n    'cuda')\n", True), ("def f():\n    return 'cuda'\n", True),
     ("d = '' 'cuda'\n", True), ("print((d := 'cuda'))\n", True), ("d = \\\n    'cuda'\n", True),
-    # where classify_device reads no device: compared, a later argument, in a collection, returned
+    # where classify_device reads no device: compared, a later argument, in a collection, in a comment
     ("if d.type == 'cuda':\n    pass\n", False), ("ok = d != 'cuda'\n", False), ("xs = ('cpu', 'cuda')\n", False),
-    ("def f():\n    return 'cuda'\n", False), ("x = {'a': 'cuda'}\n", False), ("y = 'cpu' if d == 'cuda' else d\n", False),
+    ("f(a,\n  'cuda')\n", False), ("x = {'a': 'cuda'}\n", False), ("x = 1  # device='cuda'\n", False), ("y = 'cpu' if d == 'cuda' else d\n", False),
 ])
 def test_a_device_string_is_gpu_evidence_where_a_device_may_be_read(code, expected):
     assert has_gpu_evidence(code) is expected
@@ -415,3 +424,72 @@ def test_annotations_are_not_indexed_but_defaults_and_bodies_are():
     assert subscripts == ["x[x > 0]"]
     assert sorted(ast.unparse(call) for call in facts.calls_named(frozenset({"field", "copy", "tolist"}))) \
         == ["[1].copy()", "x[x > 0].tolist()"]
+
+
+# The per-file facts come from the tree: a word in a comment or a string proves nothing.
+@pytest.mark.parametrize(("code", "mirrored"), [
+    ("def f(batch):\n    return batch.seq_lens, batch.seq_lens_cpu\n", {"seq_lens"}),
+    ("def f(seq_lens, seq_lens_host):\n    pass\n", {"seq_lens"}),
+    ("def f(batch):\n    return batch.seq_lens  # see seq_lens_cpu\n", set()),  # the mirror only in a comment
+    ("def f(batch):\n    '''seq_lens_cpu mirrors it'''\n    return batch.seq_lens\n", set()),  # in a docstring
+    ("def f(batch):\n    return batch.seq_lens_cpu  # seq_lens\n", set()),  # the name only in a comment
+    ("def f(batch):\n    return batch.is_cpu, batch.is_\n", set()),  # a flag, not a mirror
+    ("import torch_npu\ndef f(b):\n    return b.seq_lens, b.seq_lens_cpu\n", set()),  # another accelerator
+])
+def test_mirrored_names_are_names_of_the_tree(code, mirrored):
+    assert facts_for(code).evidence.mirrored == mirrored
+
+
+def test_a_mirror_in_a_comment_makes_no_cuda_tensor():
+    code = "def f(batch):\n    TARGET = batch.seq_lens  # batch.seq_lens_cpu is the host copy\n"
+    node, line = expression(code)
+    assert facts_for(code).classify_placement(node, line) is Placement.UNKNOWN
+    used = code.replace("  # batch.seq_lens_cpu is the host copy", "\n    host = batch.seq_lens_cpu")
+    node, line = expression(used)
+    assert facts_for(used).classify_placement(node, line) is Placement.GPU
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("s = torch.cuda.Stream()\n", True), ("other.wait_stream(s)\n", True), ("with torch.cuda.stream(s):\n    pass\n",
+                                                                            True),
+    ("x.record_stream(s)\n", True), ("# torch.cuda.Stream()\ns = 'wait_stream(s)'\n", False),
+    ("s = torch.cuda.current_stream()\n", False),
+])
+def test_streams_are_calls_of_the_tree(code, expected):
+    assert facts_for(code).uses_several_streams is expected
+
+
+COLLECTIVE = "import torch\nimport torch.distributed as dist\ndef f(n):\n    t = torch.zeros(n)\n    {call}\n    TARGET = t\n"
+
+
+@pytest.mark.parametrize(("call", "expected"), [
+    ("dist.all_reduce(t)", Placement.GPU),
+    ("dist.all_reduce(t)  # not on gloo", Placement.GPU),  # a comment names no backend
+    ("dist.all_reduce(t, group=self.cpu_group)", Placement.HOST),  # a factory with no device: host, said first
+])
+def test_a_collective_argument_is_on_the_gpu_unless_the_tree_names_a_host_group(call, expected):
+    code = COLLECTIVE.format(call=call).replace("torch.zeros(n)", "make(n)")
+    node, line = expression(code)
+    found = facts_for(code).classify_placement(node, line)
+    assert found is (Placement.GPU if expected is Placement.GPU else Placement.UNKNOWN)
+
+
+def test_a_host_group_is_named_in_the_tree_not_in_a_comment():
+    code = COLLECTIVE.format(call="dist.all_reduce(t)").replace("torch.zeros(n)", "make(n)")
+    assert facts_for(code.replace("def f(n):", "def f(n):  # gloo elsewhere")).evidence.device_collectives
+    assert not facts_for(code.replace("dist.all_reduce(t)", "dist.all_reduce(t)\n    backend = 'gloo'")) \
+        .evidence.device_collectives
+
+
+def test_a_device_from_another_accelerators_api_is_no_cuda_device():
+    code = "import torch\ndef f(rows):\n    return torch.tensor(rows, device=torch.npu.current_device())\n"
+    assert lint(code, "HDL101") == []
+    assert [f.code for f in lint(code.replace("npu", "cuda"), "HDL101")] == ["HDL101"]
+
+
+def test_in_a_file_for_another_accelerator_only_a_device_of_unknown_kind_is_no_cuda_device():
+    npu = "import torch\nimport torch_npu\ndef f(rows, device):\n    return torch.tensor(rows, device=device)\n"
+    assert lint(npu, "HDL101") == []
+    # a file that names CUDA too may run either way: the copy is reported
+    both = npu + "def g():\n    return torch.cuda.current_device()\n"
+    assert [f.code for f in lint(both, "HDL101")] == ["HDL101"]

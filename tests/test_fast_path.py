@@ -306,8 +306,10 @@ SPELLINGS = [
                  id="int-given-as-the-device-type"),
     pytest.param("HDL106", "import torch\ndef forward(n):\n    t = torch.zeros(n, device='\\tcuda')\n    t[0] = 0\n"
                  "    return t\n", 0, id="device-string-with-an-escape"),
-    pytest.param("HDL201", "def forward(x):\n    return x.to('cu' 'da').sum().item()\n", 0,
-                 id="device-string-in-pieces"),
+    # The tree reads the pieces as one string, a CUDA device; without the project model's summary, the word gate
+    # finds no word of a device in the text, and the file is not parsed.
+    pytest.param("HDL201", "def forward(x):\n    return x.to('cu' 'da').sum().item()\n", 1,
+                 id="device-string-in-pieces", marks=pytest.mark.xfail(strict=True, reason="word gate")),
     # Found by a second reader of the other rules (2026-12-03): calls in annotations (the index leaves annotations
     # out; the visitors now skip them too), an in-place update taken for a pinned buffer, parenthesized callees.
     pytest.param("HDL105", "import torch\nx: torch.cuda.LongTensor([1, 2]) = 1\n", 0, id="call-in-an-annotation"),
@@ -427,7 +429,7 @@ DEVICE_STRINGS = [
     pytest.param("HDL201", "def step(x, d):\n    y = x.to(d)\n    if d.type == 'cuda':\n        return y.sum().item()\n",
                  0, id="device-string-compared"),
     pytest.param("HDL201", "def step(x, d):\n    if d.type == 'cuda':\n        y = x.to('\\u0063uda')\n"
-                 "        return y.sum().item()\n", 0, id="escaped-device-string-beside-a-compared-one"),
+                 "        return y.sum().item()\n", 1, id="escaped-device-string-beside-a-compared-one"),
 ]
 # Without GPU evidence, HDL102 needs a `.to(` whose target copy_device may take for a device: a name such as
 # `device`, `self.out_dev`, `DEVICE_ID`, or a `torch.device(...)` call, however imported.

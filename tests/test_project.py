@@ -290,7 +290,8 @@ def test_no_pinned_rewrite_under_a_default_device_context_opened_in_another_file
     `pin_memory=True` raises on CUDA. The copy is still reported, without a rewrite, saying why."""
     model = ("import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self, sizes, device):\n"
              "        super().__init__()\n        self.build(sizes, device)\n\n"
-             "    def build(self, sizes, device):\n        self.offsets = torch.tensor(sizes, device=device)\n")
+             "    def build(self, sizes, device):\n        self.offsets = torch.tensor(sizes, device=device)\n\n"
+             "    def forward(self, sizes, device):\n        self.build(sizes, device)\n")
     loader = ("import torch\nfrom pkg.model import Model\n\n\ndef make(sizes, device):\n"
               "    with torch.device(device):\n        return Model(sizes, device)\n")
     make_project(tmp_path, model=model)
@@ -331,3 +332,104 @@ def test_shapes_of_unknown_placement_need_a_function_hot_by_name(tmp_path):
             "    def helper(self, mask):\n        return mask.nonzero()\n")
     make_project(tmp_path, model=code)
     assert [(finding["location"]["row"], finding["code"]) for finding in check(tmp_path)] == [(7, "HDL301")]
+
+
+# Values followed across calls: a device made in one class reaches another's constructor, a buffer made on it is
+# passed to a helper in a third file, and a helper returns what it is given.
+STATE = '''\
+import torch
+
+
+class PenaltiesState:
+    def __init__(self, n, device):
+        self.device = device
+        self.bin_mask = torch.zeros(n, device=self.device)
+
+    def apply_staged_writes(self, index):
+        return bincount(self.bin_mask, index)
+
+
+def bincount(mask, index):
+    return mask[index].sum().item()
+'''
+
+WORKER = '''\
+import torch
+
+from pkg.state import PenaltiesState
+
+
+class Worker:
+    def __init__(self, local_rank):
+        self.device = torch.device(f"cuda:{local_rank}")
+        self.state = PenaltiesState(4, self.device)
+
+    def _pad(self, tensor):
+        return torch.cat([tensor, tensor])
+
+    def forward_batch_generation(self, index):
+        self.state.apply_staged_writes(index)
+        lens = self._pad(self.state.bin_mask)
+        if self.device != lens.device:
+            return None
+        return lens.max().item()
+'''
+
+
+def test_placement_follows_arguments_into_parameters_and_results_out_of_calls(tmp_path):
+    make_project(tmp_path, state=STATE, worker=WORKER)
+    findings = check(tmp_path)
+    assert by_file(findings) == {"state.py": [(14, "HDL201")], "worker.py": [(19, "HDL201")]}
+    messages = {Path(finding["filename"]).name: finding["message"] for finding in findings}
+    # bincount is hot through two calls, and its `mask` parameter is the buffer every caller passes
+    assert "hot: Worker.forward_batch_generation -> PenaltiesState.apply_staged_writes -> bincount" in messages["state.py"]
+    assert "`mask` of `bincount` passed `PenaltiesState.bin_mask` (pkg.state:7)" in messages["state.py"]
+    assert "first: the device `torch.device(f'cuda:{local_rank}')` in `Worker.__init__`" in messages["state.py"]
+    assert "what `Worker._pad` returns" in messages["worker.py"]
+    # the device comparison on line 17 is no tensor condition: a device is followed apart from tensors
+    assert all(finding["code"] != "HDL203" for finding in findings)
+
+
+@pytest.mark.parametrize(("caller", "placed"), [
+    # another call passes a tensor of unknown placement: the parameter is unknown
+    ("def audit(values):\n    return bincount(torch.as_tensor(values), 0)\n", False),
+    # another call passes on a parameter of its own that no call in the project passes: it may be anything
+    ("def audit(mask):\n    return bincount(mask, 0)\n", False),
+])
+def test_a_parameter_is_placed_only_when_every_call_passes_a_placed_value(tmp_path, caller, placed):
+    other = "import torch\nfrom pkg.state import bincount\n\n\n" + caller
+    make_project(tmp_path, state=STATE, worker=WORKER, other=other)
+    assert by_file(check(tmp_path)).get("state.py") == ([(14, "HDL201")] if placed else None)
+
+
+def test_a_change_to_what_a_constructor_is_passed_changes_findings_in_another_file_with_the_cache(tmp_path,
+                                                                                                 monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_project(tmp_path, state=STATE, worker=WORKER)
+    assert by_file(check(tmp_path, cache=True))["state.py"] == [(14, "HDL201")]
+    # The worker now keeps the state on the host: state.py is unchanged, its finding goes.
+    (tmp_path / "pkg" / "worker.py").write_text(WORKER.replace('PenaltiesState(4, self.device)',
+                                                               'PenaltiesState(4, "cpu")'))
+    assert "state.py" not in by_file(check(tmp_path, cache=True))
+    assert by_file(check(tmp_path, cache=False)) == by_file(check(tmp_path, cache=True))
+
+
+def test_values_are_summarized_from_the_ast():
+    tree = ast.parse(STATE)
+    summary = summarize(tree, "pkg.state")
+    assert summary["classes"]["PenaltiesState"]["flows"] == {
+        "device": [["PenaltiesState.__init__", ["p", "device"]]],
+        "bin_mask": [["PenaltiesState.__init__", ["t", ["a", "device"]]]]}
+    function = summary["functions"]["bincount"]
+    assert function["order"] == ["mask", "index"] and function["returns"] == [[]]  # `.item()` is no tensor
+    method = summary["functions"]["PenaltiesState.apply_staged_writes"]
+    assert method["order"] == ["index"] and method["bound"]
+    assert method["passes"] == {0: [[["a", "bin_mask"], ["p", "index"]], {}]}
+
+
+def test_a_subclass_passing_its_own_unused_parameter_to_super_says_nothing(tmp_path):
+    # XpuState is built nowhere in the project: what its `device` is says nothing about PenaltiesState's.
+    other = ("from pkg.state import PenaltiesState\n\n\nclass XpuState(PenaltiesState):\n"
+             "    def __init__(self, n, device):\n        super().__init__(n, device)\n")
+    make_project(tmp_path, state=STATE, worker=WORKER, other=other)
+    assert by_file(check(tmp_path))["state.py"] == [(14, "HDL201")]

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from h2dlint.discovery import find_python_files
-from h2dlint.facts import FileFacts, _names_gpu_attribute, _used_alone, has_gpu_evidence
+from h2dlint.facts import FileFacts, is_hot_function, word_gate
 from h2dlint.gaps import TokensApart
 from h2dlint.rule import Rule, _TextTest, all_rules
 from h2dlint.settings import Settings
@@ -63,40 +63,8 @@ def test_every_catalogue_prefilter_keeps_its_parts_in_order_and_reads_each_name_
             assert all(name in part for part, name in test.parts if name is not None), rule.code
 
 
-GPU_ATTRIBUTE = re.compile(r"\.[\s\\]*(?!_*is_)\w+_(?:gpu|cuda)\b")  # across comments: _GPU_ATTRIBUTE, below
-GPU_PIECES = [".", "_", " ", "\n", "is", "is_", "_gpu", "_cuda", "gpu", "x", "é", "٣", "(", "__", "\\\n", "#", " c",
-              "\r"]
-
-
-@SETTINGS
-@given(texts(GPU_PIECES))
-def test_a_gpu_attribute_is_found_where_its_regex_finds_one(text):
-    assert _names_gpu_attribute(text) == bool(GPU_ATTRIBUTE.search(text))
-
-
-def test_gpu_attributes_by_example():
-    assert _names_gpu_attribute("batch.seq_lens_gpu")
-    assert _names_gpu_attribute("batch. \n seq_lens_cuda)")
-    assert not _names_gpu_attribute("self._is_cuda")  # a flag
-    assert not _names_gpu_attribute("seq_lens_gpu")  # a name, not an attribute
-    assert not _names_gpu_attribute("batch._gpu")  # nothing before the suffix
-    assert not _names_gpu_attribute("batch.seq_lens_gpus")
-    for gap in GAPS:
-        text = f"(batch.{gap}seq_lens_gpu)"
-        assert has_gpu_evidence(text), repr(gap)
-        assert _names_gpu_attribute(text) or "#" in gap, repr(gap)
-
-
 # Every TokensApart of h2dlint and its rules: a spelling of each of its tokens, and near misses.
 TOKENS_APART_PIECES = {
-    "h2dlint.copies._CALL_START": (["tensor", "("], ["tensors"]),
-    "h2dlint.copies._IMPORTED_UNDER_ANOTHER_NAME": (["tensor", "as"], ["ask"]),
-    "h2dlint.copies._TO_CALL": ([".", "to", "("], ["tox", "(("]),
-    "h2dlint.copies._DEVICE_IMPORTED_UNDER_ANOTHER_NAME": (["device", "as"], ["ask", "devices"]),
-    "h2dlint.facts._CUDA_CALL": (["cuda", "("], ["."]),
-    "h2dlint.facts._ORDINAL_DEVICES[0]": (["device", "=", "0"], ["(", "=="]),
-    "h2dlint.facts._ORDINAL_DEVICES[1]": ([".", "to", "(", "0"], ["tox", "(("]),
-    "h2dlint.facts._GPU_ATTRIBUTE": ([".", "lens_gpu"], ["is_cuda", "_gpu"]),
     "h2dlint.values.ELEMENT_WRITE": (["]", "="], [")", "=="]),
     "h2dlint.rules.hdl501_sync_under_graph_capture._GRAPH_CALLED_OR_RENAMED": (["graph", "("], ["as", "graphs"]),
     "h2dlint.syncs.LIST_REPETITION[0]": (["]", "*"], [")", "**"]),
@@ -165,17 +133,6 @@ def test_tokens_apart_are_found_where_their_definition_finds_them(where):
             assert (len(text) - 1 - len(written), len(text) - 1) in set(tokens.spans(text)), repr(text)
 
 
-ALONE_PIECES = ["seq", "_lens", "seq_lens", "_cpu", " ", ".", "é", "٣", "x", "\n"]
-
-
-@SETTINGS
-@given(texts(ALONE_PIECES))
-def test_a_name_is_used_alone_where_its_regex_says_so(text):
-    by_regex = any(not (text[match.start() - 1:match.start()].isalnum() or text[match.start() - 1:match.start()] == "_")
-                   for match in re.finditer(r"seq_lens\b", text))
-    assert _used_alone(text, "seq_lens") == by_regex
-
-
 LEGACY_PIECES = ["Float", "Long", "BFloat16", "Tensor", "Bool", "x", " ", "cuda", "torch."]
 
 
@@ -222,7 +179,24 @@ def test_a_text_test_that_only_spares_parsing_rules_out_no_candidate():
             if rule.may_apply(text, settings):
                 continue
             refused += 1
-            facts = FileFacts(tree, text, LineIndex(text))
+            facts = FileFacts(tree, LineIndex(text))
             facts.active_codes = frozenset({rule.code})
             assert not list(rule.candidates(facts)), f"{rule.code} on {name}"
     assert refused > 1000
+
+
+def test_the_word_gate_admits_every_file_whose_tree_holds_gpu_evidence_or_a_hot_name():
+    # Without the project model's summary, the engine gates files on words: a file the tree would open must pass.
+    settings = Settings()
+    opened = 0
+    for name, text in _real_code():
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        evidence = FileFacts(tree, LineIndex(text)).evidence
+        gate = word_gate(text, settings)
+        assert gate.gpu or not evidence.gpu, name
+        assert gate.hot_names or not any(is_hot_function(defined) for defined in evidence.defined), name
+        opened += evidence.gpu
+    assert opened > 50

@@ -82,7 +82,7 @@ def test_per_line_tables_hold_what_a_scan_of_every_function_and_loop_finds():
             "async def later():\n"
             "    pass\n")
     tree = ast.parse(text)
-    facts = FileFacts(tree, text, LineIndex(text))
+    facts = FileFacts(tree, LineIndex(text))
     nodes = sorted((node for node in ast.walk(tree)
                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))),
                    key=lambda node: (node.lineno, node.col_offset))
