@@ -113,7 +113,8 @@ class FindingsCache:
             make_cache_folder(self.folder)
             handle, temp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
             with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(self.entries, out, separators=(",", ":"))
+                # dumps, not dump: only a one-shot encoding takes the C encoder.
+                out.write(json.dumps(self.entries, separators=(",", ":")))
             os.replace(temp, self.file)
         except OSError:
             pass  # a cache that cannot be written only costs time next run

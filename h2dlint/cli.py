@@ -189,6 +189,7 @@ def check(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool | None, diff: b
         files = find_python_files(list(paths) or [Path(".")], settings.exclude, settings.respect_gitignore,
                                   problems, exclude_base=Path(settings.project_root),
                                   force_exclude=settings.force_exclude)
+        found = files
         if not files and not problems and not quiet:
             errors.print("warning: No Python files found under the given path(s)", markup=False)
         changed = None
@@ -202,7 +203,7 @@ def check(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool | None, diff: b
         cache = None if no_cache else FindingsCache(Path.cwd(), build_fingerprint(settings, enabled))
         if settings.project_model and files:
             linter.project = project_model_for(list(paths) or [Path(".")], settings,
-                                               cache.folder if cache is not None else None, jobs, files)
+                                               cache.folder if cache is not None else None, jobs, files, found)
         with progress_bar(errors, len(files)) as step:
             results = run_files(files, linter, mode, jobs, cache, on_done=step)
         if changed is not None:

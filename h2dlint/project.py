@@ -28,7 +28,7 @@ import os
 import tempfile
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from . import __version__
@@ -96,6 +96,8 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
 SUMMARY_VERSION = 10
+# How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
+_SUMMARY_CACHE_FORMAT = 2
 
 
 # ----- one file's summary -----------------------------------------------------------------------------------------
@@ -771,11 +773,15 @@ class ProjectModel:
 
     @classmethod
     def build(cls, summaries: dict[str, dict], is_root, gpu_attributes: Iterable[str] = (),
-              root: str | None = None) -> ProjectModel:
+              root: str | None = None, hot: dict[str, Hot] | None = None) -> ProjectModel:
+        """The merged model; `hot`, when given, is the hotness a model of the same summaries and settings found."""
         model = cls(summaries, is_root, root=root, gpu_attributes=frozenset(gpu_attributes))
         model._index()
         model._place_attributes()
-        model._propagate_hotness()
+        if hot is None:
+            model._propagate_hotness()
+        else:
+            model.hot = hot
         model._propagate_device_contexts()
         return model
 
@@ -1565,22 +1571,27 @@ def _read_cached(file: Path | None):
 def _write_cached(file: Path, data) -> None:
     """Replace `file` in the cache folder with `data` (plain values), in one rename; a cache that cannot be written
     only costs time next run."""
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, ValueError):  # ValueError: a value marshal cannot write
+        payload = marshal.dumps(data)
         make_cache_folder(file.parent)
         handle, temp = tempfile.mkstemp(dir=file.parent, suffix=".tmp")
         with os.fdopen(handle, "wb") as out:
-            out.write(marshal.dumps(data))
+            out.write(payload)
         os.replace(temp, file)
 
 
 class SummaryCache:
-    """Summaries by file, valid while the file's size and modification time are unchanged; one marshal file."""
+    """Summaries by file, valid while the file's size and modification time are unchanged; one marshal file.
+
+    Each summary is kept marshalled on its own, so that loading the file costs little, a summary is decoded only
+    when asked for, and saving writes the unchanged ones back as they were read."""
 
     def __init__(self, folder: Path | None, layout: str = "") -> None:
         # Module names depend on the project root and source roots: each layout has its own file.
-        name = hashlib.blake2b(f"{__version__}:{SUMMARY_VERSION}:{layout}".encode(), digest_size=8).hexdigest()
+        name = hashlib.blake2b(f"{__version__}:{SUMMARY_VERSION}:{_SUMMARY_CACHE_FORMAT}:{layout}".encode(),
+                               digest_size=8).hexdigest()
         self.file = folder / f"summaries-{name}.marshal" if folder is not None else None
-        self.entries: dict[str, tuple] = {}
+        self.entries: dict[str, tuple[int, int, bytes]] = {}
         self.changed = False
         cached = _read_cached(self.file)
         if isinstance(cached, dict):
@@ -1589,11 +1600,26 @@ class SummaryCache:
     def lookup(self, path: str, size: int, mtime_ns: int) -> dict | None:
         entry = self.entries.get(path)
         if entry is not None and entry[0] == size and entry[1] == mtime_ns:
-            return entry[2]
+            return _decoded(entry[2])
         return None
 
+    def stamp(self, path: str) -> tuple[int, int] | None:
+        """The size and modification time of the file when its cached summary was made."""
+        entry = self.entries.get(path)
+        return (entry[0], entry[1]) if entry is not None else None
+
+    def cached(self, path: str) -> dict | None:
+        """The cached summary of `path`, whatever the file's state now."""
+        entry = self.entries.get(path)
+        return _decoded(entry[2]) if entry is not None else None
+
     def store(self, path: str, size: int, mtime_ns: int, summary: dict) -> None:
-        self.entries[path] = (size, mtime_ns, summary)
+        self.store_encoded(path, size, mtime_ns, marshal.dumps(summary))
+
+    def store_encoded(self, path: str, size: int, mtime_ns: int, data: bytes) -> None:
+        if self.file is None:
+            return  # nowhere to keep it: not held in memory either
+        self.entries[path] = (size, mtime_ns, data)
         self.changed = True
 
     def save(self, live: set[str]) -> None:
@@ -1605,6 +1631,15 @@ class SummaryCache:
         if not self.changed:
             return
         _write_cached(self.file, self.entries)
+        self.changed = False
+
+
+def _decoded(data) -> dict | None:
+    with contextlib.suppress(ValueError, EOFError, TypeError):
+        summary = marshal.loads(data)
+        if isinstance(summary, dict):
+            return summary
+    return None
 
 
 def summarize_file(path: str, source_roots: tuple[str, ...], project_root: str | None = None) -> dict | None:
@@ -1621,8 +1656,10 @@ def summarize_file(path: str, source_roots: tuple[str, ...], project_root: str |
     return summarize(tree, module, is_package=Path(path).name == "__init__.py")
 
 
-def _summarize_job(job: tuple[str, tuple[str, ...], str | None]) -> dict | None:
-    return summarize_file(*job)
+def _summarize_job(job: tuple[str, tuple[str, ...], str | None]) -> bytes | None:
+    # Marshalled here, in the worker: it is what the cache keeps, and it comes back faster than a pickled summary.
+    summary = summarize_file(*job)
+    return marshal.dumps(summary) if summary is not None else None
 
 
 def _init_summary_worker() -> None:
@@ -1632,45 +1669,67 @@ def _init_summary_worker() -> None:
     gc.freeze()
 
 
-def build_model(files: Iterable[Path], source_roots: tuple[str, ...], is_root, gpu_attributes: Iterable[str] = (),
-                cache_folder: Path | None = None, jobs: int = 1, project_root: Path | None = None) -> ProjectModel:
-    """Summarize `files` (from the cache where unchanged) and merge the summaries."""
+def build_model(files: Iterable[str | os.PathLike[str]], source_roots: tuple[str, ...], is_root, gpu_attributes: Iterable[str] = (),
+                cache_folder: Path | None = None, jobs: int = 1, project_root: Path | None = None,
+                cache: SummaryCache | None = None, hot: dict[str, Hot] | None = None) -> ProjectModel:
+    """Summarize `files` (from the cache where unchanged) and merge the summaries. `hot`: the hotness of a model
+    built before from the same summaries, taken instead of propagated again."""
     root = str(project_root) if project_root is not None else None
-    cache = SummaryCache(cache_folder, repr((root, source_roots)))
-    summaries: dict[str, dict] = {}
-    missing: list[tuple[str, int, int]] = []
-    for file in files:
-        path = os.path.abspath(file)
-        try:
-            status = os.stat(path)
-        except OSError:
-            continue
-        summary = cache.lookup(path, status.st_size, status.st_mtime_ns)
-        if summary is not None:
-            summaries[path] = summary
-        else:
-            missing.append((path, status.st_size, status.st_mtime_ns))
-    if missing:
-        jobs_list = [(path, source_roots, root) for path, _, _ in missing]
-        if jobs > 1 and len(missing) >= 24:
-            from concurrent.futures import ProcessPoolExecutor
-
-            with ProcessPoolExecutor(max_workers=jobs, initializer=_init_summary_worker) as pool:
-                results = list(pool.map(_summarize_job, jobs_list, chunksize=8))
-        else:
-            was_enabled = gc.isenabled()
-            gc.disable()
+    if cache is None:
+        cache = SummaryCache(cache_folder, summary_layout(root, source_roots))
+    with _collector_paused():
+        summaries: dict[str, dict] = {}
+        missing: list[tuple[str, int, int]] = []
+        for file in files:
+            path = os.path.abspath(file)
             try:
-                results = [_summarize_job(job) for job in jobs_list]
-            finally:
-                if was_enabled:
-                    gc.enable()
-        for (path, size, mtime_ns), summary in zip(missing, results, strict=True):
+                status = os.stat(path)
+            except OSError:
+                continue
+            summary = cache.lookup(path, status.st_size, status.st_mtime_ns)
             if summary is not None:
                 summaries[path] = summary
-                cache.store(path, size, mtime_ns, summary)
-    cache.save(set(summaries))
-    return ProjectModel.build(summaries, is_root, gpu_attributes, root)
+            else:
+                summaries[path] = {}  # keeps the files' order, which the merge depends on
+                missing.append((path, status.st_size, status.st_mtime_ns))
+        if missing:
+            jobs_list = [(path, source_roots, root) for path, _, _ in missing]
+            if jobs > 1 and len(missing) >= 24:
+                from concurrent.futures import ProcessPoolExecutor
+
+                with ProcessPoolExecutor(max_workers=jobs, initializer=_init_summary_worker) as pool:
+                    results = list(pool.map(_summarize_job, jobs_list, chunksize=8))
+            else:
+                results = [_summarize_job(job) for job in jobs_list]
+            for (path, size, mtime_ns), data in zip(missing, results, strict=True):
+                summary = _decoded(data) if data is not None else None
+                if summary is not None:
+                    summaries[path] = summary
+                    cache.store_encoded(path, size, mtime_ns, data)
+                else:
+                    del summaries[path]
+        cache.save(set(summaries))
+        return ProjectModel.build(summaries, is_root, gpu_attributes, root, hot=hot)
+
+
+def summary_layout(root: str | None, source_roots: tuple[str, ...]) -> str:
+    return repr((root, source_roots))
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    # Loading and merging the summaries makes hundreds of thousands of containers that live until the run ends;
+    # the cyclic collector, triggered by their allocation, would traverse them again and again for nothing.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        # Out of the collector's generations: else the first allocation after it is enabled again has it
+        # traverse every object made meanwhile. Objects still die by reference counting.
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
 
 
 def find_project_root(paths: list[Path], settings) -> Path:
@@ -1690,29 +1749,89 @@ def find_project_root(paths: list[Path], settings) -> Path:
 class Project:
     """The project model of a run, built only when a file must be linted.
 
-    An unchanged project (the same files, sizes and modification times, the same settings) has the same model, so
-    the model keys of its files (what their cached findings were computed with) are kept from the last run, and a
-    run whose findings all come from the cache never builds the model."""
+    What a run leaves for the next (`save`): the files' sizes and modification times, the model keys of its files
+    (what their cached findings were computed with) and, in a file of its own read only when a model is built, the
+    model's hotness. The next run takes them as its own when the model would be the same: the same settings and
+    files, and each file that changed since with the same summary as before (an edit inside a function's body that
+    changes no call, a comment). Then a run whose findings all come from the cache never builds the model, and one
+    that lints a changed file builds it without propagating hotness again."""
 
-    def __init__(self, root: Path, files: list[Path], settings, cache_folder: Path | None, jobs: int) -> None:
+    def __init__(self, root: Path, files: list[str] | list[Path], settings, cache_folder: Path | None,
+                 jobs: int) -> None:
         self.root, self.files, self.settings, self.cache_folder, self.jobs = root, files, settings, cache_folder, jobs
         self._model: ProjectModel | None = None
-        self._keys: dict[str, str] = {}
-        self._state = self._state_digest()
+        self._keys: dict[str, tuple] = {}  # by file: the questions its rules asked, and its key
+        self._summaries: SummaryCache | None = None
+        self._settings = repr((SUMMARY_VERSION, str(self.root), self.settings.hot_functions,
+                               self.settings.gpu_attributes, self.settings.source_roots))
+        self._stamps = self._file_stamps()
         self._state_file = cache_folder / f"model-{__version__}.marshal" if cache_folder is not None else None
+        self._hot_file = cache_folder / f"model-{__version__}-hot.marshal" if cache_folder is not None else None
+        self._last: tuple[dict, dict, str] | None = None  # the stamps, keys and hotness token the last run saved
+        self._checked = False  # whether the last run's state was compared with this one's
+        self._same_model = False  # whether the model is the last run's
+        self._hot_token: str | None = None  # that of the hotness the model was built with, when it was the last run's
         cached = _read_cached(self._state_file)
-        if isinstance(cached, tuple) and len(cached) == 2 and cached[0] == self._state:
-            self._keys = cached[1]
+        if isinstance(cached, tuple) and len(cached) == 5 and cached[0] == _STATE_FORMAT \
+                and cached[1] == self._settings and isinstance(cached[2], dict) and list(cached[2]) == list(self._stamps):
+            self._last = cached[2], cached[3], cached[4]
 
-    def _state_digest(self) -> str:
-        digest = hashlib.blake2b(digest_size=16)
-        digest.update(repr((SUMMARY_VERSION, str(self.root), self.settings.hot_functions,
-                            self.settings.gpu_attributes, self.settings.source_roots)).encode())
+    def _file_stamps(self) -> dict[str, tuple[int, int]]:
+        stamps = {}
         for file in self.files:
             with contextlib.suppress(OSError):
                 status = os.stat(file)
-                digest.update(f"{file}:{status.st_size}:{status.st_mtime_ns};".encode())
-        return digest.hexdigest()
+                stamps[os.path.abspath(file)] = (status.st_size, status.st_mtime_ns)
+        return stamps
+
+    def _take_last_run(self) -> None:
+        """Take the last run's keys when the model is the same as the last run's."""
+        if self._checked:
+            return
+        self._checked = True
+        if self._last is None:
+            return
+        stamps, keys, _ = self._last
+        changed = [path for path, stamp in self._stamps.items() if stamps[path] != stamp]
+        if len(changed) > _MAX_CHANGED_TO_COMPARE:
+            return  # summarized in parallel by the model's build, sooner than one by one here
+        if changed:
+            cache = self._summary_cache()
+            for path in changed:
+                # The cached summary must be the one the last model was built from, and the file's still the same.
+                if cache.stamp(path) != tuple(stamps[path]):
+                    return
+                before = cache.cached(path)
+                size, mtime_ns = self._stamps[path]
+                now = summarize_file(path, tuple(self.settings.source_roots), str(self.root))
+                if now is None:
+                    return
+                cache.store(path, size, mtime_ns, now)
+                if now != before:
+                    return
+        if isinstance(keys, dict):
+            self._keys = dict(keys)
+            self._same_model = True
+
+    def _last_hotness(self) -> dict[str, Hot] | None:
+        """The hotness of the last run's model, when this run's model is the same."""
+        self._take_last_run()
+        if not self._same_model or self._last is None:
+            return None
+        cached = _read_cached(self._hot_file)
+        if not (isinstance(cached, tuple) and len(cached) == 2 and cached[0] == self._last[2]):
+            return None
+        with contextlib.suppress(TypeError, ValueError, AttributeError):
+            hot = {name: Hot(*values) for name, values in cached[1].items()}
+            self._hot_token = self._last[2]
+            return hot
+        return None
+
+    def _summary_cache(self) -> SummaryCache:
+        if self._summaries is None:
+            self._summaries = SummaryCache(self.cache_folder, summary_layout(str(self.root),
+                                                                             tuple(self.settings.source_roots)))
+        return self._summaries
 
     @property
     def model(self) -> ProjectModel:
@@ -1727,7 +1846,8 @@ class Project:
                 return "named like a per-step function" if is_hot_function(name) else None
 
             self._model = build_model(self.files, tuple(self.settings.source_roots), is_root,
-                                      self.settings.gpu_attributes, self.cache_folder, self.jobs, self.root)
+                                      self.settings.gpu_attributes, self.cache_folder, self.jobs, self.root,
+                                      cache=self._summary_cache(), hot=self._last_hotness())
         return self._model
 
     def view(self, path: str) -> FileView:
@@ -1741,6 +1861,7 @@ class Project:
         """The model key of the file at `path` (FileView.key), with the answers to the questions about values
         `asked` when its findings were made."""
         absolute = os.path.abspath(path)
+        self._take_last_run()
         known = self._keys.get(absolute)
         if known is not None and tuple(map(tuple, known[0])) == asked:
             return known[1]
@@ -1749,22 +1870,48 @@ class Project:
         return key
 
     def save(self) -> None:
-        """Keep the keys of this run's files for the next run, when the project is unchanged by then."""
-        if self._state_file is None or self._model is None:
+        """Keep this run's state for the next run (see the class's docs)."""
+        if self._state_file is None or self._hot_file is None or (self._model is None and not self._same_model):
             return
-        _write_cached(self._state_file, (self._state, self._keys))
+        if self._summaries is not None:
+            self._summaries.save(set(self._stamps))
+        token = self._hot_token  # set only where the model was built with the last run's hotness
+        if self._model is None and self._last is not None:
+            if self._last[0] == self._stamps and self._last[1] == self._keys:
+                return  # nothing new to keep
+            token = self._last[2]
+        elif token is None and self._model is not None:
+            token = os.urandom(8).hex()
+            parts = [part.name for part in fields(Hot)]
+            _write_cached(self._hot_file, (token, {name: tuple(getattr(found, part) for part in parts)
+                                                   for name, found in self._model.hot.items()}))
+        _write_cached(self._state_file, (_STATE_FORMAT, self._settings, self._stamps, self._keys, token))
+
+
+# What the state a run keeps for the next looks like (Project.save).
+_STATE_FORMAT = 3
+# At most this many files changed since the last run are summarized one by one to find whether the model is the
+# same as the last run's.
+_MAX_CHANGED_TO_COMPARE = 16
 
 
 def project_model_for(paths: list[Path], settings, cache_folder: Path | None, jobs: int | None,
-                      checked: list[Path] = ()) -> Project:
+                      checked: list[Path] = (), found: list[Path] | None = None) -> Project:
     """The project the checked `paths` belong to: every Python file under its root (the excludes and .gitignore
     apply), and the `checked` files themselves (a tree checked on purpose counts even where the repository around
-    it ignores it); its model is built from their summaries, taken from the cache where unchanged."""
+    it ignores it); its model is built from their summaries, taken from the cache where unchanged. `found`: the
+    files the run found under `paths`, which are the project's when `paths` is its root, spelled as found."""
     from .discovery import find_python_files
 
     root = find_project_root(paths, settings)
-    files = {Path(os.path.abspath(path)): None for path in find_python_files(
-        [root], settings.exclude, settings.respect_gitignore, [], exclude_base=Path(settings.project_root))
-        if path.suffix in (".py", ".pyi")}
-    files.update((Path(os.path.abspath(path)), None) for path in checked if path.suffix in (".py", ".pyi"))
+    if found is not None and len(paths) == 1 and str(paths[0]) == str(root) and paths[0].is_dir():
+        under_root = found  # the same walk as the one below: not done twice
+    else:
+        under_root = find_python_files([root], settings.exclude, settings.respect_gitignore, [],
+                                       exclude_base=Path(settings.project_root))
+    files: dict[str, None] = {}
+    for path in (*under_root, *checked):
+        absolute = os.path.abspath(path)  # a string: making thousands of Path objects takes long
+        if os.path.splitext(absolute)[1] in (".py", ".pyi"):
+            files[absolute] = None
     return Project(root, list(files), settings, cache_folder, jobs or os.cpu_count() or 1)

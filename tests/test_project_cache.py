@@ -1,0 +1,107 @@
+"""What one run of the project model leaves for the next: the summaries, the files' model keys and the hotness,
+taken again only while the model they came from is the one the files make now."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from h2dlint.project import ProjectModel, SummaryCache
+
+from .test_project import BACKEND, BATCH, RUNNER, by_file, check, make_project
+
+
+def edit(path: Path, text: str) -> None:
+    """Write `text` and move the modification time on, as a later save would (however coarse the clock)."""
+    before = path.stat().st_mtime_ns
+    path.write_text(text)
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+def no_hotness_propagated(monkeypatch) -> None:
+    def fail(self):
+        raise AssertionError("hotness propagated again")
+
+    monkeypatch.setattr(ProjectModel, "_propagate_hotness", fail)
+
+
+def no_model_built(monkeypatch) -> None:
+    def fail(*args, **kwargs):
+        raise AssertionError("model built")
+
+    monkeypatch.setattr(ProjectModel, "build", fail)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)
+    assert by_file(check(tmp_path, cache=True)) == {"backend.py": [(6, "HDL201")]}
+    return tmp_path
+
+
+def test_an_edit_that_leaves_the_summary_as_it_was_keeps_the_models_hotness(project, monkeypatch):
+    backend = project / "pkg" / "backend.py"
+    edit(backend, BACKEND.replace(".max().item()", ".max().item()  # noqa: HDL201"))
+    with monkeypatch.context() as patched:
+        no_hotness_propagated(patched)
+        assert check(project, cache=True) == []
+    assert check(project) == []
+    edit(backend, BACKEND + "# a comment at the end\n")
+    with monkeypatch.context() as patched:
+        no_hotness_propagated(patched)
+        assert by_file(check(project, cache=True)) == {"backend.py": [(6, "HDL201")]}
+        assert by_file(check(project, cache=True)) == {"backend.py": [(6, "HDL201")]}  # all from the cache now
+
+
+def test_a_file_touched_but_unchanged_builds_no_model(project, monkeypatch):
+    batch = project / "pkg" / "batch.py"
+    edit(batch, BATCH)
+    with monkeypatch.context() as patched:
+        no_model_built(patched)
+        assert by_file(check(project, cache=True)) == {"backend.py": [(6, "HDL201")]}
+        assert by_file(check(project, cache=True)) == {"backend.py": [(6, "HDL201")]}
+
+
+def test_an_edit_to_the_calls_of_a_function_builds_the_model_again(project, monkeypatch):
+    runner = project / "pkg" / "runner.py"
+    edit(runner, RUNNER.replace("return self.backend.plan_later(batch)", "return batch"))
+    assert check(project, cache=True) == check(project) == []
+    edit(runner, RUNNER)
+    assert by_file(check(project, cache=True)) == by_file(check(project)) == {"backend.py": [(6, "HDL201")]}
+    with monkeypatch.context() as patched:
+        no_model_built(patched)
+        assert by_file(check(project, cache=True)) == {"backend.py": [(6, "HDL201")]}
+
+
+def test_an_edit_to_a_class_in_one_file_changes_the_findings_in_another_both_ways(project):
+    batch = project / "pkg" / "batch.py"
+    # Only the body of a new method, which says nothing of the class, is added: the findings stay.
+    edit(batch, BATCH + "\n    def size(self):\n        return 1\n")
+    assert by_file(check(project, cache=True)) == by_file(check(project)) == {"backend.py": [(6, "HDL201")]}
+    edit(batch, BATCH.replace("    seq_lens_cpu: torch.Tensor = None\n", ""))
+    assert check(project, cache=True) == check(project) == []
+    edit(batch, BATCH)
+    assert by_file(check(project, cache=True)) == by_file(check(project)) == {"backend.py": [(6, "HDL201")]}
+
+
+def test_a_new_file_builds_the_model_again(project):
+    (project / "pkg" / "other.py").write_text("from pkg.backend import Backend\n\n\ndef forward(b: Backend, x):\n"
+                                              "    return b.warm_up(x)\n")
+    expected = by_file(check(project))
+    assert (12, "HDL201") in expected.get("backend.py", [])  # warm_up is hot now, through other.forward
+    assert by_file(check(project, cache=True)) == expected
+
+
+def test_a_summary_the_cache_cannot_decode_is_made_again(tmp_path):
+    cache = SummaryCache(tmp_path)
+    cache.store("a.py", 1, 2, {"module": "a"})
+    cache.save({"a.py"})
+    assert SummaryCache(tmp_path).lookup("a.py", 1, 2) == {"module": "a"}
+    assert SummaryCache(tmp_path).lookup("a.py", 1, 3) is None
+    cache.entries["a.py"] = (1, 2, b"\xff not marshal")
+    cache.changed = True
+    cache.save({"a.py"})
+    assert SummaryCache(tmp_path).lookup("a.py", 1, 2) is None
