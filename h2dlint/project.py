@@ -1082,11 +1082,10 @@ class ProjectModel:
 
     def parameter(self, function: str, name: str, depth: int = 0) -> AttributePlacement | None:
         """Where the parameter `name` of `function` lives when the calls of it in the project pass values the model
-        places, all in one place (and there is at least one); None otherwise. A subclass's `super()` call that
-        passes on a parameter of its own that no call in the project passes (`super().__init__(config, device)` in
-        a subclass built elsewhere) says nothing either way, and is left out."""
-        found = self._parameter(function, name, depth)
-        return found if found is not _OPEN else None
+        places, all in one place (and there is at least one); None otherwise. A subclass's `super()` call is left
+        out: what it passes is what objects of the subclass hold (`CPUModelRunner` passes the host device to
+        `GPUModelRunner.__init__`), not what the class's own objects do."""
+        return self._parameter(function, name, depth)
 
     def _parameter(self, function: str, name: str, depth: int) -> AttributePlacement | None:
         return self._memoized(self._parameters, (function, name), depth,
@@ -1117,10 +1116,9 @@ class ProjectModel:
         if record is None or (record["params"].get(name) or "") in _SCALAR_TYPES:
             return None
         order = record.get("order", [])
-        callers = self._callers(function)
-        if not callers:
-            return _OPEN
-        if len(callers) > _MAX_CALLERS:
+        callers = [(caller, index, bound) for caller, index, bound in self._callers(function)
+                   if not self.functions[caller]["calls"][index].startswith("u:")]
+        if not callers or len(callers) > _MAX_CALLERS:
             return None
         placed: list[tuple[str, AttributePlacement]] = []
         for caller, index, bound in callers:
@@ -1136,9 +1134,6 @@ class ProjectModel:
                 if not 0 <= position < len(positional):
                     return None
                 value = positional[position]
-            if value and value[0] == "p" and self.functions[caller]["calls"][index].startswith("u:") \
-                    and self._parameter(caller, value[1], depth + 1) is _OPEN:
-                continue
             found = self._value(value, caller, depth + 1)
             if found is None:
                 return None
@@ -1373,7 +1368,6 @@ class ProjectModel:
 # How deep values are followed (calls, parameters, assignments: each hop takes one to three levels), and the most
 # calls a parameter's placement is gathered from: a helper called from everywhere is placed by none of them.
 _MAX_VALUE_DEPTH = 24
-_OPEN = AttributePlacement("open", "", "")  # a parameter no call in the project passes
 _MAX_CALLERS = 12
 
 _TOO_COMMON_ATTRIBUTES = frozenset({"data", "weight", "bias", "grad", "device", "dtype", "shape", "value", "values",

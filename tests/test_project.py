@@ -427,9 +427,10 @@ def test_values_are_summarized_from_the_ast():
     assert method["passes"] == {0: [[["a", "bin_mask"], ["p", "index"]], {}]}
 
 
-def test_a_subclass_passing_its_own_unused_parameter_to_super_says_nothing(tmp_path):
-    # XpuState is built nowhere in the project: what its `device` is says nothing about PenaltiesState's.
-    other = ("from pkg.state import PenaltiesState\n\n\nclass XpuState(PenaltiesState):\n"
-             "    def __init__(self, n, device):\n        super().__init__(n, device)\n")
+@pytest.mark.parametrize("device", ["device", '"cpu"'])
+def test_what_a_subclass_passes_to_super_says_nothing_of_the_base_class(tmp_path, device):
+    # What HostState passes is what HostState objects hold: PenaltiesState's own objects are the worker's.
+    other = ("from pkg.state import PenaltiesState\n\n\nclass HostState(PenaltiesState):\n"
+             f"    def __init__(self, n, device):\n        super().__init__(n, {device})\n")
     make_project(tmp_path, state=STATE, worker=WORKER, other=other)
     assert by_file(check(tmp_path))["state.py"] == [(14, "HDL201")]
