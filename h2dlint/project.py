@@ -763,6 +763,7 @@ class ProjectModel:
     # the callee's first parameter is bound), and what was found for parameters, results and attributes.
     _incoming: dict[str, list[tuple[str, int, bool]]] = field(default_factory=dict)
     _calls_by_name: dict[str, list[tuple[str, int, str]]] | None = None
+    _import_aliases: dict[str, set[str]] | None = None  # a name as defined -> the names imports give it
     _parameters: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
     _results: dict[str, AttributePlacement | None] = field(default_factory=dict)
     _flows: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
@@ -1329,6 +1330,15 @@ class ProjectModel:
                 names.add(class_name.rpartition(".")[2])
                 queue.extend(sub for sub in self.subclasses.get(class_name, ())
                              if f"{sub}.__init__" not in self.functions and sub.rpartition(".")[2] not in names)
+        if self._import_aliases is None:
+            aliases: dict[str, set[str]] = {}
+            for imports in self._imports_by_module.values():
+                for local, qualified in imports.items():
+                    written = qualified.rpartition(".")[2]
+                    if local != written:
+                        aliases.setdefault(written, set()).add(local)
+            self._import_aliases = aliases
+        names.update(alias for written in list(names) for alias in self._import_aliases.get(written, ()))
         for written in names:
             # Every call written with this name is resolved once, and filed under each function it may run.
             calls = self._calls_by_name.pop(written, None)

@@ -434,3 +434,10 @@ def test_what_a_subclass_passes_to_super_says_nothing_of_the_base_class(tmp_path
              f"    def __init__(self, n, device):\n        super().__init__(n, {device})\n")
     make_project(tmp_path, state=STATE, worker=WORKER, other=other)
     assert by_file(check(tmp_path))["state.py"] == [(14, "HDL201")]
+
+
+def test_a_constructor_called_under_an_imported_alias_passes_its_values(tmp_path):
+    worker = WORKER.replace("from pkg.state import PenaltiesState", "from pkg.state import PenaltiesState as State")
+    worker = worker.replace("PenaltiesState(4, self.device)", "State(4, self.device)")
+    make_project(tmp_path, state=STATE, worker=worker)
+    assert by_file(check(tmp_path))["state.py"] == [(14, "HDL201")]
