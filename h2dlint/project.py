@@ -764,6 +764,8 @@ class ProjectModel:
     _incoming: dict[str, list[tuple[str, int, bool]]] = field(default_factory=dict)
     _calls_by_name: dict[str, list[tuple[str, int, str]]] | None = None
     _import_aliases: dict[str, set[str]] | None = None  # a name as defined -> the names imports give it
+    _unresolved_names: set[str] = field(default_factory=set)
+    _unseen_callers: set[str] = field(default_factory=set)
     _parameters: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
     _results: dict[str, AttributePlacement | None] = field(default_factory=dict)
     _flows: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
@@ -1119,7 +1121,7 @@ class ProjectModel:
         order = record.get("order", [])
         callers = [(caller, index, bound) for caller, index, bound in self._callers(function)
                    if not self.functions[caller]["calls"][index].startswith("u:")]
-        if not callers or len(callers) > _MAX_CALLERS:
+        if not callers or len(callers) > _MAX_CALLERS or self._may_have_unseen_callers(function):
             return None
         placed: list[tuple[str, AttributePlacement]] = []
         for caller, index, bound in callers:
@@ -1271,7 +1273,7 @@ class ProjectModel:
 
     def _run_once_callers_uncached(self, function: str) -> str | None:
         callers = self._callers(function)
-        if not callers:
+        if not callers or self._may_have_unseen_callers(function):
             return None
         for caller, _, _ in callers:
             name = self.functions[caller]["name"].rpartition(".")[2]
@@ -1343,9 +1345,21 @@ class ProjectModel:
             # Every call written with this name is resolved once, and filed under each function it may run.
             calls = self._calls_by_name.pop(written, None)
             for caller, index, reference in calls or ():
-                for target, bound in self._value_targets(self.functions[caller], reference):
+                targets = self._value_targets(self.functions[caller], reference)
+                for target, bound in targets:
                     self._incoming.setdefault(target, []).append((caller, index, bound))
+                if not targets and reference[:2] in ("d:", "a:", "p:", "sa"):
+                    self._unresolved_names.add(written)  # `obj.name(...)` on an object of unknown class
+        # (`Base.__init__(self)` on no project class says nothing of who builds this class's objects.)
+        if self.functions[function]["class"] and not (names - {"__init__"}).isdisjoint(self._unresolved_names):
+            self._unseen_callers.add(function)
         return self._incoming.get(function, [])
+
+    def _may_have_unseen_callers(self, function: str) -> bool:
+        """Whether a method may be called where the model cannot see it: some call written with its name is on an
+        object of unknown class (`self.model_state.prepare_attn(...)`), and resolved to no function."""
+        self._callers(function)
+        return function in self._unseen_callers
 
     def attribute_type(self, class_name: str, attr: str) -> str | None:
         for owner in self.mro(class_name):

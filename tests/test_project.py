@@ -441,3 +441,28 @@ def test_a_constructor_called_under_an_imported_alias_passes_its_values(tmp_path
     worker = worker.replace("PenaltiesState(4, self.device)", "State(4, self.device)")
     make_project(tmp_path, state=STATE, worker=worker)
     assert by_file(check(tmp_path))["state.py"] == [(14, "HDL201")]
+
+
+LOADER = '''\
+import torch
+
+
+class Adapter:
+    def __init__(self, ranks, device):
+        self.ranks = self.prepare(ranks, device)
+
+    def prepare(self, ranks, device):
+        return torch.tensor(ranks, device=device)
+'''
+
+
+def test_a_copy_only_run_once_code_calls_is_not_reported(tmp_path):
+    make_project(tmp_path, loader=LOADER)
+    assert check(tmp_path) == []
+
+
+def test_a_method_called_on_an_object_of_unknown_class_may_run_often(tmp_path):
+    # `state.prepare(...)` on an object the model cannot type may be a per-step call: the copy is reported.
+    runner = "def forward(state, ranks, device):\n    return state.prepare(ranks, device)\n"
+    make_project(tmp_path, loader=LOADER, runner=runner)
+    assert by_file(check(tmp_path)) == {"loader.py": [(9, "HDL101")]}
