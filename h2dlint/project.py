@@ -765,7 +765,7 @@ class ProjectModel:
     _calls_by_name: dict[str, list[tuple[str, int, str]]] | None = None
     _import_aliases: dict[str, set[str]] | None = None  # a name as defined -> the names imports give it
     _unresolved_names: set[str] = field(default_factory=set)
-    _unseen_callers: set[str] = field(default_factory=set)
+    _callers_of: dict[str, tuple[list[tuple[str, int, bool]], bool]] = field(default_factory=dict)
     _parameters: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
     _results: dict[str, AttributePlacement | None] = field(default_factory=dict)
     _flows: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
@@ -1088,9 +1088,6 @@ class ProjectModel:
         places, all in one place (and there is at least one); None otherwise. A subclass's `super()` call is left
         out: what it passes is what objects of the subclass hold (`CPUModelRunner` passes the host device to
         `GPUModelRunner.__init__`), not what the class's own objects do."""
-        return self._parameter(function, name, depth)
-
-    def _parameter(self, function: str, name: str, depth: int) -> AttributePlacement | None:
         return self._memoized(self._parameters, (function, name), depth,
                               lambda: self._parameter_uncached(function, name, depth))
 
@@ -1119,9 +1116,10 @@ class ProjectModel:
         if record is None or (record["params"].get(name) or "") in _SCALAR_TYPES:
             return None
         order = record.get("order", [])
-        callers = [(caller, index, bound) for caller, index, bound in self._callers(function)
+        seen, unseen = self._callers(function)
+        callers = [(caller, index, bound) for caller, index, bound in seen
                    if not self.functions[caller]["calls"][index].startswith("u:")]
-        if not callers or len(callers) > _MAX_CALLERS or self._may_have_unseen_callers(function):
+        if not callers or len(callers) > _MAX_CALLERS or unseen:
             return None
         placed: list[tuple[str, AttributePlacement]] = []
         for caller, index, bound in callers:
@@ -1141,7 +1139,7 @@ class ProjectModel:
             if found is None:
                 return None
             placed.append((caller, found))
-        if len({found.placement for _, found in placed}) != 1:
+        if _agreed([found for _, found in placed]) is None:
             return None
         caller, found = placed[0]
         others = f" and {len(placed) - 1} more" if len(placed) > 1 else ""
@@ -1154,24 +1152,15 @@ class ProjectModel:
         record = self.functions.get(function)
         if record is None:
             return None
-        targets = [target for target, _ in self._value_targets(record, reference)]
-        results = [self._result(target, depth + 1) for target in targets]
-        if not results or any(result is None for result in results):
-            return None
-        if len({result.placement for result in results if result is not None}) != 1:
-            return None
-        return results[0]
+        return _agreed([self._result(target, depth + 1) for target, _ in self._value_targets(record, reference)])
 
     def _result(self, function: str, depth: int) -> AttributePlacement | None:
         return self._memoized(self._results, function, depth, lambda: self._result_uncached(function, depth))
 
     def _result_uncached(self, function: str, depth: int) -> AttributePlacement | None:
-        values = self.functions[function].get("returns", [])
-        found = [self._value(value, function, depth + 1) for value in values]
-        if found and all(placed is not None for placed in found) \
-                and len({placed.placement for placed in found if placed is not None}) == 1:
-            return found[0].through(f"what `{short_name(function)}` returns", f"from {found[0].where}")
-        return None
+        found = _agreed([self._value(value, function, depth + 1)
+                         for value in self.functions[function].get("returns", [])])
+        return found.through(f"what `{short_name(function)}` returns", f"from {found.where}") if found else None
 
     def _attribute_flow(self, class_name: str, attr: str, depth: int) -> AttributePlacement | None:
         """`self.attr` of `class_name` placed through what its methods assign it: every assignment's value, in its
@@ -1187,15 +1176,12 @@ class ProjectModel:
             flows = record.get("flows", {}).get(attr)
             if record["attrs"][attr][0] != "" or not flows:
                 return None
-            found = [self._value(value, f"{record['module']}.{function}", depth + 1) if function else None
-                     for function, value in flows]
-            if all(placed is not None for placed in found) \
-                    and len({placed.placement for placed in found if placed is not None}) == 1:
-                first = found[0]
-                assert first is not None
-                return first.through(f"`{record['name']}.{attr}` ({record['module']}:{record['attrs'][attr][1]})",
-                                     f"from {first.where}")
-            return None
+            found = _agreed([self._value(value, f"{record['module']}.{function}", depth + 1) if function else None
+                             for function, value in flows])
+            if found is None:
+                return None
+            return found.through(f"`{record['name']}.{attr}` ({record['module']}:{record['attrs'][attr][1]})",
+                                 f"from {found.where}")
         return None
 
     def _value(self, value: list, function: str, depth: int) -> AttributePlacement | None:
@@ -1234,10 +1220,7 @@ class ProjectModel:
             on_gpu = next((placed for placed in found if placed is not None and placed.placement == GPU), None)
             if on_gpu is not None:
                 return on_gpu
-        if all(placed is not None for placed in found) \
-                and len({placed.placement for placed in found if placed is not None}) == 1:
-            return found[0]
-        return None
+        return _agreed(found)
 
     def _placed_attribute(self, class_name: str | None, attr: str, depth: int) -> AttributePlacement | None:
         """An attribute of an object of a known class: its placement as assigned, else through the values
@@ -1272,8 +1255,8 @@ class ProjectModel:
         return self._memoized(self._run_once_callers, function, 0, lambda: self._run_once_callers_uncached(function))
 
     def _run_once_callers_uncached(self, function: str) -> str | None:
-        callers = self._callers(function)
-        if not callers or self._may_have_unseen_callers(function):
+        callers, unseen = self._callers(function)
+        if not callers or unseen:
             return None
         for caller, _, _ in callers:
             name = self.functions[caller]["name"].rpartition(".")[2]
@@ -1284,12 +1267,12 @@ class ProjectModel:
                 return None
         return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")
 
-    def answer(self, question: tuple) -> AttributePlacement | None:
-        """The answer to a question about values, as FileView asks and keys record them."""
+    def answer(self, question: tuple) -> AttributePlacement | str | None:
+        """The answer to a question a file's rules asked, as FileView asks and keys record them: a placement, or
+        for "once" where the function is called from."""
         kind, first, second = question
         if kind == "once":
-            where = self.called_only_from_run_once_code(first)
-            return AttributePlacement(HOST, where, "") if where is not None else None
+            return self.called_only_from_run_once_code(first)
         if kind == "parameter":
             return self.parameter(first, second)
         if kind == "result":
@@ -1303,7 +1286,7 @@ class ProjectModel:
             passed, returned, assigned = set(), set(), set()
             for name, record in self.functions.items():
                 for index in record.get("passes", ()):
-                    passed.add(record["calls"][index].rpartition(".")[2].rpartition(":")[2])
+                    passed.add(written_name(record["calls"][index]))
                 if any(record.get("returns", ())):
                     returned.add(name.rpartition(".")[2])
             for record in self.classes.values():
@@ -1312,16 +1295,20 @@ class ProjectModel:
             self._value_names = (frozenset(passed), frozenset(returned), frozenset(assigned))
         return self._value_names
 
-    def _callers(self, function: str) -> list[tuple[str, int, bool]]:
+    def _callers(self, function: str) -> tuple[list[tuple[str, int, bool]], bool]:
         """The calls in the project that may run `function`: (caller, index into its calls, whether the call binds
-        the first parameter). Only the calls written with its name (or, for `__init__`, the name of its class or
-        of a subclass that inherits it) are resolved."""
+        the first parameter); and whether it may have callers the model cannot see: a method some call written
+        with its name reaches on an object of unknown class (`self.model_state.prepare_attn(...)`, resolved to no
+        function). Only the calls written with its name (or, for `__init__`, the name of its class or of a
+        subclass that inherits it) are resolved."""
+        known = self._callers_of.get(function)
+        if known is not None:
+            return known
         if self._calls_by_name is None:
             by_name: dict[str, list[tuple[str, int, str]]] = {}
             for caller, record in self.functions.items():
                 for index, reference in enumerate(record["calls"]):
-                    by_name.setdefault(reference.rpartition(".")[2].rpartition(":")[2], []).append(
-                        (caller, index, reference))
+                    by_name.setdefault(written_name(reference), []).append((caller, index, reference))
             self._calls_by_name = by_name
         owner, _, name = function.rpartition(".")
         names = {name}
@@ -1351,15 +1338,10 @@ class ProjectModel:
                 if not targets and reference[:2] in ("d:", "a:", "p:", "sa"):
                     self._unresolved_names.add(written)  # `obj.name(...)` on an object of unknown class
         # (`Base.__init__(self)` on no project class says nothing of who builds this class's objects.)
-        if self.functions[function]["class"] and not (names - {"__init__"}).isdisjoint(self._unresolved_names):
-            self._unseen_callers.add(function)
-        return self._incoming.get(function, [])
-
-    def _may_have_unseen_callers(self, function: str) -> bool:
-        """Whether a method may be called where the model cannot see it: some call written with its name is on an
-        object of unknown class (`self.model_state.prepare_attn(...)`), and resolved to no function."""
-        self._callers(function)
-        return function in self._unseen_callers
+        unseen = bool(self.functions[function]["class"]) and not (names - {"__init__"}).isdisjoint(
+            self._unresolved_names)
+        found = self._callers_of[function] = (self._incoming.get(function, []), unseen)
+        return found
 
     def attribute_type(self, class_name: str, attr: str) -> str | None:
         for owner in self.mro(class_name):
@@ -1404,6 +1386,18 @@ def _distinctive(attr: str) -> bool:
     return len(attr) >= 4 and attr not in _TOO_COMMON_ATTRIBUTES and "_" in attr.strip("_")
 
 
+def _agreed(found: list[AttributePlacement | None]) -> AttributePlacement | None:
+    """The first of `found` when there is one and all are placed, in one place; None otherwise."""
+    if not found or any(placed is None for placed in found):
+        return None
+    return found[0] if len({placed.placement for placed in found if placed is not None}) == 1 else None
+
+
+def written_name(reference: str) -> str:
+    """The name a call is written with, from its reference: `sa:buffer.copy_to` -> `copy_to`, `n:f` -> `f`."""
+    return reference.rpartition(".")[2].rpartition(":")[2]
+
+
 def short_name(qualified: str) -> str:
     """`pkg.mod.Class.method` -> `Class.method`; `pkg.mod.function` -> `function`."""
     parts = qualified.split(".")
@@ -1445,9 +1439,8 @@ class FileView:
         return resolved if resolved in self.model.classes else None
 
     def attribute(self, class_name: str | None, attr: str) -> AttributePlacement | None:
-        question = ("attribute", class_name or "", attr)
-        self.asked.add(question)
-        return self.model.answer(question)
+        placed = self._ask(("attribute", class_name or "", attr))
+        return placed if isinstance(placed, AttributePlacement) else None
 
     def attribute_type(self, class_name: str | None, attr: str) -> str | None:
         """The class of `<object of class_name>.attr`, when the project defines it (`self.x = Buffer(...)`, or an
@@ -1458,9 +1451,8 @@ class FileView:
         """Where parameter `name` of the function lives, by what every call of it in the project passes."""
         if self.module is None:
             return None
-        question = ("parameter", self.qualified(local_qualname), name)
-        self.asked.add(question)
-        return self.model.answer(question)
+        placed = self._ask(("parameter", self.qualified(local_qualname), name))
+        return placed if isinstance(placed, AttributePlacement) else None
 
     def call_result(self, local_qualname: str, call: ast.Call) -> AttributePlacement | None:
         """Where the result of `call`, made in the function, lives, by what the project functions it may call
@@ -1471,18 +1463,20 @@ class FileView:
         reference = call_reference(call, record["params"], record.get("self") or None)
         if not reference:
             return None
-        question = ("result", self.qualified(local_qualname), reference)
-        self.asked.add(question)
-        return self.model.answer(question)
+        placed = self._ask(("result", self.qualified(local_qualname), reference))
+        return placed if isinstance(placed, AttributePlacement) else None
 
     def called_only_from_run_once_code(self, local_qualname: str) -> str | None:
         """Where the function is called from, when every call of it in the project is in code that runs once."""
         if self.module is None:
             return None
-        question = ("once", self.qualified(local_qualname), "")
+        where = self._ask(("once", self.qualified(local_qualname), ""))
+        return where if isinstance(where, str) else None
+
+    def _ask(self, question: tuple[str, str, str]) -> AttributePlacement | str | None:
+        """The model's answer to `question`, which the file's findings then depend on (see `key`)."""
         self.asked.add(question)
-        answer = self.model.answer(question)
-        return answer.where if answer is not None else None
+        return self.model.answer(question)
 
     def device_context(self, local_qualname: str) -> str | None:
         """Where a `with torch.device(...)` that may be open around this function is, if the model sees one."""
@@ -1536,7 +1530,7 @@ class FileView:
             if name.rpartition(".")[2] in passed or name.endswith("__init__") \
                     and record["class"].rpartition(".")[2] in passed:
                 return True
-            if any(reference.rpartition(".")[2].rpartition(":")[2] in returned for reference in record["calls"]):
+            if any(written_name(reference) in returned for reference in record["calls"]):
                 return True
         return not assigned.isdisjoint(self.summary["reads"])
 
@@ -1570,7 +1564,8 @@ class FileView:
         digest.update(self.model.placement_digest().encode())
         for question in asked:
             answer = self.model.answer(question)
-            digest.update(f"{question}={answer.describe() + str(answer.device) if answer else ''};".encode())
+            shown = f"{answer.describe()}{answer.device}" if isinstance(answer, AttributePlacement) else answer or ""
+            digest.update(f"{question}={shown};".encode())
         return digest.hexdigest()
 
 
