@@ -41,6 +41,9 @@ class ConstantUpload(Rule):
     with the same `device=` fill the tensor with a kernel on the device; nothing
     crosses the bus and the host does not wait.
 
+    Code that runs once per model (a constructor, a loading function, or, by the
+    project model, a function only they call) is not reported: the copy waits once.
+
     ## Example
     ```python
     zero = torch.tensor(0, device=hidden.device)
@@ -82,6 +85,7 @@ class ConstantUpload(Rule):
 
     valid_examples = (
         Valid("import torch\nx = torch.tensor(0, device='cpu')\n"),
+        Valid("import torch\nclass Head:\n    def __init__(self):\n        self.zero = torch.tensor(0, device='cuda')\n"),
         Valid("import torch\nx = torch.tensor([0, 1], device='cuda')\n"),
         Valid("import torch\nx = torch.tensor([0, 0.0], device='cuda')\n"),
         Valid("import torch\nx = torch.tensor([[0, 0], [0]], device='cuda')\n"),
