@@ -128,6 +128,7 @@ KEYS = {
     "project-root": ("model_root", _path),
     "src": ("source_roots", _paths),
     "gpu-attributes": ("gpu_attributes", _strings),
+    "module-inputs-on-gpu": ("module_inputs_on_gpu", _bool),
 }
 
 

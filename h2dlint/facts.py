@@ -496,6 +496,8 @@ class FileFacts:
         self.project: FileView | None = None
         # How the placements classified since the log was last cleared were inferred through the project model.
         self.inferences: list[str] = []
+        # How many placements the model gave for values it does not know to be tensors (AttributePlacement.typed).
+        self.untyped_inferences = 0
         self._index(tree)
 
     @functools.cached_property
@@ -1358,6 +1360,7 @@ class FileFacts:
         if placed is None or placed.device != device:
             return Placement.UNKNOWN
         self.inferences.append(placed.describe())
+        self.untyped_inferences += not placed.typed
         return Placement.GPU if placed.placement == "gpu" else Placement.HOST
 
     def site_at(self, start, end) -> Site | None:

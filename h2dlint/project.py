@@ -726,6 +726,9 @@ class AttributePlacement:
     why: str
     origin: str = ""  # for a placement followed through values: where the chain starts, and why
     device: bool = False  # a device (`self.device`), not a tensor on it
+    # Whether the model knows the value to be a tensor (or a device). A module's unannotated input is placed only in
+    # case it is one: it may be a flag or a list, which its placement must not make a tensor (values.py).
+    typed: bool = True
 
     def describe(self) -> str:
         text = f"{self.where} {self.why}" if self.why else self.where
@@ -733,7 +736,7 @@ class AttributePlacement:
 
     def through(self, where: str, how: str) -> AttributePlacement:
         """`where` placed as this is, `how` (a phrase naming this one) saying through what."""
-        return AttributePlacement(self.placement, where, how, self.origin or self.describe(), self.device)
+        return AttributePlacement(self.placement, where, how, self.origin or self.describe(), self.device, self.typed)
 
 
 @dataclass
@@ -742,6 +745,7 @@ class ProjectModel:
     is_root: object = None  # function name -> reason or None; set by the builder (configured names)
     root: str | None = None  # the project root, which test paths are told from
     gpu_attributes: frozenset[str] = frozenset()  # configured attribute names that are CUDA tensors
+    module_inputs_on_gpu: bool = False  # configured: see _module_input
     functions: dict[str, dict] = field(default_factory=dict)  # qualified name -> record (with "file", "module")
     classes: dict[str, dict] = field(default_factory=dict)
     hot: dict[str, Hot] = field(default_factory=dict)
@@ -751,6 +755,9 @@ class ProjectModel:
     subclasses: dict[str, list[str]] = field(default_factory=dict)
     under_device_context: dict[str, str] = field(default_factory=dict)  # function -> where the context is
     gpu_attribute_names: frozenset[str] = frozenset()  # attributes some class of the project places on the GPU
+    # Files whose tree shows GPU evidence (facts.TreeEvidence.gpu), and those written for another accelerator.
+    gpu_files: frozenset[str] = frozenset()
+    other_accelerator_files: frozenset[str] = frozenset()
     _imports_by_module: dict[str, dict[str, str]] = field(default_factory=dict)
     # Every module name and its trailing parts (`scheduler`, `managers.scheduler`) -> the module; "" when ambiguous.
     _module_suffixes: dict[str, str] = field(default_factory=dict)
@@ -773,12 +780,15 @@ class ProjectModel:
     _cuts: int = 0
     _value_names: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
     _run_once_callers: dict[str, str | None] = field(default_factory=dict)
+    _holders: dict[str, set[str]] | None = None
 
     @classmethod
     def build(cls, summaries: dict[str, dict], is_root, gpu_attributes: Iterable[str] = (),
-              root: str | None = None, hot: dict[str, Hot] | None = None) -> ProjectModel:
+              root: str | None = None, hot: dict[str, Hot] | None = None,
+              module_inputs_on_gpu: bool = False) -> ProjectModel:
         """The merged model; `hot`, when given, is the hotness a model of the same summaries and settings found."""
-        model = cls(summaries, is_root, root=root, gpu_attributes=frozenset(gpu_attributes))
+        model = cls(summaries, is_root, root=root, gpu_attributes=frozenset(gpu_attributes),
+                    module_inputs_on_gpu=module_inputs_on_gpu)
         model._index()
         model._place_attributes()
         if hot is None:
@@ -804,6 +814,9 @@ class ProjectModel:
                 qualified = f"{module}.{name}" if name else f"{module}.<module>"
                 self.functions[qualified] = {**record, "module": module, "file": path, "name": name}
         self._module_suffixes.update({summary["module"]: summary["module"] for summary in self.summaries.values()})
+        self.gpu_files = frozenset(path for path, summary in self.summaries.items() if summary["evidence"][0])
+        self.other_accelerator_files = frozenset(path for path, summary in self.summaries.items()
+                                                 if summary["evidence"][6])
         for qualified, record in self.classes.items():
             record["resolved_bases"] = [base for base in (self._resolve_name(record["module"], dotted)
                                                           for dotted in record["bases"] if dotted) if base]
@@ -913,7 +926,13 @@ class ProjectModel:
                 return []  # a constructor runs once per object: no hotness flows into it
             return [target]
         if kind == "s":
-            return self._methods(own_class, name, overrides=True)
+            found = self._methods(own_class, name, overrides=True)
+            if not found and "." not in name:
+                # `self.visual(pixels)`: an attribute holding a module runs its `forward`
+                holder = self.attribute_type(own_class, name) if own_class in self.classes else None
+                if holder is not None and self._is_module_class(holder):
+                    return self._methods(holder, "forward", overrides=True)
+            return found
         if kind == "u":
             bases = self.classes.get(own_class, {}).get("resolved_bases", [])
             return next((found for base in bases if (found := self._methods(base, name, overrides=False))), [])
@@ -1119,7 +1138,14 @@ class ProjectModel:
         seen, unseen = self._callers(function)
         callers = [(caller, index, bound) for caller, index, bound in seen
                    if not self.functions[caller]["calls"][index].startswith("u:")]
-        if not callers or len(callers) > _MAX_CALLERS or unseen:
+        # A module's input that no seen call passes is assumed on the GPU, where configured: then calls the model
+        # cannot see (through `__call__`) pass what the seen ones pass only when that is on the GPU too.
+        module_input = self._module_input(record, name)
+        if not callers and module_input:
+            return AttributePlacement(GPU, f"`{name}` of `{short_name(function)}`",
+                                      "(an input of a module's `forward`, assumed on the module's device)",
+                                      typed=name in record["params"])
+        if not callers or len(callers) > _MAX_CALLERS or unseen and not module_input:
             return None
         placed: list[tuple[str, AttributePlacement]] = []
         for caller, index, bound in callers:
@@ -1139,12 +1165,28 @@ class ProjectModel:
             if found is None:
                 return None
             placed.append((caller, found))
-        if _agreed([found for _, found in placed]) is None:
+        agreed = _agreed([found for _, found in placed])
+        if agreed is None or unseen and agreed.placement != GPU:
             return None
         caller, found = placed[0]
         others = f" and {len(placed) - 1} more" if len(placed) > 1 else ""
         return found.through(f"`{name}` of `{short_name(function)}`",
                              f"passed {found.where} by `{short_name(caller)}`{others}")
+
+    def _module_input(self, record: dict, name: str) -> bool:
+        """Whether `name` is an input of an `nn.Module`'s `forward` that the model takes to be on the GPU when no
+        call of the project tells otherwise (`module-inputs-on-gpu`): a model's inputs live on its device, and in a
+        project whose files show CUDA devices, that is the GPU. Off by default: inference engines keep much of
+        what their modules take (image grids, sizes, lengths) on the host on purpose (docs/precision.md).
+        Parameters annotated with anything but a tensor type are no such inputs, nor are test modules' ones."""
+        if record["name"].rpartition(".")[2] != "forward" or not record["class"] \
+                or name not in record.get("order", ()) and name not in record["params"]:
+            return False
+        annotation = record["params"].get(name)
+        if annotation is not None and not annotation.endswith("Tensor"):
+            return False
+        return self.module_inputs_on_gpu and bool(self.gpu_files) and record["file"] not in self.other_accelerator_files \
+            and self._is_module_class(f"{record['module']}.{record['class']}") and not self._in_tests(record["file"])
 
     def call_result(self, function: str, reference: str, depth: int = 0) -> AttributePlacement | None:
         """Where the result of a call (by its reference, made in `function`) lives, when every project function
@@ -1312,6 +1354,8 @@ class ProjectModel:
             self._calls_by_name = by_name
         owner, _, name = function.rpartition(".")
         names = {name}
+        if name == "forward" and owner in self.classes:
+            names.update(self._module_holders().get(owner, ()))  # `self.visual(...)` of a `self.visual = Vision()`
         if name == "__init__":
             queue = [owner]
             while queue:
@@ -1343,6 +1387,25 @@ class ProjectModel:
         found = self._callers_of[function] = (self._incoming.get(function, []), unseen)
         return found
 
+    def _module_holders(self) -> dict[str, set[str]]:
+        """For each `nn.Module` class, the names of the attributes of project classes that may hold one (typed as
+        the class or one of its bases): calls through them run its `forward`."""
+        if self._holders is None:
+            holders: dict[str, set[str]] = {}
+            for class_name in self.classes:
+                for attr in self.classes[class_name]["types"]:
+                    holder = self.attribute_type(class_name, attr)
+                    if holder is None or not self._is_module_class(holder):
+                        continue
+                    queue = [holder]
+                    while queue:
+                        held = queue.pop()
+                        if attr not in holders.setdefault(held, set()):
+                            holders[held].add(attr)
+                            queue.extend(self.subclasses.get(held, ()))
+            self._holders = holders
+        return self._holders
+
     def attribute_type(self, class_name: str, attr: str) -> str | None:
         for owner in self.mro(class_name):
             written = self.classes[owner]["types"].get(attr)
@@ -1361,7 +1424,7 @@ class ProjectModel:
                     digest.update(f"{qualified}.{attr}={placed.placement}:{placed.where};".encode())
             for qualified in sorted(self.classes):
                 digest.update(f"{qualified}<{self.classes[qualified]['resolved_bases']}>".encode())
-            digest.update(repr(sorted(self.gpu_attributes)).encode())
+            digest.update(repr((sorted(self.gpu_attributes), self.module_inputs_on_gpu)).encode())
             self._placement_digest = digest.hexdigest()
         return self._placement_digest
 
@@ -1517,7 +1580,7 @@ class FileView:
         if any((hot := self.hot(name)) and len(hot.chain) > 1 for name in self.summary["functions"] if name):
             facts.add("hotness")
         if not self.model.gpu_attribute_names.isdisjoint(self.summary["reads"]) or self._uses_gpu_holding_class() \
-                or self._may_receive_values():
+                or self._may_receive_values() or self._defines_module_forward():
             facts.add("placement")
         return frozenset(facts)
 
@@ -1533,6 +1596,15 @@ class FileView:
             if any(written_name(reference) in returned for reference in record["calls"]):
                 return True
         return not assigned.isdisjoint(self.summary["reads"])
+
+    def _defines_module_forward(self) -> bool:
+        """Whether the file defines the `forward` of an `nn.Module`, whose inputs the model may place (see
+        ProjectModel._module_input)."""
+        return self.model.module_inputs_on_gpu and bool(self.model.gpu_files) \
+            and self.path not in self.model.other_accelerator_files and any(
+            name.rpartition(".")[2] == "forward" and record["class"]
+            and self.model._is_module_class(f"{self.module}.{record['class']}")
+            for name, record in self.summary["functions"].items())
 
     def _uses_gpu_holding_class(self) -> bool:
         """Whether the file's classes hold, or its functions take, objects of a class that places an attribute on
@@ -1552,7 +1624,7 @@ class FileView:
 
     def key(self, asked: tuple = ()) -> str:
         """What the findings of this file depend on in the model, as a digest: the hotness (and chains) of its
-        functions, every attribute placement of the project, and the answers to the questions about values its
+        functions, every attribute placement of the project, the facts its text cannot show, and the answers to the questions about values its
         rules `asked` (see `asked`). A findings cache entry is valid only with the same key."""
         digest = hashlib.blake2b(digest_size=12)
         if self.summary is not None:
@@ -1562,9 +1634,10 @@ class FileView:
                 context = self.device_context(name) if name else None
                 digest.update(f"{context or ''};".encode())
         digest.update(self.model.placement_digest().encode())
+        digest.update(f"opened={sorted(self.opened_for())};".encode())  # the rules' text tests give way to these
         for question in asked:
             answer = self.model.answer(question)
-            shown = f"{answer.describe()}{answer.device}" if isinstance(answer, AttributePlacement) else answer or ""
+            shown = f"{answer.describe()}{answer.device}{answer.typed}" if isinstance(answer, AttributePlacement) else answer or ""
             digest.update(f"{question}={shown};".encode())
         return digest.hexdigest()
 
@@ -1684,7 +1757,8 @@ def _init_summary_worker() -> None:
 
 def build_model(files: Iterable[str | os.PathLike[str]], source_roots: tuple[str, ...], is_root, gpu_attributes: Iterable[str] = (),
                 cache_folder: Path | None = None, jobs: int = 1, project_root: Path | None = None,
-                cache: SummaryCache | None = None, hot: dict[str, Hot] | None = None) -> ProjectModel:
+                cache: SummaryCache | None = None, hot: dict[str, Hot] | None = None,
+                module_inputs_on_gpu: bool = False) -> ProjectModel:
     """Summarize `files` (from the cache where unchanged) and merge the summaries. `hot`: the hotness of a model
     built before from the same summaries, taken instead of propagated again."""
     root = str(project_root) if project_root is not None else None
@@ -1722,7 +1796,8 @@ def build_model(files: Iterable[str | os.PathLike[str]], source_roots: tuple[str
                 else:
                     del summaries[path]
         cache.save(set(summaries))
-        return ProjectModel.build(summaries, is_root, gpu_attributes, root, hot=hot)
+        return ProjectModel.build(summaries, is_root, gpu_attributes, root, hot=hot,
+                                  module_inputs_on_gpu=module_inputs_on_gpu)
 
 
 def summary_layout(root: str | None, source_roots: tuple[str, ...]) -> str:
@@ -1776,7 +1851,8 @@ class Project:
         self._keys: dict[str, tuple] = {}  # by file: the questions its rules asked, and its key
         self._summaries: SummaryCache | None = None
         self._settings = repr((SUMMARY_VERSION, str(self.root), self.settings.hot_functions,
-                               self.settings.gpu_attributes, self.settings.source_roots))
+                               self.settings.gpu_attributes, self.settings.source_roots,
+                               self.settings.module_inputs_on_gpu))
         self._stamps = self._file_stamps()
         self._state_file = cache_folder / f"model-{__version__}.marshal" if cache_folder is not None else None
         self._hot_file = cache_folder / f"model-{__version__}-hot.marshal" if cache_folder is not None else None
@@ -1860,7 +1936,8 @@ class Project:
 
             self._model = build_model(self.files, tuple(self.settings.source_roots), is_root,
                                       self.settings.gpu_attributes, self.cache_folder, self.jobs, self.root,
-                                      cache=self._summary_cache(), hot=self._last_hotness())
+                                      cache=self._summary_cache(), hot=self._last_hotness(),
+                                      module_inputs_on_gpu=self.settings.module_inputs_on_gpu)
         return self._model
 
     def view(self, path: str) -> FileView:

@@ -41,11 +41,13 @@ class Settings:
     full_parse: bool = False  # parse whole files with LibCST instead of candidate calls only
     # The project model (h2dlint.project): whether to build one, over which folder ("": the closest folder above
     # the checked paths holding a pyproject.toml or .git), which folders module names start at (`src` layouts),
-    # and attributes (`name` or `Class.name`) declared to hold CUDA tensors.
+    # attributes (`name` or `Class.name`) declared to hold CUDA tensors, and whether the tensor inputs of an
+    # `nn.Module`'s `forward` that no call of the project passes are taken to be on the GPU.
     project_model: bool = True
     model_root: str = ""
     source_roots: tuple[str, ...] = ()
     gpu_attributes: tuple[str, ...] = ()
+    module_inputs_on_gpu: bool = False
 
     def cache_key(self) -> str:
         """The settings a file's findings depend on, as text: a change to any of them invalidates cached findings.

@@ -32,7 +32,7 @@ from .facts import (
     name_words,
 )
 from .gaps import TokensApart
-from .values import TENSOR_ONLY_METHODS, is_certainly_tensor
+from .values import TENSOR_ONLY_METHODS, is_certainly_tensor, on_gpu_as_tensor
 
 BOOLEAN_METHODS = frozenset({
     "bool", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isin",
@@ -383,7 +383,7 @@ class _Finder:
         elif self._calls_builtin(call, SYNC_BUILTINS) and self._is_tensor(call.args[0]):
             self.add(call, READ, f"`{func.id}(<tensor>)`", call.args[0])
         elif self._calls_builtin(call, ELEMENT_READING_BUILTINS) \
-                and facts.classify_placement(call.args[0], call.lineno) is Placement.GPU:
+                and on_gpu_as_tensor(facts, call.args[0], call.lineno):
             # A CUDA tensor only: on values of unknown placement these are mostly Python collections.
             self.add(call, READ, f"`{func.id}(<tensor>)` (one read per element)", call.args[0])
         elif qualified in ("torch.nonzero", "torch.argwhere") or method in ("nonzero", "argwhere"):
@@ -427,7 +427,7 @@ class _Finder:
                  for element in (argument.elts if isinstance(argument, (ast.Tuple, ast.List)) else [argument])
                  if not isinstance(element, (ast.Starred, ast.Constant))]
         tensors = [size for size in sizes if is_certainly_tensor(self.facts, size, size.lineno)]
-        return next((size for size in tensors if self.facts.classify_placement(size, size.lineno) is Placement.GPU),
+        return next((size for size in tensors if on_gpu_as_tensor(self.facts, size, size.lineno)),
                     tensors[0] if tensors else None)
 
     def _list_repetition(self, node: ast.BinOp) -> None:
@@ -504,7 +504,7 @@ class _Finder:
 
     def _is_tensor(self, expr: ast.expr, depth: int = 0) -> bool:
         facts = self.facts
-        if facts.classify_placement(expr, expr.lineno) is Placement.GPU:
+        if on_gpu_as_tensor(facts, expr, expr.lineno):
             return True
         if isinstance(expr, ast.Call) and (facts.qualify(dotted_name(expr.func)) or isinstance(expr.func, ast.Attribute)
                                            and expr.func.attr in TENSOR_ONLY_METHODS):
@@ -543,7 +543,7 @@ class _Finder:
             receiver = node.value if placement is not Placement.UNKNOWN else mask
             self.add(node, MASK, "boolean-mask indexing", receiver)
         elif gpu_indices and facts.classify_data(node.value, node.lineno) is Data.HOST \
-                and facts.classify_placement(index, node.lineno) is Placement.GPU:
+                and on_gpu_as_tensor(facts, index, node.lineno):
             self.add(index, CONDITION, "a CUDA tensor used as a Python index", index)
 
     def _is_boolean(self, expr: ast.expr, depth: int = 0) -> bool:
@@ -554,7 +554,7 @@ class _Finder:
             if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in expr.ops):
                 return False
             # A comparison of host values is a Python bool: ask for one tensor-like operand.
-            return any(self._is_tensor(operand) or facts.classify_placement(operand, expr.lineno) is Placement.GPU
+            return any(self._is_tensor(operand) or on_gpu_as_tensor(facts, operand, expr.lineno)
                        for operand in operands) and not any(
                 facts.classify_data(operand, expr.lineno) is Data.HOST and not isinstance(operand, ast.Constant)
                 for operand in operands)
@@ -620,8 +620,10 @@ class _Finder:
         if isinstance(test, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn))
                                                  for op in test.ops):
             return
+        untyped = self.facts.untyped_inferences
         placement = self.facts.classify_placement(test, test.lineno)
-        if placement is Placement.GPU:
+        if placement is Placement.GPU and (self.facts.untyped_inferences == untyped
+                                           or is_certainly_tensor(self.facts, test, test.lineno)):
             self.add(test, CONDITION, "a CUDA tensor used as a condition", test)
         elif placement is Placement.UNKNOWN and self.possible_conditions and self._may_be_device_value(test):
             self.add(test, CONDITION, "a tensor used as a condition", test)

@@ -204,6 +204,12 @@ LIST_BUILTINS = frozenset({"list", "sorted"})
 PROPERTY_DECORATORS = frozenset({"property", "cached_property", "functools.cached_property"})
 
 
+def on_gpu_as_tensor(facts, expr: ast.expr, line: int) -> bool:
+    """Placed on a CUDA device as a tensor: not through a value the project model places only in case it is one."""
+    untyped = facts.untyped_inferences
+    return facts.classify_placement(expr, line) is Placement.GPU and facts.untyped_inferences == untyped
+
+
 def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> bool:
     """An expression that certainly evaluates to a tensor: a torch op's result, a tensor method's, an index,
     arithmetic or a comparison on a tensor, `self.x` or a name bound only to such values, a parameter annotated
@@ -225,8 +231,7 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
             return [binding.value for binding in bindings].count(None) == unfollowed and all(
                 binding.value is None or is_certainly_tensor(facts, binding.value, binding.line, depth + 1)
                 for binding in bindings)
-        return is_tensor_annotation(facts, facts.parameter_annotation(expr.id, line)) or \
-            facts.classify_placement(expr, line) is Placement.GPU
+        return is_tensor_annotation(facts, facts.parameter_annotation(expr.id, line)) or on_gpu_as_tensor(facts, expr, line)
     if isinstance(expr, ast.Attribute):
         if _declared_no_tensor(facts, expr):
             return False
@@ -237,7 +242,7 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
         if bindings:
             return all(binding.value is not None and is_certainly_tensor(facts, binding.value, binding.line, depth + 1)
                        for binding in bindings)
-        return facts.classify_placement(expr, line) is Placement.GPU
+        return on_gpu_as_tensor(facts, expr, line)
     if isinstance(expr, ast.Call):
         func = expr.func
         qualified = facts.qualify(dotted_name(func))

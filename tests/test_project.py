@@ -466,3 +466,54 @@ def test_a_method_called_on_an_object_of_unknown_class_may_run_often(tmp_path):
     runner = "def forward(state, ranks, device):\n    return state.prepare(ranks, device)\n"
     make_project(tmp_path, loader=LOADER, runner=runner)
     assert by_file(check(tmp_path)) == {"loader.py": [(9, "HDL101")]}
+
+
+VISION = """\
+import torch
+from torch import nn
+
+
+class Vision(nn.Module):
+    def forward(self, pixels, grid: torch.Tensor, flag, sizes: list):
+        longest = grid.max().item()
+        if flag:
+            return pixels
+        return pixels[:longest]
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.visual = Vision()
+
+    def forward(self, pixels: torch.Tensor, grid: torch.Tensor):
+        return self.visual(pixels, grid, False, [1])
+"""
+
+
+def test_a_call_through_an_attribute_holding_a_module_runs_its_forward(tmp_path):
+    # `self.visual(...)` passes the host tensor to `Vision.forward`: the model places the parameter through the call.
+    text = VISION.replace("self.visual(pixels, grid,", "self.visual(pixels.cuda(), grid.cuda(),")
+    make_project(tmp_path, vision=text)
+    findings = check(tmp_path)
+    assert by_file(findings) == {"vision.py": [(7, "HDL201")]}
+    assert "`grid` of `Vision.forward` passed" in findings[0]["message"]
+
+
+@pytest.mark.parametrize("configured", [False, True])
+def test_module_inputs_are_on_the_gpu_only_where_configured(tmp_path, configured):
+    make_project(tmp_path, vision=VISION, device="import torch\nDEVICE = torch.device('cuda')\n")
+    if configured:
+        (tmp_path / "pyproject.toml").write_text("[tool.h2dlint]\nmodule-inputs-on-gpu = true\n")
+    findings = check(tmp_path)
+    # The `.item()` on the tensor input only; `if flag:` is no tensor condition, whatever `flag`'s placement.
+    assert by_file(findings) == ({"vision.py": [(7, "HDL201")]} if configured else {})
+    if configured:
+        assert "(an input of a module's `forward`, assumed on the module's device)" in findings[0]["message"]
+
+
+def test_a_module_input_a_seen_call_passes_from_the_host_is_not_assumed_on_the_gpu(tmp_path):
+    make_project(tmp_path, vision=VISION.replace("self.visual(pixels, grid,", "self.visual(pixels, torch.ones(2, 3),"),
+                 device="import torch\nDEVICE = torch.device('cuda')\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.h2dlint]\nmodule-inputs-on-gpu = true\n")
+    assert check(tmp_path) == []
