@@ -397,7 +397,8 @@ def walk_in_order(statements: list[ast.stmt]):
 
 
 # Functions that run once per model: constructors and loading. A copy there waits once, at start-up.
-_RUNS_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "from_pretrained"})
+# (`main`: a program's entry point runs once per process.)
+_RUNS_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "from_pretrained", "main"})
 # `load_weights`, `_load_state_dict`, `restore_checkpoint`; not `load_balancing_loss` (every step), nor a bare
 # `checkpoint` (activation checkpointing runs every step too).
 _LOADING_NAME = re.compile(r"(?:^|_)(?:loads?|loading|restore|resume)(?:_(?!balanc)|$)")
@@ -505,9 +506,15 @@ def _is_cpu_device(facts: FileFacts, node: ast.expr | None) -> bool:
 def runs_once(facts: FileFacts, line: int) -> str | None:
     """Where `line` sits when that code runs once per model: a constructor (`__init__`, ...), a loading function
     (`load_weights`, `_load_checkpoint`, `from_pretrained`), or, by the project model, a function that only such
-    code calls. A copy there waits once, at start-up: the copy rules do not report it. None elsewhere."""
+    code calls; or a test (a test module or a `test_*` function), which runs once per test, loops and all. A copy
+    there waits once, at start-up: the copy rules do not report it. Nor one every so many steps
+    (`facts.periodic_test`), whose wait is spread over them. None elsewhere."""
     context = facts.context_at(line)
     function = context.function
+    if facts.test_file or (function or "").startswith("test_"):
+        return "in a test"
+    if context.periodic and not context.in_graph_capture:
+        return "every so many steps (under `if step % interval == 0:`)"
     if function is None or context.hot:
         return None
     if function in _RUNS_ONCE_FUNCTIONS or _LOADING_NAME.search(function.lower()):

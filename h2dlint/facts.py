@@ -150,10 +150,12 @@ class CodeContext:
     in_graph_capture: bool
     hot_function: bool  # `forward`, `__call__`, a training/decoding step, configured as hot, or called from one
     hot_chain: str | None = None  # when hot through calls (the project model): `A.forward -> B.prepare`
+    # Under `if step % log_interval == 0:` (see `periodic_test`): it runs every so many steps, not every step.
+    periodic: bool = False
 
     @property
     def hot(self) -> bool:
-        return self.in_loop or self.in_graph_capture or self.hot_function
+        return self.in_graph_capture or (self.in_loop or self.hot_function) and not self.periodic
 
     @property
     def cold(self) -> bool:
@@ -464,6 +466,7 @@ class FileFacts:
         self.aliases: dict[str, str] = {}
         self.parents: dict[ast.AST, ast.AST] = {}
         self.loops: list[tuple[int, int]] = []
+        self.periodic: list[tuple[int, int]] = []  # the bodies of `if step % log_interval == 0:`
         self.if_arms: list[tuple[tuple[int, int], tuple[int, int]]] = []
         self.graph_captures: list[tuple[int, int]] = []
         self.functions: list[tuple[int, int, str]] = []
@@ -579,6 +582,8 @@ class FileFacts:
                 first = node.body[0].lineno if node.body[0].lineno > node.lineno else node.lineno
                 self.loops.append((first, node.end_lineno or node.lineno))
             elif kind is ast.If:
+                if periodic_test(node.test):
+                    self.periodic.append((node.body[0].lineno, node.body[-1].end_lineno or node.lineno))
                 if node.orelse:
                     self.if_arms.append(((node.body[0].lineno, node.body[-1].end_lineno or node.lineno),
                                          (node.orelse[0].lineno, node.orelse[-1].end_lineno or node.lineno)))
@@ -1269,10 +1274,11 @@ class FileFacts:
         if context is not None:
             return context
         if self._line_map is None:
-            self._line_map = _LineMap(self.functions, self.loops, self.graph_captures)
-        function, function_first, loop_first, in_graph_capture = self._line_map.at(line)
+            self._line_map = _LineMap(self.functions, self.loops, self.graph_captures, self.periodic)
+        function, function_first, loop_first, in_graph_capture, periodic_first = self._line_map.at(line)
         # A loop counts when it runs inside the innermost function, not around that function's definition.
         in_loop = loop_first > function_first
+        periodic = periodic_first > function_first
         hot_function = function is not None and is_hot_function(function, hot_functions)
         chain = None
         if not hot_function and function is not None and self.project is not None:
@@ -1281,12 +1287,12 @@ class FileFacts:
             if hot is not None:
                 hot_function, chain = True, hot.describe()
         # Most lines of a function share one context: it is made once.
-        shape = (function, in_loop, in_graph_capture, hot_functions, chain)
+        shape = (function, in_loop, in_graph_capture, hot_functions, chain, periodic)
         context = self._contexts_by_shape.get(shape)
         if context is None:
             context = self._contexts_by_shape[shape] = CodeContext(
                 function=function, in_loop=in_loop, in_graph_capture=in_graph_capture,
-                hot_function=hot_function, hot_chain=chain)
+                hot_function=hot_function, hot_chain=chain, periodic=periodic)
         self._contexts[key] = context
         return context
 
@@ -1444,8 +1450,8 @@ class _LineMap:
     innermost one on each line."""
 
     def __init__(self, functions: list[tuple[int, int, str]], loops: list[tuple[int, int]],
-                 graph_captures: list[tuple[int, int]]) -> None:
-        size = max((last for _, last, *_ in [*functions, *loops, *graph_captures]), default=0) + 2
+                 graph_captures: list[tuple[int, int]], periodic: list[tuple[int, int]]) -> None:
+        size = max((last for _, last, *_ in [*functions, *loops, *graph_captures, *periodic]), default=0) + 2
         self.function: list[tuple[str | None, int]] = [(None, 0)] * size
         for first, last, name in sorted(functions):
             self.function[first:last + 1] = [(name, first)] * (last + 1 - first)
@@ -1455,13 +1461,17 @@ class _LineMap:
         self.graph_capture = [False] * size
         for first, last in graph_captures:
             self.graph_capture[first:last + 1] = [True] * (last + 1 - first)
+        self.periodic_first = [-1] * size
+        for first, last in sorted(periodic):
+            self.periodic_first[first:last + 1] = [first] * (last + 1 - first)
 
-    def at(self, line: int) -> tuple[str | None, int, int, bool]:
-        """(function name or None, its first line or 0, the innermost loop's first line or -1, under capture)"""
+    def at(self, line: int) -> tuple[str | None, int, int, bool, int]:
+        """(function name or None, its first line or 0, the innermost loop's first line or -1, under capture,
+        the innermost periodic block's first line or -1)"""
         if not 0 <= line < len(self.function):
-            return None, 0, -1, False
+            return None, 0, -1, False, -1
         function, first = self.function[line]
-        return function, first, self.loop_first[line], self.graph_capture[line]
+        return function, first, self.loop_first[line], self.graph_capture[line], self.periodic_first[line]
 
 
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops"})  # expression contexts and operators: shared singletons
@@ -1519,6 +1529,42 @@ def _children(node: ast.AST) -> list[ast.AST]:
         elif value is not None:
             children.append(value)
     return children
+
+
+# Words of a divisor that make `step % <divisor> == 0` a periodic guard (logging, evaluation, saving every so many
+# steps), and words that make it a per-step one (gradient accumulation: the optimizer step runs every step).
+_PERIODIC_WORDS = frozenset({"log", "logging", "eval", "evaluation", "evaluate", "val", "valid", "validation",
+                             "save", "saving", "checkpoint", "ckpt", "print", "report", "display", "interval",
+                             "freq", "frequency", "every", "period", "summary", "visualize", "vis"})
+_PER_STEP_WORDS = frozenset({"accum", "accumulation", "accumulate", "grad", "gradient", "micro", "batch", "batches"})
+_MIN_PERIOD = 10  # `step % 2 == 0` alternates between two per-step paths (even and odd micro-batches)
+
+
+def periodic_test(test: ast.expr) -> bool:
+    """An `if` test that holds once every so many steps: `step % log_interval == 0`, `not i % self.eval_every`,
+    `i % 100 == 0`, alone or in an `and`. The divisor says so by its name (logging, evaluation, saving, an
+    interval or a frequency, not gradient accumulation) or is a literal of at least `_MIN_PERIOD`."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(periodic_test(value) for value in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _every_n_steps(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+        left, right = test.left, test.comparators[0]
+        if isinstance(right, ast.Constant) and right.value == 0:
+            return _every_n_steps(left)
+        if isinstance(left, ast.Constant) and left.value == 0:
+            return _every_n_steps(right)
+    return False
+
+
+def _every_n_steps(expr: ast.expr) -> bool:
+    if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod)):
+        return False
+    divisor = expr.right
+    if isinstance(divisor, ast.Constant):
+        return type(divisor.value) is int and divisor.value >= _MIN_PERIOD
+    words = {word for part in (dotted_name(divisor) or "").split(".") for word in name_words(part)}
+    return bool(words & _PERIODIC_WORDS) and not words & _PER_STEP_WORDS
 
 
 @functools.lru_cache(maxsize=8192)

@@ -55,7 +55,7 @@ from .facts import (
 # Functions hotness does not flow into: those that run once or are no per-step work (the sync rules' own sets),
 # and, besides, saving and functions named for loading, checkpointing or building, which per-step code may call
 # while what they reach stays set-up.
-RUN_ONCE_NAMES = RUN_ONCE_FUNCTIONS | {"state_dict", "save_pretrained"}
+RUN_ONCE_NAMES = RUN_ONCE_FUNCTIONS | {"state_dict", "save_pretrained", "main"}
 NOT_PER_STEP_NAME_WORDS = NOT_PER_STEP_WORDS | {"load", "checkpoint", "build", "create", "register", "configure"}
 # A call through a receiver of unknown type resolves by the method's name only when so few classes define it
 # that the name itself says which ones are meant.

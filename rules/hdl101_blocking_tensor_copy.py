@@ -52,9 +52,11 @@ class BlockingTensorCopy(Rule):
     without a rewrite too: TorchScript's `torch.tensor` takes no `pin_memory`. An empty
     list is not reported: a zero-element copy returns before it reaches the device.
     Nor is code that runs once per model (`__init__`, `__post_init__`, `setup`,
-    `reset_parameters`, a loading function such as `load_weights` or
+    `reset_parameters`, `main`, a loading function such as `load_weights` or
     `from_pretrained`, or, by the project model, a function that only such code
-    calls): the copy waits once, at start-up.
+    calls): the copy waits once, at start-up; nor test code (a test module or a
+    `test_*` function), which runs once per test; nor code under a periodic guard
+    (`if step % eval_interval == 0:`, see HDL201), whose wait is spread over the steps.
 
     ## Example
     ```python
@@ -131,6 +133,8 @@ class BlockingTensorCopy(Rule):
     text_test_spares_only_parsing = True
 
     valid_examples = (
+        Valid("import torch\ndef fit(batches, eval_interval):\n    for step, batch in enumerate(batches):\n"
+              "        if step % eval_interval == 0:\n            t = torch.tensor([step], device='cuda')\n"),
         Valid("import torch\nx = torch.tensor([1, 2], device='cpu')\n"),
         Valid("import torch\nx = torch.tensor([1, 2], device=torch.device('cpu'))\n"),
         Valid("import torch\nx = torch.tensor([1, 2])\n"),

@@ -41,8 +41,9 @@ class ConstantUpload(Rule):
     with the same `device=` fill the tensor with a kernel on the device; nothing
     crosses the bus and the host does not wait.
 
-    Code that runs once per model (a constructor, a loading function, or, by the
-    project model, a function only they call) is not reported: the copy waits once.
+    Code that runs once per model (a constructor, `main`, a loading function, or, by
+    the project model, a function only they call) or once per test (a test module or
+    a `test_*` function) is not reported: the copy waits once.
 
     ## Example
     ```python

@@ -21,7 +21,9 @@ class GpuValueRead(SyncReporter, Rule):
     such as `batch.seq_lens_gpu`, unless the name reads as a flag or a count: `is_cuda`,
     `use_gpu`, `num_gpu`); the same reads on tensors of unknown placement are HDL202,
     and those in functions h2dlint cannot tell to be hot or cold HDL204 (both off by
-    default).
+    default). Code under a periodic guard, `if step % log_interval == 0:` (a divisor
+    named for logging, evaluation, saving, an interval or a frequency, or a literal of
+    10 or more; not gradient accumulation), runs every so many steps: not hot.
 
     A name with a host mirror is the device copy: inference engines keep
     `forward_batch.seq_lens` on the GPU next to `forward_batch.seq_lens_cpu`. So an
@@ -94,6 +96,9 @@ class GpuValueRead(SyncReporter, Rule):
     evidence = "gpu"
 
     valid_examples = (
+        Valid("import torch\ndef train(xs, log_interval):\n    total = 0\n    for step, x in enumerate(xs):\n"
+              "        loss = (x.cuda() ** 2).mean()\n        if step % log_interval == 0:\n"
+              "            total += loss.item()\n"),
         Valid("import torch\nclass M:\n    def __init__(self):\n"
               "        self.n = torch.zeros(3, device='cuda').sum().item()\n"),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nprint(x.tolist())\n"),
@@ -126,6 +131,9 @@ class GpuValueRead(SyncReporter, Rule):
               "    return forward_batch.seq_lens.cpu() if in_capture else forward_batch.seq_lens_cpu\n"),
     )
     invalid_examples = (
+        Invalid("import torch\ndef train(xs, accumulation_steps):\n    total = 0\n    for i, x in enumerate(xs):\n"
+                "        loss = (x.cuda() ** 2).mean()\n        if (i + 1) % accumulation_steps == 0:\n"
+                "            total += loss.item()\n", None, message_contains="in a loop"),
         Invalid("import torch\ndef positions(seq_lens, seq_lens_cpu, n):\n    for i in range(n):\n"
                 "        p = torch.full((3, 1), seq_lens[i] - 1, device='cuda')\n",
                 None, message_contains="implicit `.item()`"),

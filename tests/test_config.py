@@ -20,9 +20,9 @@ def run(*args):
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     (tmp_path / "src").mkdir()
-    (tmp_path / "tests").mkdir()
+    (tmp_path / "scripts").mkdir()
     (tmp_path / "src" / "model.py").write_text(BLOCKING)
-    (tmp_path / "tests" / "test_model.py").write_text(BLOCKING)
+    (tmp_path / "scripts" / "run_model.py").write_text(BLOCKING)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -36,17 +36,17 @@ def reported_files(result):
 
 
 def test_pyproject_table_per_file_ignores_and_output_format(project):
-    write_pyproject(project, 'output-format = "json"\nper-file-ignores = { "tests/*" = ["HDL1"] }')
+    write_pyproject(project, 'output-format = "json"\nper-file-ignores = { "scripts/*" = ["HDL1"] }')
     result = run(project)
     assert result.exit_code == 1
     assert reported_files(result) == [str(project / "src" / "model.py")]
     # from a sub-folder the same file is found, and the globs stay relative to its folder
-    assert reported_files(run(project / "tests", "--output-format", "json")) == []
+    assert reported_files(run(project / "scripts", "--output-format", "json")) == []
 
 
 def test_h2dlint_toml_uses_top_level_keys_and_wins_in_its_folder(project):
     write_pyproject(project, 'ignore = ["HDL101"]')
-    (project / "h2dlint.toml").write_text('exclude = ["tests"]\n')
+    (project / "h2dlint.toml").write_text('exclude = ["scripts"]\n')
     result = run(project, "--output-format", "json")
     assert reported_files(result) == [str(project / "src" / "model.py")]
 
@@ -72,9 +72,9 @@ def test_command_line_overrides_configuration(project):
 
 
 def test_exclude_extend_exclude_and_force_exclude(project):
-    write_pyproject(project, 'extend-exclude = ["tests/"]')
+    write_pyproject(project, 'extend-exclude = ["scripts/"]')
     assert reported_files(run(project, "--output-format", "json")) == [str(project / "src" / "model.py")]
-    named = project / "tests" / "test_model.py"
+    named = project / "scripts" / "run_model.py"
     assert run(named).exit_code == 1  # a file named explicitly is checked...
     assert run(named, "--force-exclude").exit_code == 0  # ...unless --force-exclude
     assert run(project, "--exclude", "src", "--output-format", "json").exit_code == 0  # plus extend-exclude
@@ -94,7 +94,7 @@ def test_config_option_forces_a_file(project, tmp_path_factory):
     ('select = "HDL101"', "`select` must be a list of strings"),
     ('unsafe-fixes = "yes"', "`unsafe-fixes` must be true or false"),
     ('output-format = "xml"', "`output-format` must be one of"),
-    ('per-file-ignores = ["tests/*"]', "`per-file-ignores` must be a table"),
+    ('per-file-ignores = ["scripts/*"]', "`per-file-ignores` must be a table"),
     ('ignore = ["NOPE1"]', "unknown rule selector 'NOPE1'"),
     ('select = [', "invalid TOML"),
 ])
@@ -119,12 +119,12 @@ def test_rule_options_reach_the_rules(project):
 
 
 def test_show_settings(project):
-    write_pyproject(project, 'extend-select = ["HDL003"]\nper-file-ignores = { "tests/*" = ["HDL101"] }')
+    write_pyproject(project, 'extend-select = ["HDL003"]\nper-file-ignores = { "scripts/*" = ["HDL101"] }')
     result = run("show-settings", project / "src")
     assert result.exit_code == 0
     assert f"config file: {project / 'pyproject.toml'}" in result.output
     assert "enabled rules: HDL003, HDL101" in result.output
-    assert "per-file-ignores: (('tests/*', ('HDL101',)),)" in result.output
+    assert "per-file-ignores: (('scripts/*', ('HDL101',)),)" in result.output
     (project / "pyproject.toml").unlink()
     assert "config file: (none: defaults)" in run("show-settings", project).output
 

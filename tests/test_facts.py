@@ -4,7 +4,7 @@ import ast
 
 import pytest
 
-from h2dlint.facts import Data, Device, FileFacts, Placement, is_hot_function
+from h2dlint.facts import Data, Device, FileFacts, Placement, is_hot_function, periodic_test
 from h2dlint.source import LineIndex
 
 from .helpers import lint
@@ -493,3 +493,19 @@ def test_in_a_file_for_another_accelerator_only_a_device_of_unknown_kind_is_no_c
     # a file that names CUDA too may run either way: the copy is reported
     both = npu + "def g():\n    return torch.cuda.current_device()\n"
     assert [f.code for f in lint(both, "HDL101")] == ["HDL101"]
+
+
+@pytest.mark.parametrize(("test", "periodic"), [
+    ("step % log_interval == 0", True),
+    ("not i % self.eval_every", True),
+    ("self.step % self.args.logging_steps == 0 and rank == 0", True),
+    ("i % 100 == 0", True),
+    ("0 == it % cfg.save_freq", True),
+    ("i % 2 == 0", False),  # even and odd micro-batches: both every step
+    ("(i + 1) % grad_accum_steps == 0", False),  # the optimizer step, every step
+    ("i % n == 0", False),
+    ("step % log_interval == 0 or last", False),
+    ("step % log_interval != 0", False),
+])
+def test_periodic_guards_are_told_from_per_step_ones(test, periodic):
+    assert periodic_test(ast.parse(test, mode="eval").body) is periodic

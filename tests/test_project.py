@@ -517,3 +517,37 @@ def test_a_module_input_a_seen_call_passes_from_the_host_is_not_assumed_on_the_g
                  device="import torch\nDEVICE = torch.device('cuda')\n")
     (tmp_path / "pyproject.toml").write_text("[tool.h2dlint]\nmodule-inputs-on-gpu = true\n")
     assert check(tmp_path) == []
+
+
+TRAINER = '''\
+import torch
+
+
+def fit(losses, device):
+    counts = torch.tensor(0, device=device)
+    for loss in losses:
+        loss.backward()
+        counts += torch.tensor([1], device=device)
+    return counts
+
+
+def main(losses):
+    fit(losses, torch.device("cuda"))
+'''
+
+
+def test_a_function_only_main_calls_runs_once_but_its_loop_does_not(tmp_path):
+    # `main` runs once per process: the copy before `fit`'s loop waits once, the one in the loop every step.
+    make_project(tmp_path, trainer=TRAINER)
+    assert by_file(check(tmp_path)) == {"trainer.py": [(8, "HDL103")]}
+    (tmp_path / "other").mkdir()
+    make_project(tmp_path / "other", trainer=TRAINER.replace("def main(", "def run_epoch("))
+    assert by_file(check(tmp_path / "other")) == {"trainer.py": [(5, "HDL103"), (8, "HDL103")]}
+
+
+@pytest.mark.parametrize("name", ["test_trainer", "trainer_test"])
+def test_copies_in_test_modules_and_test_functions_are_not_reported(tmp_path, name):
+    make_project(tmp_path, **{name: TRAINER.replace("def main(", "def run_epoch(")},
+                 other="import torch\n\n\ndef test_sum(device):\n    for i in range(3):\n"
+                       "        assert torch.tensor([i], device=device).sum() == i\n")
+    assert check(tmp_path) == []

@@ -323,14 +323,14 @@ def test_columns_are_utf16_code_units(server, tmp_path):
 
 def test_configuration_of_the_file_applies(server, tmp_path):
     """The closest configuration is found from the file, as `h2dlint FILE` finds it (the server runs in another
-    folder): a per-file-ignore for tests/ and an exclude in a pyproject.toml above the files."""
-    (tmp_path / "pyproject.toml").write_text('[tool.h2dlint]\nper-file-ignores = { "tests/**" = ["HDL101"] }\n'
+    folder): a per-file-ignore for scripts/ and an exclude in a pyproject.toml above the files."""
+    (tmp_path / "pyproject.toml").write_text('[tool.h2dlint]\nper-file-ignores = { "scripts/**" = ["HDL101"] }\n'
                                              'exclude = ["generated/"]\n')
-    for folder in ("tests", "src", "generated"):
+    for folder in ("scripts", "src", "generated"):
         (tmp_path / folder).mkdir()
 
     async def scenario(editor: Editor):
-        _, ignored = await editor.open(tmp_path / "tests" / "test_model.py", SAFE)
+        _, ignored = await editor.open(tmp_path / "scripts" / "run_model.py", SAFE)
         _, excluded = await editor.open(tmp_path / "generated" / "model.py", SAFE)
         _, reported = await editor.open(tmp_path / "src" / "model.py", SAFE)
         assert (ignored, excluded, [d.code for d in reported]) == ([], [], ["HDL101", "HDL101"])
