@@ -508,13 +508,14 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     (`load_weights`, `_load_checkpoint`, `from_pretrained`), or, by the project model, a function that only such
     code calls; or a test (a test module or a `test_*` function), which runs once per test, loops and all. A copy
     there waits once, at start-up: the copy rules do not report it. Nor one every so many steps
-    (`facts.periodic_test`), whose wait is spread over them. None elsewhere."""
+    (`facts.periodic_test`) or once per key of a cache (`facts.fills_a_cache`, `functools.cache`), whose wait is
+    spread over many calls. None elsewhere."""
     context = facts.context_at(line)
     function = context.function
     if facts.test_file or (function or "").startswith("test_"):
         return "in a test"
-    if context.periodic and not context.in_graph_capture:
-        return "every so many steps (under `if step % interval == 0:`)"
+    if context.occasional and not context.in_graph_capture:
+        return "once in a while (every so many steps, or once per key of a cache)"
     if function is None or context.hot:
         return None
     if function in _RUNS_ONCE_FUNCTIONS or _LOADING_NAME.search(function.lower()):

@@ -150,12 +150,13 @@ class CodeContext:
     in_graph_capture: bool
     hot_function: bool  # `forward`, `__call__`, a training/decoding step, configured as hot, or called from one
     hot_chain: str | None = None  # when hot through calls (the project model): `A.forward -> B.prepare`
-    # Under `if step % log_interval == 0:` (see `periodic_test`): it runs every so many steps, not every step.
-    periodic: bool = False
+    # Runs once in a while, not every time its function does: under `if step % log_interval == 0:` (every so many
+    # steps, see `periodic_test`), or filling a cache (once per key, see `fills_a_cache`).
+    occasional: bool = False
 
     @property
     def hot(self) -> bool:
-        return self.in_graph_capture or (self.in_loop or self.hot_function) and not self.periodic
+        return self.in_graph_capture or (self.in_loop or self.hot_function) and not self.occasional
 
     @property
     def cold(self) -> bool:
@@ -466,7 +467,9 @@ class FileFacts:
         self.aliases: dict[str, str] = {}
         self.parents: dict[ast.AST, ast.AST] = {}
         self.loops: list[tuple[int, int]] = []
-        self.periodic: list[tuple[int, int]] = []  # the bodies of `if step % log_interval == 0:`
+        # The bodies of `if step % log_interval == 0:`, of `if key not in _cache: _cache[key] = ...`, and of
+        # functions cached with `functools.cache` (see CodeContext.occasional).
+        self.occasional: list[tuple[int, int]] = []
         self.if_arms: list[tuple[tuple[int, int], tuple[int, int]]] = []
         self.graph_captures: list[tuple[int, int]] = []
         self.functions: list[tuple[int, int, str]] = []
@@ -575,6 +578,9 @@ class FileFacts:
                 self._function_nodes.append(node)
                 if kind is not ast.Lambda:
                     self.functions.append((node.lineno, node.end_lineno or node.lineno, node.name))
+                    if any(caches_results(decorator) for decorator in node.decorator_list) \
+                            and node.body[0].lineno > node.lineno:
+                        self.occasional.append((node.body[0].lineno, node.end_lineno or node.lineno))
             elif kind is ast.While:
                 self.loops.append((node.lineno, node.end_lineno or node.lineno))
             elif kind in (ast.For, ast.AsyncFor):
@@ -582,8 +588,8 @@ class FileFacts:
                 first = node.body[0].lineno if node.body[0].lineno > node.lineno else node.lineno
                 self.loops.append((first, node.end_lineno or node.lineno))
             elif kind is ast.If:
-                if periodic_test(node.test):
-                    self.periodic.append((node.body[0].lineno, node.body[-1].end_lineno or node.lineno))
+                if periodic_test(node.test) or fills_a_cache(node):
+                    self.occasional.append((node.body[0].lineno, node.body[-1].end_lineno or node.lineno))
                 if node.orelse:
                     self.if_arms.append(((node.body[0].lineno, node.body[-1].end_lineno or node.lineno),
                                          (node.orelse[0].lineno, node.orelse[-1].end_lineno or node.lineno)))
@@ -1274,11 +1280,11 @@ class FileFacts:
         if context is not None:
             return context
         if self._line_map is None:
-            self._line_map = _LineMap(self.functions, self.loops, self.graph_captures, self.periodic)
-        function, function_first, loop_first, in_graph_capture, periodic_first = self._line_map.at(line)
+            self._line_map = _LineMap(self.functions, self.loops, self.graph_captures, self.occasional)
+        function, function_first, loop_first, in_graph_capture, occasional_first = self._line_map.at(line)
         # A loop counts when it runs inside the innermost function, not around that function's definition.
         in_loop = loop_first > function_first
-        periodic = periodic_first > function_first
+        occasional = occasional_first > function_first
         hot_function = function is not None and is_hot_function(function, hot_functions)
         chain = None
         if not hot_function and function is not None and self.project is not None:
@@ -1287,12 +1293,12 @@ class FileFacts:
             if hot is not None:
                 hot_function, chain = True, hot.describe()
         # Most lines of a function share one context: it is made once.
-        shape = (function, in_loop, in_graph_capture, hot_functions, chain, periodic)
+        shape = (function, in_loop, in_graph_capture, hot_functions, chain, occasional)
         context = self._contexts_by_shape.get(shape)
         if context is None:
             context = self._contexts_by_shape[shape] = CodeContext(
                 function=function, in_loop=in_loop, in_graph_capture=in_graph_capture,
-                hot_function=hot_function, hot_chain=chain, periodic=periodic)
+                hot_function=hot_function, hot_chain=chain, occasional=occasional)
         self._contexts[key] = context
         return context
 
@@ -1450,8 +1456,8 @@ class _LineMap:
     innermost one on each line."""
 
     def __init__(self, functions: list[tuple[int, int, str]], loops: list[tuple[int, int]],
-                 graph_captures: list[tuple[int, int]], periodic: list[tuple[int, int]]) -> None:
-        size = max((last for _, last, *_ in [*functions, *loops, *graph_captures, *periodic]), default=0) + 2
+                 graph_captures: list[tuple[int, int]], occasional: list[tuple[int, int]]) -> None:
+        size = max((last for _, last, *_ in [*functions, *loops, *graph_captures, *occasional]), default=0) + 2
         self.function: list[tuple[str | None, int]] = [(None, 0)] * size
         for first, last, name in sorted(functions):
             self.function[first:last + 1] = [(name, first)] * (last + 1 - first)
@@ -1461,17 +1467,17 @@ class _LineMap:
         self.graph_capture = [False] * size
         for first, last in graph_captures:
             self.graph_capture[first:last + 1] = [True] * (last + 1 - first)
-        self.periodic_first = [-1] * size
-        for first, last in sorted(periodic):
-            self.periodic_first[first:last + 1] = [first] * (last + 1 - first)
+        self.occasional_first = [-1] * size
+        for first, last in sorted(occasional):
+            self.occasional_first[first:last + 1] = [first] * (last + 1 - first)
 
     def at(self, line: int) -> tuple[str | None, int, int, bool, int]:
         """(function name or None, its first line or 0, the innermost loop's first line or -1, under capture,
-        the innermost periodic block's first line or -1)"""
+        the innermost occasional block's first line or -1)"""
         if not 0 <= line < len(self.function):
             return None, 0, -1, False, -1
         function, first = self.function[line]
-        return function, first, self.loop_first[line], self.graph_capture[line], self.periodic_first[line]
+        return function, first, self.loop_first[line], self.graph_capture[line], self.occasional_first[line]
 
 
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops"})  # expression contexts and operators: shared singletons
@@ -1565,6 +1571,74 @@ def _every_n_steps(expr: ast.expr) -> bool:
         return type(divisor.value) is int and divisor.value >= _MIN_PERIOD
     words = {word for part in (dotted_name(divisor) or "").split(".") for word in name_words(part)}
     return bool(words & _PERIODIC_WORDS) and not words & _PER_STEP_WORDS
+
+
+# Decorators that cache a function's results: its body runs once per distinct arguments (or object).
+_CACHING_DECORATORS = frozenset({"cache", "lru_cache", "cached_property", "functools.cache", "functools.lru_cache",
+                                 "functools.cached_property"})
+
+
+def caches_results(decorator: ast.expr) -> bool:
+    return dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator) in _CACHING_DECORATORS
+
+
+def fills_a_cache(node: ast.If) -> bool:
+    """An `if` that fills a cache kept beyond the call, so that its body runs once per key: `if key not in
+    _CACHE: _CACHE[key] = ...` (any container the body stores into under the key tested), `if self._x is None:
+    self._x = ...`, `if not hasattr(self, "_x"): self._x = ...`, or `if cached is None:` whose body stores into
+    `self.x[...]` or a module-level `_name[...]`. A local filled when it is None (`if mask is None: mask = ...`)
+    is a default made on every call: not a cache."""
+    stored = [target for statement in node.body for inner in ast.walk(statement) for target in _assigned_targets(inner)]
+    return _tests_a_cache(node.test, stored)
+
+
+def _tests_a_cache(test: ast.expr, stored: list[ast.expr]) -> bool:
+    """Whether `test` asks for a key or value missing from a cache that `stored` (the targets the `if` assigns)
+    fills. In an `or`, the other tests may only check the cached value (`if lut is None or lut.device != device:`):
+    `if cache_length == 0 or self.rope_deltas is None:` runs at every prefill."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        tested = [value for value in test.values if _tests_a_cache(value, stored)]
+        names = {dotted_name(node) for value in tested for node in ast.walk(value)
+                 if isinstance(node, (ast.Name, ast.Attribute)) and node is not None} - {None, "self"}
+        return bool(tested) and all(value in tested or any(
+            isinstance(node, (ast.Name, ast.Attribute)) and dotted_name(node) in names for node in ast.walk(value))
+            for value in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, left, right = test.ops[0], test.left, test.comparators[0]
+        if isinstance(op, ast.NotIn):
+            container = ast.dump(right)
+            return any(isinstance(target, ast.Subscript) and ast.dump(target.value) == container for target in stored)
+        if isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None:
+            if _is_self_attribute(left):
+                return any(_is_self_attribute(target) and target.attr == left.attr for target in stored)
+            if isinstance(left, ast.Name):
+                return any(isinstance(target, ast.Subscript) and _persistent_container(target.value)
+                           for target in stored)
+        return False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call) \
+            and dotted_name(test.operand.func) == "hasattr" and len(test.operand.args) == 2:
+        holder, name = test.operand.args
+        return isinstance(holder, ast.Name) and holder.id == "self" and isinstance(name, ast.Constant) and any(
+            _is_self_attribute(target) and target.attr == name.value for target in stored)
+    return False
+
+
+def _assigned_targets(statement: ast.AST) -> list[ast.expr]:
+    if isinstance(statement, ast.Assign):
+        return [element for target in statement.targets
+                for element in (target.elts if isinstance(target, ast.Tuple) else [target])]
+    if isinstance(statement, ast.AnnAssign):
+        return [statement.target]
+    return []
+
+
+def _is_self_attribute(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _persistent_container(node: ast.expr) -> bool:
+    """`self.x` or a module-level `_cache` / `CACHE`: outlives the call (by the convention of its name)."""
+    return _is_self_attribute(node) or isinstance(node, ast.Name) and (node.id.startswith("_") or node.id.isupper())
 
 
 @functools.lru_cache(maxsize=8192)

@@ -44,12 +44,15 @@ from .facts import (
     TORCH_DTYPES,
     FileGate,
     TreeEvidence,
+    caches_results,
     dotted_name,
     evidence_of,
+    fills_a_cache,
     is_hot_function,
     is_test_path,
     name_words,
     names_a_tensor,
+    periodic_test,
 )
 
 # Functions hotness does not flow into: those that run once or are no per-step work (the sync rules' own sets),
@@ -95,7 +98,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 10
+SUMMARY_VERSION = 11
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -110,7 +113,8 @@ _SUMMARY_CACHE_FORMAT = 2
 #   functions: {qualname: {"line", "end", "class": class qualname or "", "calls": [call reference],
 #               "params": {parameter: dotted annotation}, "replay": bool, "order": [positional parameter],
 #               "returns": [value], "passes": {index into calls: [[value of each positional argument],
-#               {keyword: value}]}}}
+#               {keyword: value}]}, "occasional": [index into calls of each call made once in a while: under
+#               `if step % log_interval == 0:` or filling a cache], "cached": bool (`functools.cache`)}}
 #   classes' "flows": {attr: [[function qualname, value], ...]} for attributes assigned what only the model can place
 #
 # A value (see `_Values`) says symbolically where a tensor or a device comes from, for the model to resolve across
@@ -276,6 +280,8 @@ class _Summarizer:
         params = {name: annotation for name, annotation in params.items() if annotation}
         record = {"line": node.lineno, "end": node.end_lineno or node.lineno, "class": class_name, "calls": [],
                   "params": params, "replay": False}
+        if any(caches_results(decorator) for decorator in node.decorator_list):
+            record["cached"] = True
         self.functions[qualname] = record
         static = any(_dotted(decorator) == "staticmethod" for decorator in node.decorator_list)
         bound = bool(class_name) and not static and bool(arguments)  # the first parameter is the object or class
@@ -327,9 +333,9 @@ class _Summarizer:
                                                      "params": {}, "replay": False})
         calls, reads = record["calls"], self.reads
         pending = self._pending if qualname != "<module>" else None
-        stack: list[tuple[ast.AST, bool, bool]] = [(statement, False, False)]
+        stack: list[tuple[ast.AST, bool, bool, bool]] = [(statement, False, False, False)]
         while stack:
-            node, in_device_context, nested = stack.pop()
+            node, in_device_context, nested, occasional = stack.pop()
             kind = node.__class__
             if kind in _NOTED and pending is not None and not nested:
                 pending.note(node)
@@ -343,6 +349,8 @@ class _Summarizer:
                             and not reference.startswith("d:torch.") and reference not in _BUILTIN_CALLS:
                         # (A call in a nested function or lambda passes that function's values: none of ours.)
                         pending.calls.append((len(calls), node))
+                    if occasional and not nested:
+                        record.setdefault("occasional", []).append(len(calls))
                     calls.append(reference)
                     if in_device_context:
                         self.device_context_calls.append((qualname, reference))
@@ -356,6 +364,10 @@ class _Summarizer:
                 nested = True
             elif kind is ast.Import or kind is ast.ImportFrom:
                 self._import(node)
+                continue
+            elif kind is ast.If and not occasional and (periodic_test(node.test) or fills_a_cache(node)):
+                stack.extend((child, in_device_context, nested, child in node.body or occasional)
+                             for child in [node.test, *node.body, *node.orelse])
                 continue
             elif kind is ast.With or kind is ast.AsyncWith:
                 if any(_is_device_context(item.context_expr) for item in node.items):
@@ -375,9 +387,9 @@ class _Summarizer:
                 if value.__class__ is list:
                     for child in value:
                         if child is not None and child.__class__ not in _LEAVES:
-                            stack.append((child, in_device_context, nested))
+                            stack.append((child, in_device_context, nested, occasional))
                 elif value is not None and value.__class__ not in _LEAVES and isinstance(value, ast.AST):
-                    stack.append((value, in_device_context, nested))
+                    stack.append((value, in_device_context, nested, occasional))
 
     def _call_reference(self, call: ast.Call, params: dict, self_name: str | None) -> str | None:
         return call_reference(call, params, self_name)
@@ -908,10 +920,15 @@ class ProjectModel:
     # -- calls --
 
     def callees(self, function: str) -> list[str]:
+        """The functions `function` may call every time it runs: not those it calls once in a while (see
+        `occasional` in the summary layout), nor those that cache their results."""
         record = self.functions[function]
+        occasional = record.get("occasional", ())
         found: list[str] = []
-        for reference in record["calls"]:
-            found.extend(self._resolve_call(record, reference))
+        for index, reference in enumerate(record["calls"]):
+            if index not in occasional:
+                found.extend(callee for callee in self._resolve_call(record, reference)
+                             if not self.functions[callee].get("cached"))
         return found
 
     def _resolve_call(self, record: dict, reference: str) -> list[str]:
@@ -1289,9 +1306,10 @@ class ProjectModel:
         return [(target, True) for target in self._resolve_call(record, reference)]
 
     def called_only_from_run_once_code(self, function: str) -> str | None:
-        """Where `function` is called from when every call of it in the project is in code that runs once: a
-        run-once function by its name (`__init__`, loading, set-up), module-level code, or a function itself called
-        only from such code. None when it has no caller, or one that may run more often, or when it is hot."""
+        """Where `function` is called from when every call of it in the project is in code that runs once or once
+        in a while: a run-once function by its name (`__init__`, loading, set-up), module-level code, a function
+        itself called only from such code, a call filling a cache or under a periodic guard, a cached function.
+        None when it has no caller, or one that may run more often, or when it is hot."""
         if function in self.hot:
             return None
         return self._memoized(self._run_once_callers, function, 0, lambda: self._run_once_callers_uncached(function))
@@ -1300,8 +1318,11 @@ class ProjectModel:
         callers, unseen = self._callers(function)
         if not callers or unseen:
             return None
-        for caller, _, _ in callers:
-            name = self.functions[caller]["name"].rpartition(".")[2]
+        for caller, index, _ in callers:
+            record = self.functions[caller]
+            if record.get("cached") or index in record.get("occasional", ()):
+                continue  # called once in a while: once per key of a cache, or every so many steps
+            name = record["name"].rpartition(".")[2]
             words = name_words(name)
             if not (name == "" or name in RUN_ONCE_NAMES or _RUN_ONCE_WORDS.intersection(words)
                     or "load" in words and _LOADED_ONCE.intersection(words)

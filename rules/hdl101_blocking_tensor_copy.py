@@ -55,8 +55,12 @@ class BlockingTensorCopy(Rule):
     `reset_parameters`, `main`, a loading function such as `load_weights` or
     `from_pretrained`, or, by the project model, a function that only such code
     calls): the copy waits once, at start-up; nor test code (a test module or a
-    `test_*` function), which runs once per test; nor code under a periodic guard
-    (`if step % eval_interval == 0:`, see HDL201), whose wait is spread over the steps.
+    `test_*` function), which runs once per test; nor code that runs once in a
+    while: under a periodic guard (`if step % eval_interval == 0:`, see HDL201), in a
+    function cached with `functools.cache` / `lru_cache` / `cached_property`, filling a
+    cache (`if key not in _CACHE: _CACHE[key] = ...`, `if self._x is None: self._x =
+    ...`), or only called from such code. A local made when it is None (`if mask is
+    None: mask = ...`) is made on every call: it is reported.
 
     ## Example
     ```python
@@ -135,6 +139,10 @@ class BlockingTensorCopy(Rule):
     valid_examples = (
         Valid("import torch\ndef fit(batches, eval_interval):\n    for step, batch in enumerate(batches):\n"
               "        if step % eval_interval == 0:\n            t = torch.tensor([step], device='cuda')\n"),
+        Valid("import functools\nimport torch\n@functools.lru_cache\ndef table(device):\n"
+              "    return torch.tensor([0.5, 1.0, 1.5], device=device)\n"),
+        Valid("import torch\n_LUTS = {}\ndef forward(x):\n    if x.device not in _LUTS:\n"
+              "        _LUTS[x.device] = torch.tensor([0.5, 1.0], device=x.device)\n    return x * _LUTS[x.device]\n"),
         Valid("import torch\nx = torch.tensor([1, 2], device='cpu')\n"),
         Valid("import torch\nx = torch.tensor([1, 2], device=torch.device('cpu'))\n"),
         Valid("import torch\nx = torch.tensor([1, 2])\n"),

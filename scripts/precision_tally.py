@@ -50,6 +50,9 @@ def main(argv: list[str]) -> int:
         weighted_num = sum(tree[c] * prec(per[c]) for c in codes if per.get(c))
         weighted_den = sum(tree[c] for c in codes if per.get(c))
         unsampled = sorted(c for c in codes if not per.get(c))
+        if not n:
+            print(f"- **{label}**: no finding checked")
+            return
         print(
             f"- **{label}**: sample {sample['TP']}/{n} = {sample['TP'] / n:.1%}; weighted by findings in the tree "
             f"{weighted_num / weighted_den:.1%} (over {weighted_den} findings"

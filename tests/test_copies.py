@@ -90,3 +90,12 @@ def test_may_run_under_default_device_follows_the_block_and_the_constructor_it_r
     with_default = "import torch\ntorch.set_default_device('cuda:0')\ndef f(n):\n    return torch.arange(n)\n"
     facts = FileFacts(ast.parse(with_default), LineIndex(with_default))
     assert may_run_under_default_device(facts, 4) == "`torch.set_default_device` is called on line 2"
+
+
+def test_a_local_made_when_it_is_none_is_no_cache():
+    # `if mask is None: mask = ...` makes a default on every call: the copy is reported, unlike one filling a cache.
+    code = ("import torch\ndef forward(x, lens, mask=None):\n    if mask is None:\n"
+            "        mask = torch.tensor(lens, device=x.device)\n    return x * mask\n")
+    assert [finding.code for finding in lint(code, "HDL101")] == ["HDL101"]
+    cached = code.replace("mask is None", "self._mask is None").replace("        mask =", "        self._mask =")
+    assert lint(cached.replace("def forward(x,", "def forward(self, x,"), "HDL101") == []

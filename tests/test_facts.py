@@ -4,7 +4,7 @@ import ast
 
 import pytest
 
-from h2dlint.facts import Data, Device, FileFacts, Placement, is_hot_function, periodic_test
+from h2dlint.facts import Data, Device, FileFacts, Placement, fills_a_cache, is_hot_function, periodic_test
 from h2dlint.source import LineIndex
 
 from .helpers import lint
@@ -509,3 +509,18 @@ def test_in_a_file_for_another_accelerator_only_a_device_of_unknown_kind_is_no_c
 ])
 def test_periodic_guards_are_told_from_per_step_ones(test, periodic):
     assert periodic_test(ast.parse(test, mode="eval").body) is periodic
+
+
+@pytest.mark.parametrize(("code", "fills"), [
+    ("if key not in _CACHE:\n    _CACHE[key] = make(key)\n", True),
+    ("if d not in self._luts:\n    try:\n        self._luts[d] = t.to(d)\n    except RuntimeError:\n        pass\n", True),
+    ("if self._buf is None:\n    self._buf = make()\n", True),
+    ("if not hasattr(self, '_ind'):\n    self._ind = make()\n", True),
+    ("if lut is None or lut.device != device:\n    lut = make()\n    _LUT_CACHE[device] = lut\n", True),
+    ("if cache_length == 0 or self.rope_deltas is None:\n    self.rope_deltas = make()\n", False),  # every prefill
+    ("if mask is None:\n    mask = make()\n", False),  # a default made on every call
+    ("if key not in seen:\n    count += 1\n", False),
+    ("if self._buf is None:\n    other = make()\n", False),
+])
+def test_an_if_that_fills_a_cache_is_told_from_one_that_makes_a_default(code, fills):
+    assert fills_a_cache(ast.parse(code).body[0]) is fills

@@ -551,3 +551,28 @@ def test_copies_in_test_modules_and_test_functions_are_not_reported(tmp_path, na
                  other="import torch\n\n\ndef test_sum(device):\n    for i in range(3):\n"
                        "        assert torch.tensor([i], device=device).sum() == i\n")
     assert check(tmp_path) == []
+
+
+PROBE = '''\
+import torch
+
+_CHECKED = {}
+
+
+def probe(device):
+    return torch.tensor([1.0, 2.0], device=device).sum()
+
+
+def forward(x):
+    if x.device not in _CHECKED:
+        _CHECKED[x.device] = probe(x.device)
+    return x * 2
+'''
+
+
+def test_a_function_only_a_cache_filling_branch_calls_is_not_reported(tmp_path):
+    make_project(tmp_path, probe=PROBE)
+    assert check(tmp_path) == []
+    # Called on every forward as well, its copy is reported.
+    (tmp_path / "pkg" / "probe.py").write_text(PROBE.replace("    return x * 2\n", "    return x * probe(x.device)\n"))
+    assert by_file(check(tmp_path)) == {"probe.py": [(7, "HDL101")]}

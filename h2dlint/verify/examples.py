@@ -87,7 +87,7 @@ def replay_example(original_code: str, fixed_code: str) -> ExampleReplay:
         result.runs += 1
         for name, value in tensors.items():
             result.differences.extend(f"module: {text}" for text in differences(value, vars(fixed).get(name), name))
-    for name, function in vars(original).items():
+    for name, function in list(vars(original).items()):  # a warning adds `__warningregistry__` to them
         candidate = vars(fixed).get(name)
         if not inspect.isfunction(function) or function.__module__ != original.__name__ or candidate is None:
             continue
