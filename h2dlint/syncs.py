@@ -192,7 +192,9 @@ def _in_tests(context: CodeContext, facts: FileFacts) -> bool:
 
 
 def _runs_once(context: CodeContext) -> bool:
-    return context.function is None and not context.in_loop or context.function in RUN_ONCE_FUNCTIONS
+    """Module-level code (outside a loop, or in one only once in a while), or a run-once function by its name."""
+    return context.function is None and (not context.in_loop or context.occasional) \
+        or context.function in RUN_ONCE_FUNCTIONS
 
 
 def outside_per_step_code(context: CodeContext, facts: FileFacts) -> bool:
@@ -202,7 +204,7 @@ def outside_per_step_code(context: CodeContext, facts: FileFacts) -> bool:
     if _runs_once(context) or facts.test_file:
         return True
     return context.function in HOST_CONVERSION_FUNCTIONS or any(
-        word in NOT_PER_STEP_WORDS for word in name_words(context.function))
+        word in NOT_PER_STEP_WORDS for word in name_words(context.function or ""))
 
 
 def _within_function(node: ast.AST, facts: FileFacts):

@@ -99,3 +99,13 @@ def test_a_local_made_when_it_is_none_is_no_cache():
     assert [finding.code for finding in lint(code, "HDL101")] == ["HDL101"]
     cached = code.replace("mask is None", "self._mask is None").replace("        mask =", "        self._mask =")
     assert lint(cached.replace("def forward(x,", "def forward(self, x,"), "HDL101") == []
+
+
+def test_occasional_code_in_a_module_level_loop_is_checked_without_error():
+    # Module-level code in a loop, but under a periodic guard or filling a cache: neither per-step nor run once by
+    # a function's name (a function-less context the audit rules once asked the name of).
+    code = ("import torch\n_CACHE = {}\nt = torch.zeros(4, device='cuda')\nfor step in range(300):\n"
+            "    t[1] = 2\n"
+            "    if step % 100 == 0:\n        t[0] = 1\n        print(t.sum().item())\n"
+            "    if step not in _CACHE:\n        _CACHE[step] = torch.tensor([step], device='cuda')\n")
+    assert [(finding.code, finding.start.line) for finding in lint(code)] == [("HDL106", 5)]
