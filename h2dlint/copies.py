@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .facts import Device, FileFacts, Placement, dotted_name
+from .facts import Device, FileFacts, Placement, dotted_name, in_test_code
 from .project import short_name
 from .values import PinData, pin_data_kind
 
@@ -512,7 +512,7 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     spread over many calls. None elsewhere."""
     context = facts.context_at(line)
     function = context.function
-    if facts.test_file or (function or "").startswith("test_"):
+    if in_test_code(facts, context):
         return "in a test"
     if context.occasional and not context.in_graph_capture:
         return "once in a while (every so many steps, or once per key of a cache)"

@@ -442,6 +442,12 @@ def name_words(name: str) -> list[str]:
 TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 
 
+def in_test_code(facts: FileFacts, context: CodeContext) -> bool:
+    """A test module (see `is_test_path`, as the engine tells `facts.test_file`), or a test function kept beside
+    the code it tests (`def test_kernel():` in a kernel's module): what it waits for is no step's cost."""
+    return facts.test_file or (context.function or "").startswith("test_")
+
+
 def is_test_path(path: str) -> bool:
     """A test module, by its path (the engine gives it from the project root): in a `test`, `tests` or
     `testing` folder, or named `test_*.py`, `*_test.py` or `conftest.py`."""
@@ -1569,7 +1575,7 @@ def _every_n_steps(expr: ast.expr) -> bool:
     divisor = expr.right
     if isinstance(divisor, ast.Constant):
         return type(divisor.value) is int and divisor.value >= _MIN_PERIOD
-    words = {word for part in (dotted_name(divisor) or "").split(".") for word in name_words(part)}
+    words = set(name_words(dotted_name(divisor) or ""))
     return bool(words & _PERIODIC_WORDS) and not words & _PER_STEP_WORDS
 
 
@@ -1588,6 +1594,10 @@ def fills_a_cache(node: ast.If) -> bool:
     self._x = ...`, `if not hasattr(self, "_x"): self._x = ...`, or `if cached is None:` whose body stores into
     `self.x[...]` or a module-level `_name[...]`. A local filled when it is None (`if mask is None: mask = ...`)
     is a default made on every call: not a cache."""
+    # Every `if` of every file is asked: its body is walked only when its test may be one of those.
+    if not any(isinstance(part, (ast.NotIn, ast.Is)) or isinstance(part, ast.Name) and part.id == "hasattr"
+               for part in ast.walk(node.test)):
+        return False
     stored = [target for statement in node.body for inner in ast.walk(statement) for target in _assigned_targets(inner)]
     return _tests_a_cache(node.test, stored)
 
@@ -1599,7 +1609,7 @@ def _tests_a_cache(test: ast.expr, stored: list[ast.expr]) -> bool:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         tested = [value for value in test.values if _tests_a_cache(value, stored)]
         names = {dotted_name(node) for value in tested for node in ast.walk(value)
-                 if isinstance(node, (ast.Name, ast.Attribute)) and node is not None} - {None, "self"}
+                 if isinstance(node, (ast.Name, ast.Attribute))} - {None, "self"}
         return bool(tested) and all(value in tested or any(
             isinstance(node, (ast.Name, ast.Attribute)) and dotted_name(node) in names for node in ast.walk(value))
             for value in test.values)

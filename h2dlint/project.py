@@ -366,8 +366,10 @@ class _Summarizer:
                 self._import(node)
                 continue
             elif kind is ast.If and not occasional and (periodic_test(node.test) or fills_a_cache(node)):
-                stack.extend((child, in_device_context, nested, child in node.body or occasional)
-                             for child in [node.test, *node.body, *node.orelse])
+                # Only the body runs once in a while; the test and the `else` run every time.
+                stack.append((node.test, in_device_context, nested, False))
+                stack.extend((child, in_device_context, nested, True) for child in node.body)
+                stack.extend((child, in_device_context, nested, False) for child in node.orelse)
                 continue
             elif kind is ast.With or kind is ast.AsyncWith:
                 if any(_is_device_context(item.context_expr) for item in node.items):
@@ -767,9 +769,8 @@ class ProjectModel:
     subclasses: dict[str, list[str]] = field(default_factory=dict)
     under_device_context: dict[str, str] = field(default_factory=dict)  # function -> where the context is
     gpu_attribute_names: frozenset[str] = frozenset()  # attributes some class of the project places on the GPU
-    # Files whose tree shows GPU evidence (facts.TreeEvidence.gpu), and those written for another accelerator.
-    gpu_files: frozenset[str] = frozenset()
-    other_accelerator_files: frozenset[str] = frozenset()
+    # Whether some file's tree shows GPU evidence (facts.TreeEvidence.gpu); found when `module-inputs-on-gpu` asks.
+    _gpu_project: bool | None = None
     _imports_by_module: dict[str, dict[str, str]] = field(default_factory=dict)
     # Every module name and its trailing parts (`scheduler`, `managers.scheduler`) -> the module; "" when ambiguous.
     _module_suffixes: dict[str, str] = field(default_factory=dict)
@@ -826,9 +827,6 @@ class ProjectModel:
                 qualified = f"{module}.{name}" if name else f"{module}.<module>"
                 self.functions[qualified] = {**record, "module": module, "file": path, "name": name}
         self._module_suffixes.update({summary["module"]: summary["module"] for summary in self.summaries.values()})
-        self.gpu_files = frozenset(path for path, summary in self.summaries.items() if summary["evidence"][0])
-        self.other_accelerator_files = frozenset(path for path, summary in self.summaries.items()
-                                                 if summary["evidence"][6])
         for qualified, record in self.classes.items():
             record["resolved_bases"] = [base for base in (self._resolve_name(record["module"], dotted)
                                                           for dotted in record["bases"] if dotted) if base]
@@ -1157,7 +1155,7 @@ class ProjectModel:
                    if not self.functions[caller]["calls"][index].startswith("u:")]
         # A module's input that no seen call passes is assumed on the GPU, where configured: then calls the model
         # cannot see (through `__call__`) pass what the seen ones pass only when that is on the GPU too.
-        module_input = self._module_input(record, name)
+        module_input = self._module_input(function, record, name)
         if not callers and module_input:
             return AttributePlacement(GPU, f"`{name}` of `{short_name(function)}`",
                                       "(an input of a module's `forward`, assumed on the module's device)",
@@ -1190,20 +1188,27 @@ class ProjectModel:
         return found.through(f"`{name}` of `{short_name(function)}`",
                              f"passed {found.where} by `{short_name(caller)}`{others}")
 
-    def _module_input(self, record: dict, name: str) -> bool:
-        """Whether `name` is an input of an `nn.Module`'s `forward` that the model takes to be on the GPU when no
-        call of the project tells otherwise (`module-inputs-on-gpu`): a model's inputs live on its device, and in a
-        project whose files show CUDA devices, that is the GPU. Off by default: inference engines keep much of
-        what their modules take (image grids, sizes, lengths) on the host on purpose (docs/precision.md).
-        Parameters annotated with anything but a tensor type are no such inputs, nor are test modules' ones."""
-        if record["name"].rpartition(".")[2] != "forward" or not record["class"] \
-                or name not in record.get("order", ()) and name not in record["params"]:
+    def takes_module_inputs(self, function: str) -> bool:
+        """Whether `function` is the `forward` of an `nn.Module` whose inputs the model takes to be on the GPU when
+        no call of the project tells otherwise (`module-inputs-on-gpu`): a model's inputs live on its device, and in
+        a project whose files show CUDA devices, that is the GPU. Off by default: inference engines keep much of
+        what their modules take (image grids, sizes, lengths) on the host on purpose (docs/precision.md). Not in a
+        file written for another accelerator only, nor in a test module."""
+        record = self.functions.get(function) if self.module_inputs_on_gpu else None
+        if record is None or record["name"].rpartition(".")[2] != "forward" or not record["class"]:
+            return False
+        if self._gpu_project is None:
+            self._gpu_project = any(summary["evidence"][0] for summary in self.summaries.values())
+        return self._gpu_project and not self.summaries[record["file"]]["evidence"][6] \
+            and self._is_module_class(f"{record['module']}.{record['class']}") and not self._in_tests(record["file"])
+
+    def _module_input(self, function: str, record: dict, name: str) -> bool:
+        """Whether `name` is a tensor input of such a `forward` (see `takes_module_inputs`): a parameter annotated
+        with a tensor type, or not annotated."""
+        if name not in record.get("order", ()) and name not in record["params"]:
             return False
         annotation = record["params"].get(name)
-        if annotation is not None and not annotation.endswith("Tensor"):
-            return False
-        return self.module_inputs_on_gpu and bool(self.gpu_files) and record["file"] not in self.other_accelerator_files \
-            and self._is_module_class(f"{record['module']}.{record['class']}") and not self._in_tests(record["file"])
+        return (annotation is None or annotation.endswith("Tensor")) and self.takes_module_inputs(function)
 
     def call_result(self, function: str, reference: str, depth: int = 0) -> AttributePlacement | None:
         """Where the result of a call (by its reference, made in `function`) lives, when every project function
@@ -1619,13 +1624,10 @@ class FileView:
         return not assigned.isdisjoint(self.summary["reads"])
 
     def _defines_module_forward(self) -> bool:
-        """Whether the file defines the `forward` of an `nn.Module`, whose inputs the model may place (see
-        ProjectModel._module_input)."""
-        return self.model.module_inputs_on_gpu and bool(self.model.gpu_files) \
-            and self.path not in self.model.other_accelerator_files and any(
-            name.rpartition(".")[2] == "forward" and record["class"]
-            and self.model._is_module_class(f"{self.module}.{record['class']}")
-            for name, record in self.summary["functions"].items())
+        """Whether the file defines the `forward` of an `nn.Module` whose inputs the model may place (see
+        ProjectModel.takes_module_inputs)."""
+        return self.model.module_inputs_on_gpu and any(self.model.takes_module_inputs(self.qualified(name))
+                                                       for name in self.summary["functions"] if name)
 
     def _uses_gpu_holding_class(self) -> bool:
         """Whether the file's classes hold, or its functions take, objects of a class that places an attribute on

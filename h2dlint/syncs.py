@@ -29,6 +29,7 @@ from .facts import (
     FileFacts,
     Placement,
     dotted_name,
+    in_test_code,
     name_words,
 )
 from .gaps import TokensApart
@@ -136,7 +137,7 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
     if site.placement is Placement.HOST:
         return None
     if not context.in_graph_capture and (
-            _runs_once(context) or _in_tests(context, facts) or _only_for_logging(site.node, facts)
+            _runs_once(context) or in_test_code(facts, context) or _only_for_logging(site.node, facts)
             or _only_while_capturing(site.node, facts)
             or _only_on_other_devices(site.node, facts) or _in_device_kernel(site.node, facts)):
         return None
@@ -183,12 +184,6 @@ def codes_reporting(kinds: frozenset[str] | None = None, placement: Placement | 
                      if (kinds is None or rule.kinds & kinds)
                      and any((placement is None or placed is placement) and (where is None or at == where)
                              for placed, at in rule.where.items()))
-
-
-def _in_tests(context: CodeContext, facts: FileFacts) -> bool:
-    """A test module, or a test function kept beside the code it tests (`def test_kernel():` in a kernel's module):
-    what it waits for is no step's cost."""
-    return facts.test_file or (context.function or "").startswith("test_")
 
 
 def _runs_once(context: CodeContext) -> bool:
