@@ -42,8 +42,9 @@ class ConstantUpload(Rule):
     crosses the bus and the host does not wait.
 
     Code that runs once per model (a constructor, `main`, a loading function, or, by
-    the project model, a function only they call) or once per test (a test module or
-    a `test_*` function) is not reported: the copy waits once.
+    the project model, a function only they call), once per test (a test module or
+    a `test_*` function), or once in a while (under a periodic guard or filling a
+    cache, see HDL101) is not reported: the copy does not repeat every step.
 
     ## Example
     ```python
