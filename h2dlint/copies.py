@@ -516,10 +516,15 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
         return "in a test"
     if context.occasional and not context.in_graph_capture:
         return "once in a while (every so many steps, or once per key of a cache)"
-    if function is None or context.hot:
+    if function is None or context.hot_function or context.in_graph_capture:
         return None
+    # A loop in a constructor or a loading function runs once too: a copy per layer waits at start-up. (Not so in
+    # a function called only from code that runs once in a while: an evaluation every so many steps copies per
+    # batch while it runs.)
     if function in _RUNS_ONCE_FUNCTIONS or _LOADING_NAME.search(function.lower()):
         return f"in `{function}`"
+    if context.in_loop:
+        return None
     qualname = facts.qualname_at(line) if facts.project is not None else None
     callers = facts.project.called_only_from_run_once_code(qualname) if qualname else None
     if callers is not None:

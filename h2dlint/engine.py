@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from .facts import OPEN_GATE, FileFacts, FileGate, Site, is_hot_function, is_test_path, word_gate
+from .facts import (
+    OPEN_GATE,
+    FileFacts,
+    FileGate,
+    Site,
+    is_hot_function,
+    is_other_accelerator_path,
+    is_test_path,
+    word_gate,
+)
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
 from .newer_syntax import parse_python
 from .rule import Rule, RuleContext
@@ -103,8 +112,9 @@ class Linter:
         facts.active_codes = frozenset(rule.code for rule in active)
         # By the path from the project root, not as spelled on the command line: the cache keys files by
         # their absolute path, so the answer must not change with the spelling.
-        facts.test_file = is_test_path(os.path.relpath(os.path.abspath(path),
-                                                       os.path.abspath(self.settings.project_root)))
+        from_root = os.path.relpath(os.path.abspath(path), os.path.abspath(self.settings.project_root))
+        facts.test_file = is_test_path(from_root)
+        facts.other_accelerator_path = is_other_accelerator_path(from_root)
         for rule in active:
             for node in rule.candidates(facts):
                 facts.add_site(node, rule.code)

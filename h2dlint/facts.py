@@ -187,6 +187,7 @@ _HOST_DEVICE_STRING = re.compile(r"cpu\b", re.IGNORECASE)  # the start of a stri
 # `Stream(`, `wait_stream(`, ...: calls that show the file uses streams besides the current one (and `cuda.stream`).
 _STREAM_CALLS = frozenset({"Stream", "ExternalStream", "wait_stream", "record_stream", "set_stream"})
 # In a file written for another accelerator, the device copy of a mirrored tensor is not a CUDA tensor.
+# (Not `torch_xla`: diffusers' pipelines import it where available, and run on CUDA as well.)
 _OTHER_ACCELERATOR_MODULES = frozenset({"torch_npu", "torch_mlu"})
 _OTHER_ACCELERATOR_ATTRIBUTES = frozenset({"npu", "xpu", "hpu", "mlu"})  # `torch.npu`, ...
 _OTHER_ACCELERATOR_APIS = tuple([*(f"torch.{name}." for name in sorted(_OTHER_ACCELERATOR_ATTRIBUTES)),
@@ -456,6 +457,18 @@ def is_test_path(path: str) -> bool:
         or name.endswith("_test.py") or name == "conftest.py"
 
 
+# Words of a folder or module name written for another accelerator: `experimental/torch_tpu/`,
+# `tpu_model_runner.py`, `hardware_backend/npu/`.
+_OTHER_ACCELERATOR_PATH_WORDS = frozenset({"tpu", "xla", "npu", "xpu", "hpu", "mlu", "gaudi", "habana", "ascend"})
+
+
+def is_other_accelerator_path(path: str) -> bool:
+    """A module for another accelerator, by its path from the project root: a folder or file name has one of
+    their words (see `_OTHER_ACCELERATOR_PATH_WORDS`)."""
+    return any(not _OTHER_ACCELERATOR_PATH_WORDS.isdisjoint(name_words(PurePath(part).stem))
+               for part in PurePath(path).parts)
+
+
 @functools.lru_cache(maxsize=8192)
 def is_hot_function(name: str, configured: frozenset[str] = frozenset()) -> bool:
     """Whether a function of this name is a hot path: a built-in name or pattern, or a configured
@@ -500,6 +513,7 @@ class FileFacts:
         self.active_codes: frozenset[str] | None = None  # the rules that may report in this file; None: any
         self.gpu_device_names: tuple[str, ...] = ()  # the run's configured CUDA device expressions
         self.test_file = False  # a test module (see is_test_path), set by the engine
+        self.other_accelerator_path = False  # a module for another accelerator (is_other_accelerator_path), likewise
         self._contexts: dict[tuple[int, frozenset[str]], CodeContext] = {}  # by line and hot function names
         self._contexts_by_shape: dict[tuple[str | None, bool, bool, frozenset[str]], CodeContext] = {}
         self._line_map: _LineMap | None = None  # built on first use
@@ -904,7 +918,8 @@ class FileFacts:
                 placed = Placement.UNKNOWN
             if placed is not Placement.UNKNOWN:
                 return Device.CUDA if placed is Placement.GPU else Device.NOT_CUDA
-        if device is Device.UNKNOWN and self.evidence.other_accelerator and not self.evidence.gpu:
+        if device is Device.UNKNOWN and (self.evidence.other_accelerator or self.other_accelerator_path) \
+                and not self.evidence.gpu:
             return Device.NOT_CUDA  # a file for another accelerator only: its devices are that accelerator's
         return device
 
@@ -1593,13 +1608,31 @@ def fills_a_cache(node: ast.If) -> bool:
     _CACHE: _CACHE[key] = ...` (any container the body stores into under the key tested), `if self._x is None:
     self._x = ...`, `if not hasattr(self, "_x"): self._x = ...`, or `if cached is None:` whose body stores into
     `self.x[...]` or a module-level `_name[...]`. A local filled when it is None (`if mask is None: mask = ...`)
-    is a default made on every call: not a cache."""
+    is a default made on every call: not a cache. Nor is it one when the `if` sets a flag of the object that its
+    test reads, so that the body runs once per object: `if self._uninitialized: ...; self._uninitialized = False`
+    (a set-up made lazily, at the first call), or `if not self._ready: ...; self._ready = True`."""
     # Every `if` of every file is asked: its body is walked only when its test may be one of those.
     if not any(isinstance(part, (ast.NotIn, ast.Is)) or isinstance(part, ast.Name) and part.id == "hasattr"
-               for part in ast.walk(node.test)):
+               for part in ast.walk(node.test)) and _once_flag(node.test) is None:
         return False
-    stored = [target for statement in node.body for inner in ast.walk(statement) for target in _assigned_targets(inner)]
-    return _tests_a_cache(node.test, stored)
+    assignments = [(target, inner.value) for statement in node.body for inner in ast.walk(statement)
+                   for target in _assigned_targets(inner)]
+    flag = _once_flag(node.test)
+    if flag is not None:
+        name, runs_while_set = flag
+        return any(isinstance(target, ast.Attribute) and dotted_name(target) == name
+                   and isinstance(value, ast.Constant) and bool(value.value) is not runs_while_set
+                   for target, value in assignments)
+    return _tests_a_cache(node.test, [target for target, _ in assignments])
+
+
+def _once_flag(test: ast.expr) -> tuple[str, bool] | None:
+    """`self.x` (or `self.part.x`) -> ("self.x", True): the body runs while the flag is set, until it clears it;
+    `not self.x` -> ("self.x", False)."""
+    runs_while_set = not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not))
+    flag = test if runs_while_set else test.operand  # type: ignore[attr-defined]
+    name = dotted_name(flag) if isinstance(flag, ast.Attribute) else None
+    return (name, runs_while_set) if name is not None and name.startswith("self.") else None
 
 
 def _tests_a_cache(test: ast.expr, stored: list[ast.expr]) -> bool:

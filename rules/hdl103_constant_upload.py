@@ -43,8 +43,9 @@ class ConstantUpload(Rule):
 
     Code that runs once per model (a constructor, `main`, a loading function, or, by
     the project model, a function only they call), once per test (a test module or
-    a `test_*` function), or once in a while (under a periodic guard or filling a
-    cache, see HDL101) is not reported: the copy does not repeat every step.
+    a `test_*` function), or once in a while (under a periodic guard, filling a
+    cache or setting up lazily behind a flag, see HDL101) is not reported: the copy
+    does not repeat every step.
 
     ## Example
     ```python

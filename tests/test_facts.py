@@ -4,7 +4,16 @@ import ast
 
 import pytest
 
-from h2dlint.facts import Data, Device, FileFacts, Placement, fills_a_cache, is_hot_function, periodic_test
+from h2dlint.facts import (
+    Data,
+    Device,
+    FileFacts,
+    Placement,
+    fills_a_cache,
+    is_hot_function,
+    is_other_accelerator_path,
+    periodic_test,
+)
 from h2dlint.source import LineIndex
 
 from .helpers import lint
@@ -521,6 +530,24 @@ def test_periodic_guards_are_told_from_per_step_ones(test, periodic):
     ("if mask is None:\n    mask = make()\n", False),  # a default made on every call
     ("if key not in seen:\n    count += 1\n", False),
     ("if self._buf is None:\n    other = make()\n", False),
+    # a flag of the object that the body clears (or sets): the body runs once per object
+    ("if self._uninitialized:\n    self._create(x)\n    self._uninitialized = False\n", True),
+    ("if not self._ready:\n    self._setup()\n    self._ready = True\n", True),
+    ("if self._uninitialized:\n    self._create(x)\n    self._uninitialized = True\n", False),
+    ("if self.training:\n    loss = make()\n", False),
+    ("if self._dirty:\n    self._dirty = compute()\n", False),  # not a constant: may stay set
+    ("if uninitialized:\n    uninitialized = False\n", False),  # a local: every call
 ])
 def test_an_if_that_fills_a_cache_is_told_from_one_that_makes_a_default(code, fills):
     assert fills_a_cache(ast.parse(code).body[0]) is fills
+
+
+@pytest.mark.parametrize(("path", "other"), [
+    ("torchrec/experimental/torch_tpu/modules/optimizers.py", True),
+    ("vllm/v1/worker/tpu_model_runner.py", True),
+    ("sglang/srt/hardware_backend/npu/attention.py", True),
+    ("vllm/v1/worker/gpu_model_runner.py", False),
+    ("pkg/output.py", False),  # "tpu" inside a word is no word of its own
+])
+def test_modules_for_another_accelerator_are_told_by_their_path(path, other):
+    assert is_other_accelerator_path(path) is other

@@ -576,3 +576,85 @@ def test_a_function_only_a_cache_filling_branch_calls_is_not_reported(tmp_path):
     # Called on every forward as well, its copy is reported.
     (tmp_path / "pkg" / "probe.py").write_text(PROBE.replace("    return x * 2\n", "    return x * probe(x.device)\n"))
     assert by_file(check(tmp_path)) == {"probe.py": [(7, "HDL101")]}
+
+
+LAZY_SETUP = '''import torch
+from torch import nn
+
+
+class Sharded(nn.Module):
+    def __init__(self, order):
+        super().__init__()
+        self._order = order
+        self._has_uninitialized_input_dist = True
+
+    def _create_input_dist(self, device):
+        self.register_buffer("_order_tensor", torch.tensor(self._order, device=device))
+
+    def forward(self, x):
+        if self._has_uninitialized_input_dist:
+            self._create_input_dist(x.device)
+            self._has_uninitialized_input_dist = False
+        return x[self._order_tensor]
+'''
+
+
+def test_a_set_up_made_lazily_at_the_first_call_is_not_reported(tmp_path):
+    """torchrec's input dists: made on the first `forward`, behind a flag the branch clears."""
+    make_project(tmp_path, sharded=LAZY_SETUP)
+    assert check(tmp_path) == []
+    # A branch that leaves its flag set runs on every call: its copy is reported.
+    (tmp_path / "pkg" / "sharded.py").write_text(LAZY_SETUP.replace(
+        "            self._has_uninitialized_input_dist = False\n", ""))
+    assert by_file(check(tmp_path)) == {"sharded.py": [(12, "HDL101")]}
+
+
+UPLOAD = '''import torch
+
+
+def step(rows, device):
+    for row in rows:
+        yield torch.tensor(row, device=device)
+'''
+
+
+def test_a_device_of_unknown_kind_in_a_module_for_another_accelerator_is_no_cuda_device(tmp_path):
+    """torchrec's `experimental/torch_tpu/`, vLLM's `tpu_model_runner.py`: their devices are that accelerator's."""
+    package = make_project(tmp_path, upload=UPLOAD, tpu_upload=UPLOAD)
+    (package / "torch_tpu").mkdir()
+    (package / "torch_tpu" / "upload.py").write_text(UPLOAD)
+    assert {(finding["filename"].rpartition("pkg/")[2], finding["code"]) for finding in check(tmp_path)} == {
+        ("upload.py", "HDL101")}
+    # Where the device is proven CUDA, it is reported there too.
+    (package / "torch_tpu" / "upload.py").write_text(UPLOAD.replace("device=device", "device='cuda'"))
+    assert len(check(tmp_path)) == 2
+
+
+PER_LAYER_AND_EVALUATION = '''import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self, sizes, device):
+        super().__init__()
+        self.tables = [torch.tensor(size, device=device) for size in sizes]
+        for size in sizes:
+            self.register_buffer(f"t{size}", torch.tensor([size], device=device))
+
+
+class Trainer:
+    def evaluate(self, loader, device):
+        for batch in loader:
+            margin = torch.tensor(batch.margin).to(device)
+
+    def fit(self, loader, device):
+        for step, batch in enumerate(loader):
+            if step % self.eval_interval == 0:
+                self.evaluate(loader, device)
+'''
+
+
+def test_a_loop_in_a_constructor_runs_once_and_one_in_a_periodic_evaluation_per_batch(tmp_path):
+    """A copy per layer in `__init__` waits at start-up; an evaluation every so many steps copies per batch."""
+    make_project(tmp_path, model=PER_LAYER_AND_EVALUATION)
+    assert by_file(check(tmp_path)) == {"model.py": [(16, "HDL102")]}
