@@ -13,6 +13,7 @@ import enum
 import functools
 import re
 from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import PurePath
@@ -532,6 +533,32 @@ class FileFacts:
         summary of the file, which holds it, else from the nodes indexed."""
         known = self.project.evidence() if self.project is not None else None
         return known if known is not None else evidence_of(self.tree)
+
+    @functools.cached_property
+    def list_checks(self) -> list[tuple[int, int, str]]:
+        """The bodies of `if isinstance(name, list):` (or `tuple`, or both): (first line, last line, name)."""
+        found = []
+        for node in statements(self.tree.body):
+            if node.__class__ is not ast.If or not node.body:
+                continue
+            test = node.test
+            if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
+                    and len(test.args) == 2 and isinstance(test.args[0], ast.Name):
+                kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+                if kinds and all(isinstance(kind, ast.Name) and kind.id in ("list", "tuple") for kind in kinds):
+                    found.append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno,
+                                  test.args[0].id))
+        return found
+
+    @functools.cached_property
+    def tuple_unpackings(self) -> dict[int, list[ast.Assign]]:
+        """The statements `a, b = x, y` (as many names as values), by line."""
+        found: dict[int, list[ast.Assign]] = {}
+        for node in statements(self.tree.body):
+            if node.__class__ is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
+                    and isinstance(node.value, ast.Tuple) and len(node.targets[0].elts) == len(node.value.elts):
+                found.setdefault(node.lineno, []).append(node)
+        return found
 
     @functools.cached_property
     def gpu_evidence(self) -> bool:
@@ -1611,12 +1638,10 @@ def fills_a_cache(node: ast.If) -> bool:
     is a default made on every call: not a cache. Nor is it one when the `if` sets a flag of the object that its
     test reads, so that the body runs once per object: `if self._uninitialized: ...; self._uninitialized = False`
     (a set-up made lazily, at the first call), or `if not self._ready: ...; self._ready = True`."""
-    # Every `if` of every file is asked: its body is walked only when its test may be one of those.
-    if not any(isinstance(part, (ast.NotIn, ast.Is)) or isinstance(part, ast.Name) and part.id == "hasattr"
-               for part in ast.walk(node.test)) and _once_flag(node.test) is None:
+    # Every `if` of every file is asked: its body is walked only when its test has the shape of one of those.
+    if not _may_test_a_cache(node.test) and _once_flag(node.test) is None:
         return False
-    assignments = [(target, inner.value) for statement in node.body for inner in ast.walk(statement)
-                   for target in _assigned_targets(inner)]
+    assignments = [(target, inner.value) for inner in statements(node.body) for target in _assigned_targets(inner)]
     flag = _once_flag(node.test)
     if flag is not None:
         name, runs_while_set = flag
@@ -1624,6 +1649,37 @@ def fills_a_cache(node: ast.If) -> bool:
                    and isinstance(value, ast.Constant) and bool(value.value) is not runs_while_set
                    for target, value in assignments)
     return _tests_a_cache(node.test, [target for target, _ in assignments])
+
+
+def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of `body` and, depth first, of the blocks inside them (functions and classes included);
+    not the expressions: a statement-level `ast.walk`, at a fraction of its cost."""
+    stack = list(reversed(body))
+    while stack:
+        statement = stack.pop()
+        yield statement
+        for name in _BLOCK_FIELDS:
+            inner = getattr(statement, name, None)
+            if inner:
+                stack.extend(reversed(inner))
+        for handler in getattr(statement, "handlers", ()) or ():
+            stack.extend(reversed(handler.body))
+        for case in getattr(statement, "cases", ()) or ():
+            stack.extend(reversed(case.body))
+
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody")
+
+
+def _may_test_a_cache(test: ast.expr) -> bool:
+    """The shapes `_tests_a_cache` reads (without the body's stores): `a not in b`, `a is b`, `not f(...)`, or an
+    `or` of tests with one of those."""
+    kind = test.__class__
+    if kind is ast.Compare:
+        return len(test.ops) == 1 and test.ops[0].__class__ in (ast.NotIn, ast.Is)  # type: ignore[attr-defined]
+    if kind is ast.BoolOp:
+        return test.op.__class__ is ast.Or and any(_may_test_a_cache(value) for value in test.values)  # type: ignore[attr-defined]
+    return kind is ast.UnaryOp and test.op.__class__ is ast.Not and test.operand.__class__ is ast.Call  # type: ignore[attr-defined]
 
 
 def _once_flag(test: ast.expr) -> tuple[str, bool] | None:

@@ -478,31 +478,17 @@ def _is_python_data(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
 
 def _unpacked(facts, name: str, line: int) -> ast.expr | None:
     """What `name` is bound to by `a, name = x, y` on `line`: the matching element of a tuple display."""
-    for node in ast.walk(facts.tree):
-        if isinstance(node, ast.Assign) and node.lineno == line and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple) \
-                and len(node.targets[0].elts) == len(node.value.elts):
-            for target, value in zip(node.targets[0].elts, node.value.elts, strict=True):
-                if isinstance(target, ast.Name) and target.id == name:
-                    return value
+    for node in facts.tuple_unpackings.get(line, ()):
+        for target, value in zip(node.targets[0].elts, node.value.elts, strict=True):
+            if isinstance(target, ast.Name) and target.id == name:
+                return value
     return None
 
 
 def _checked_to_be_a_list(facts, data: ast.expr, line: int) -> bool:
     """`data` is a name that an enclosing `if isinstance(name, list):` (or `tuple`, or both) has checked."""
-    if not isinstance(data, ast.Name):
-        return False
-    for node in ast.walk(facts.tree):
-        if not (isinstance(node, ast.If) and node.body and node.body[0].lineno <= line <= (
-                node.body[-1].end_lineno or node.body[-1].lineno)):
-            continue
-        test = node.test
-        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
-                and len(test.args) == 2 and isinstance(test.args[0], ast.Name) and test.args[0].id == data.id:
-            kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
-            if kinds and all(isinstance(kind, ast.Name) and kind.id in ("list", "tuple") for kind in kinds):
-                return True
-    return False
+    return isinstance(data, ast.Name) and any(
+        first <= line <= last and name == data.id for first, last, name in facts.list_checks)
 
 
 def _may_be_numpy(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
