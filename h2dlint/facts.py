@@ -441,7 +441,7 @@ def name_words(name: str) -> list[str]:
     return [word for word in re.split(r"[._]", name.lower()) if word]
 
 
-TEST_FOLDERS = frozenset({"test", "tests", "testing"})
+TEST_FOLDERS = frozenset({"test", "tests", "testing", "test_utils", "testing_utils"})
 
 
 def in_test_code(facts: FileFacts, context: CodeContext) -> bool:
@@ -452,10 +452,11 @@ def in_test_code(facts: FileFacts, context: CodeContext) -> bool:
 
 def is_test_path(path: str) -> bool:
     """A test module, by its path (the engine gives it from the project root): in a `test`, `tests` or
-    `testing` folder, or named `test_*.py`, `*_test.py` or `conftest.py`."""
+    `testing` folder or a folder of test helpers (`test_utils`, `testing_utils`), or named `test_*.py`,
+    `testing_*.py`, `*_test.py` or `conftest.py`."""
     *folders, name = PurePath(path).parts or ("",)
-    return any(folder in TEST_FOLDERS for folder in folders) or name.startswith("test_") \
-        or name.endswith("_test.py") or name == "conftest.py"
+    return any(folder in TEST_FOLDERS for folder in folders) \
+        or name.startswith(("test_", "testing_")) or name.endswith("_test.py") or name == "conftest.py"
 
 
 # Words of a folder or module name written for another accelerator: `experimental/torch_tpu/`,

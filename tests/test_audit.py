@@ -42,7 +42,8 @@ def test_comparisons_and_rebindings_of_tensors_are_tensors(code, expected):
 @pytest.mark.parametrize(("path", "expected"), [
     ("tests/test_model.py", True), ("pkg/testing/_internal/common.py", True), ("src/test/kernels/check.py", True),
     ("model_test.py", True), ("conftest.py", True), ("src/model.py", False), ("src/attest.py", False),
-    ("src/latest/model.py", False),
+    ("src/latest/model.py", False), ("torchrec/distributed/test_utils/model_input.py", True),
+    ("transformers/testing_utils.py", True), ("src/tester/model.py", False), ("src/testbed_model.py", False),
 ])
 def test_test_modules_are_told_by_their_path(path, expected):
     assert is_test_path(path) is expected
