@@ -535,6 +535,14 @@ class FileFacts:
         known = self.project.evidence() if self.project is not None else None
         return known if known is not None else evidence_of(self.tree)
 
+    @property
+    def for_other_accelerator(self) -> bool:
+        """Written for another accelerator only, so that a device of unknown kind is that accelerator's: its path
+        names one (`is_other_accelerator_path`: the module's place says more than its words, as NPU code calls
+        `.cuda()` through `torch_npu`'s patches, and its device collectives and mirrored buffers are the NPU's),
+        or it names one's API (`torch.npu`, `torch_npu`) and its tree shows no CUDA device."""
+        return self.other_accelerator_path or self.evidence.other_accelerator and not self.evidence.gpu
+
     @functools.cached_property
     def list_checks(self) -> list[tuple[int, int, str]]:
         """The bodies of `if isinstance(name, list):` (or `tuple`, or both): (first line, last line, name)."""
@@ -946,8 +954,7 @@ class FileFacts:
                 placed = Placement.UNKNOWN
             if placed is not Placement.UNKNOWN:
                 return Device.CUDA if placed is Placement.GPU else Device.NOT_CUDA
-        if device is Device.UNKNOWN and (self.evidence.other_accelerator or self.other_accelerator_path) \
-                and not self.evidence.gpu:
+        if device is Device.UNKNOWN and self.for_other_accelerator:
             return Device.NOT_CUDA  # a file for another accelerator only: its devices are that accelerator's
         return device
 

@@ -131,10 +131,13 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
     """The code of the rule that reports `site` where it is, or None when it costs nothing worth reporting.
 
     What costs nothing is decided here, for every rule: a host tensor, code that runs once, test code, a logging
-    call, a branch taken only while CUDA graphs are captured or only on another device, a GPU kernel's body.
+    call, a branch taken only while CUDA graphs are captured or only on another device, a GPU kernel's body, a
+    module whose path names another accelerator (`npu/`: its tensors are that accelerator's, whatever the
+    project's CUDA code puts in the same attributes; a file that only names another accelerator's API may be
+    one that supports several, `if device.type == "xpu":`).
     Otherwise each sync rule says what it reports (`kinds`, and `where` by placement), and the first that reports
     the site owns it; the declarations are disjoint, so there is at most one."""
-    if site.placement is Placement.HOST:
+    if site.placement is Placement.HOST or facts.other_accelerator_path:
         return None
     if not context.in_graph_capture and (
             _runs_once(context) or in_test_code(facts, context) or _only_for_logging(site.node, facts)

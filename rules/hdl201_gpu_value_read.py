@@ -31,7 +31,9 @@ class GpuValueRead(SyncReporter, Rule):
     (any receiver, attribute or not), and so does a parameter `x` that its function
     never rebinds when the same function has `x_cpu` / `x_host` (a parameter or a local).
     Not in files for another accelerator (that import `torch_npu` or use `torch.xpu`, ...),
-    and not for names that read as flags or actions (`is_cpu`, `move_to_cpu`).
+    and not for names that read as flags or actions (`is_cpu`, `move_to_cpu`). No read
+    at all is reported in a module whose path names another accelerator (`npu/`,
+    `xpu_backend.py`, `torch_tpu/`): its tensors are that accelerator's.
 
     A tensor passed where Python or torch needs an int is read the same way, through
     `__index__` (an implicit `.item()`): a size or a bound (`torch.arange(t)`,

@@ -658,3 +658,18 @@ def test_a_loop_in_a_constructor_runs_once_and_one_in_a_periodic_evaluation_per_
     """A copy per layer in `__init__` waits at start-up; an evaluation every so many steps copies per batch."""
     make_project(tmp_path, model=PER_LAYER_AND_EVALUATION)
     assert by_file(check(tmp_path)) == {"model.py": [(16, "HDL102")]}
+
+
+READ_BACK = '''def forward(self, batch):
+    lens = batch.seq_lens.tolist()
+    return lens, batch.seq_lens_cpu
+'''
+
+
+def test_a_module_whose_path_names_another_accelerator_reports_no_sync(tmp_path):
+    """sglang's `hardware_backend/npu/`: the batch's device copies are NPU tensors there, not CUDA ones."""
+    package = make_project(tmp_path, backend=READ_BACK)
+    (package / "npu").mkdir()
+    (package / "npu" / "backend.py").write_text(READ_BACK)
+    assert {(finding["filename"].rpartition("pkg/")[2], finding["code"]) for finding in check(tmp_path)} == {
+        ("backend.py", "HDL201")}
