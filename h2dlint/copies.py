@@ -396,9 +396,10 @@ def walk_in_order(statements: list[ast.stmt]):
 # ----- where a pinned rewrite would fail or gain nothing -------------------------------------------
 
 
-# Functions that run once per model: constructors and loading. A copy there waits once, at start-up.
-# (`main`: a program's entry point runs once per process.)
-_RUNS_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "from_pretrained", "main"})
+# Functions that run once per model: constructors and loading. A copy there waits once, at start-up, loops and all.
+_RUNS_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "from_pretrained"})
+# A program's entry point runs once per process, but its loops are often the training loop itself.
+_ENTRY_POINTS = frozenset({"main"})
 # `load_weights`, `_load_state_dict`, `restore_checkpoint`; not `load_balancing_loss` (every step), nor a bare
 # `checkpoint` (activation checkpointing runs every step too).
 _LOADING_NAME = re.compile(r"(?:^|_)(?:loads?|loading|restore|resume)(?:_(?!balanc)|$)")
@@ -525,6 +526,8 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
         return f"in `{function}`"
     if context.in_loop:
         return None
+    if function in _ENTRY_POINTS:
+        return f"in `{function}`"
     qualname = facts.qualname_at(line) if facts.project is not None else None
     callers = facts.project.called_only_from_run_once_code(qualname) if qualname else None
     if callers is not None:

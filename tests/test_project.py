@@ -545,6 +545,15 @@ def test_a_function_only_main_calls_runs_once_but_its_loop_does_not(tmp_path):
     assert by_file(check(tmp_path / "other")) == {"trainer.py": [(5, "HDL103"), (8, "HDL103")]}
 
 
+def test_the_training_loop_of_main_is_per_step(tmp_path):
+    """A loop in a constructor runs once; the loop of `main` is the training loop."""
+    inline = TRAINER.replace("    fit(losses, torch.device(\"cuda\"))\n", "    fit(losses, torch.device(\"cuda\"))\n"
+                             "    once = torch.tensor([0], device='cuda')\n"
+                             "    for loss in losses:\n        once += torch.tensor([1], device='cuda')\n")
+    make_project(tmp_path, trainer=inline)
+    assert by_file(check(tmp_path)) == {"trainer.py": [(8, "HDL103"), (16, "HDL103")]}
+
+
 @pytest.mark.parametrize("name", ["test_trainer", "trainer_test"])
 def test_copies_in_test_modules_and_test_functions_are_not_reported(tmp_path, name):
     make_project(tmp_path, **{name: TRAINER.replace("def main(", "def run_epoch(")},
