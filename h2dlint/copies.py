@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .facts import Device, FileFacts, Placement, dotted_name, in_test_code
+from .facts import RUN_ONCE_FUNCTIONS, Device, FileFacts, Placement, dotted_name, in_test_code
 from .project import short_name
 from .values import PinData, pin_data_kind
 
@@ -396,8 +396,6 @@ def walk_in_order(statements: list[ast.stmt]):
 # ----- where a pinned rewrite would fail or gain nothing -------------------------------------------
 
 
-# Functions that run once per model: constructors and loading. A copy there waits once, at start-up, loops and all.
-_RUNS_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "from_pretrained"})
 # A program's entry point runs once per process, but its loops are often the training loop itself.
 _ENTRY_POINTS = frozenset({"main"})
 # `load_weights`, `_load_state_dict`, `restore_checkpoint`; not `load_balancing_loss` (every step), nor a bare
@@ -522,7 +520,9 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     # A loop in a constructor or a loading function runs once too: a copy per layer waits at start-up. (Not so in
     # a function called only from code that runs once in a while: an evaluation every so many steps copies per
     # batch while it runs.)
-    if function in _RUNS_ONCE_FUNCTIONS or _LOADING_NAME.search(function.lower()):
+    # Constructors and loading (`facts.RUN_ONCE_FUNCTIONS`, or a name such as `load_weights`, `restore_checkpoint`)
+    # run once per model: a copy there waits once, at start-up, loops and all.
+    if function in RUN_ONCE_FUNCTIONS or _LOADING_NAME.search(function.lower()):
         return f"in `{function}`"
     if context.in_loop:
         return None

@@ -52,9 +52,10 @@ class BlockingTensorCopy(Rule):
     without a rewrite too: TorchScript's `torch.tensor` takes no `pin_memory`. An empty
     list is not reported: a zero-element copy returns before it reaches the device.
     Nor is code that runs once per model (`__init__`, `__post_init__`, `setup`,
-    `reset_parameters`, `main`, a loading function such as `load_weights` or
-    `from_pretrained`, loops there included, or, by the project model, a function that
-    only such code calls): the copy waits once, at start-up; nor test code (a test module or a
+    `reset_parameters`, `_init_weights`, a loading function such as `load_weights` or
+    `from_pretrained`, loops there included; `main` outside its loops; or, by the
+    project model, a function that only such code calls): the copy waits once, at
+    start-up; nor test code (a test module or a
     `test_*` function), which runs once per test; nor code that runs once in a
     while: under a periodic guard (`if step % eval_interval == 0:`, see HDL201), in a
     function cached with `functools.cache` / `lru_cache` / `cached_property`, filling a
