@@ -504,11 +504,13 @@ def _is_cpu_device(facts: FileFacts, node: ast.expr | None) -> bool:
 
 def runs_once(facts: FileFacts, line: int) -> str | None:
     """Where `line` sits when that code runs once per model: a constructor (`__init__`, ...), a loading function
-    (`load_weights`, `_load_checkpoint`, `from_pretrained`), or, by the project model, a function that only such
-    code calls; or a test (a test module or a `test_*` function), which runs once per test, loops and all. A copy
-    there waits once, at start-up: the copy rules do not report it. Nor one every so many steps
-    (`facts.periodic_test`) or once per key of a cache (`facts.fills_a_cache`, `functools.cache`), whose wait is
-    spread over many calls. None elsewhere."""
+    (`load_weights`, `_load_checkpoint`, `from_pretrained`), `main` outside its loops, or, by the project model,
+    a function that only such code calls; or a test (a test module or a `test_*` function), which runs once per
+    test, loops and all. A copy there waits once, at start-up: the copy rules do not report it. In a loop it
+    waits once too where the function is a loading function of `RUN_ONCE_FUNCTIONS` or an `nn.Module`'s
+    constructor (see `_loops_run_once`). Nor one every so many steps (`facts.periodic_test`), once per key of a
+    cache or once per object behind a flag (`facts.fills_a_cache`, `functools.cache`), whose wait is spread over
+    many calls. None elsewhere."""
     context = facts.context_at(line)
     function = context.function
     if in_test_code(facts, context):
@@ -520,10 +522,14 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     # A loop in a constructor or a loading function runs once too: a copy per layer waits at start-up. (Not so in
     # a function called only from code that runs once in a while: an evaluation every so many steps copies per
     # batch while it runs.)
-    # Constructors and loading (`facts.RUN_ONCE_FUNCTIONS`, or a name such as `load_weights`, `restore_checkpoint`)
-    # run once per model: a copy there waits once, at start-up, loops and all.
+    # Constructors and loading (`facts.RUN_ONCE_FUNCTIONS`, or a name such as `restore_checkpoint`) run once per
+    # model: a copy there waits once, at start-up. Their loops too (a copy per layer), where the name says it for
+    # sure: a loading function of `RUN_ONCE_FUNCTIONS`, or the constructor of an `nn.Module`; not the constructor
+    # of any class (a batch may be built every step), nor a name the loading pattern matches (`start_load_kv`).
     if function in RUN_ONCE_FUNCTIONS or _LOADING_NAME.search(function.lower()):
-        return f"in `{function}`"
+        if not context.in_loop or _loops_run_once(facts, line, function):
+            return f"in `{function}`"
+        return None
     if context.in_loop:
         return None
     if function in _ENTRY_POINTS:
@@ -533,6 +539,19 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     if callers is not None:
         return f"in `{function}`, called only from run-once code: `{callers}`"
     return None
+
+
+def _loops_run_once(facts: FileFacts, line: int, function: str) -> bool:
+    if function not in RUN_ONCE_FUNCTIONS:
+        return False
+    if function not in _CONSTRUCTORS:
+        return True
+    qualname = facts.qualname_at(line) if facts.project is not None else None
+    owner = qualname.rpartition(".")[0] if qualname else ""
+    return bool(owner) and facts.project is not None and facts.project.is_module_class(owner)
+
+
+_CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__"})
 
 
 def no_pinned_rewrite(facts: FileFacts, line: int, data: ast.expr | None = None, shown_data: str = "") -> str | None:

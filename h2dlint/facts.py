@@ -13,7 +13,7 @@ import enum
 import functools
 import re
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import PurePath
@@ -453,10 +453,11 @@ def in_test_code(facts: FileFacts, context: CodeContext) -> bool:
 def is_test_path(path: str) -> bool:
     """A test module, by its path (the engine gives it from the project root): in a `test`, `tests` or
     `testing` folder or a folder of test helpers (`test_utils`, `testing_utils`), or named `test_*.py`,
-    `testing_*.py`, `*_test.py` or `conftest.py`."""
+    `*_test.py`, `testing_utils.py` or `conftest.py`. (Not `testing_*.py` at large: in research code that is
+    often the evaluation on a test split, per batch.)"""
     *folders, name = PurePath(path).parts or ("",)
     return any(folder in TEST_FOLDERS for folder in folders) \
-        or name.startswith(("test_", "testing_")) or name.endswith("_test.py") or name == "conftest.py"
+        or name.startswith("test_") or name.endswith("_test.py") or name in ("conftest.py", "testing_utils.py")
 
 
 # Words of a folder or module name written for another accelerator: `experimental/torch_tpu/`,
@@ -466,9 +467,13 @@ _OTHER_ACCELERATOR_PATH_WORDS = frozenset({"tpu", "xla", "npu", "xpu", "hpu", "m
 
 def is_other_accelerator_path(path: str) -> bool:
     """A module for another accelerator, by its path from the project root: a folder or file name has one of
-    their words (see `_OTHER_ACCELERATOR_PATH_WORDS`)."""
-    return any(not _OTHER_ACCELERATOR_PATH_WORDS.isdisjoint(name_words(PurePath(part).stem))
-               for part in PurePath(path).parts)
+    their words (see `_OTHER_ACCELERATOR_PATH_WORDS`), and none names CUDA too (`cuda_xpu_utils.py`,
+    `tpu_vs_gpu/` serve both)."""
+    words = {word for part in PurePath(path).parts for word in name_words(PurePath(part).stem)}
+    return not _OTHER_ACCELERATOR_PATH_WORDS.isdisjoint(words) and _CUDA_PATH_WORDS.isdisjoint(words)
+
+
+_CUDA_PATH_WORDS = frozenset({"cuda", "gpu", "gpus", "nvidia"})
 
 
 @functools.lru_cache(maxsize=8192)
@@ -516,6 +521,7 @@ class FileFacts:
         self.gpu_device_names: tuple[str, ...] = ()  # the run's configured CUDA device expressions
         self.test_file = False  # a test module (see is_test_path), set by the engine
         self.other_accelerator_path = False  # a module for another accelerator (is_other_accelerator_path), likewise
+        self._armed: dict[str, set[str]] | None = None  # flags_armed, on first use
         self._contexts: dict[tuple[int, frozenset[str]], CodeContext] = {}  # by line and hot function names
         self._contexts_by_shape: dict[tuple[str | None, bool, bool, frozenset[str]], CodeContext] = {}
         self._line_map: _LineMap | None = None  # built on first use
@@ -534,6 +540,11 @@ class FileFacts:
         summary of the file, which holds it, else from the nodes indexed."""
         known = self.project.evidence() if self.project is not None else None
         return known if known is not None else evidence_of(self.tree)
+
+    def _flags_armed(self) -> dict[str, set[str]]:
+        if self._armed is None:
+            self._armed = flags_armed(self.tree)
+        return self._armed
 
     @property
     def for_other_accelerator(self) -> bool:
@@ -644,7 +655,7 @@ class FileFacts:
                 first = node.body[0].lineno if node.body[0].lineno > node.lineno else node.lineno
                 self.loops.append((first, node.end_lineno or node.lineno))
             elif kind is ast.If:
-                if periodic_test(node.test) or fills_a_cache(node):
+                if periodic_test(node.test) or fills_a_cache(node, self._flags_armed):
                     self.occasional.append((node.body[0].lineno, node.body[-1].end_lineno or node.lineno))
                 if node.orelse:
                     self.if_arms.append(((node.body[0].lineno, node.body[-1].end_lineno or node.lineno),
@@ -1638,14 +1649,17 @@ def caches_results(decorator: ast.expr) -> bool:
     return dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator) in _CACHING_DECORATORS
 
 
-def fills_a_cache(node: ast.If) -> bool:
+def fills_a_cache(node: ast.If, armed: Callable[[], dict[str, set[str]]] | None = None) -> bool:
     """An `if` that fills a cache kept beyond the call, so that its body runs once per key: `if key not in
     _CACHE: _CACHE[key] = ...` (any container the body stores into under the key tested), `if self._x is None:
     self._x = ...`, `if not hasattr(self, "_x"): self._x = ...`, or `if cached is None:` whose body stores into
     `self.x[...]` or a module-level `_name[...]`. A local filled when it is None (`if mask is None: mask = ...`)
-    is a default made on every call: not a cache. Nor is it one when the `if` sets a flag of the object that its
-    test reads, so that the body runs once per object: `if self._uninitialized: ...; self._uninitialized = False`
-    (a set-up made lazily, at the first call), or `if not self._ready: ...; self._ready = True`."""
+    is a default made on every call: not a cache.
+
+    Likewise an `if` on a flag of the object that its body clears, so that the body runs once per object: `if
+    self._uninitialized: ...; self._uninitialized = False` (a set-up made lazily, at the first call), or `if not
+    self._ready: ...; self._ready = True`; but not when code of the file other than a constructor arms the flag
+    again (`armed()`, see `flags_armed`): `self._dirty = True` in a setter called every step."""
     # Every `if` of every file is asked: its body is walked only when its test has the shape of one of those.
     if not _may_test_a_cache(node.test) and _once_flag(node.test) is None:
         return False
@@ -1653,10 +1667,31 @@ def fills_a_cache(node: ast.If) -> bool:
     flag = _once_flag(node.test)
     if flag is not None:
         name, runs_while_set = flag
+        arming = armed().get(name, set()) if armed is not None else set()
+        if "other" in arming or ("truthy" if runs_while_set else "falsy") in arming:
+            return False
         return any(isinstance(target, ast.Attribute) and dotted_name(target) == name
                    and isinstance(value, ast.Constant) and bool(value.value) is not runs_while_set
                    for target, value in assignments)
     return _tests_a_cache(node.test, [target for target, _ in assignments])
+
+
+def flags_armed(tree: ast.Module) -> dict[str, set[str]]:
+    """What functions other than constructors (`RUN_ONCE_FUNCTIONS`) assign to attributes of `self`, by the
+    attribute (`self._dirty`): "truthy" or "falsy" for a constant, "other" for anything else."""
+    found: dict[str, set[str]] = {}
+    for function in statements(tree.body):
+        if function.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) \
+                or function.name in RUN_ONCE_FUNCTIONS:  # type: ignore[attr-defined]
+            continue
+        for statement in statements(function.body):  # type: ignore[attr-defined]
+            value = getattr(statement, "value", None)
+            for target in _assigned_targets(statement):
+                name = dotted_name(target) if isinstance(target, ast.Attribute) else None
+                if name is not None and name.startswith("self.") and value is not None:
+                    kind = ("truthy" if value.value else "falsy") if isinstance(value, ast.Constant) else "other"
+                    found.setdefault(name, set()).add(kind)
+    return found
 
 
 def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:

@@ -48,6 +48,7 @@ from .facts import (
     dotted_name,
     evidence_of,
     fills_a_cache,
+    flags_armed,
     is_hot_function,
     is_test_path,
     name_words,
@@ -98,7 +99,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 12
+SUMMARY_VERSION = 13
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -170,8 +171,16 @@ class _Summarizer:
         self.reads: set[str] = set()  # attribute names read anywhere in the file
         # What the function being summarized does with values, turned into values (`_Values`) at its end.
         self._pending: _Pending | None = None
+        self._tree: ast.Module | None = None
+        self._armed: dict[str, set[str]] | None = None  # facts.flags_armed of the tree, on first use
+
+    def _flags_armed(self) -> dict[str, set[str]]:
+        if self._armed is None:
+            self._armed = flags_armed(self._tree) if self._tree is not None else {}
+        return self._armed
 
     def run(self, tree: ast.Module) -> dict:
+        self._tree = tree
         self._body(tree.body, prefix="", class_name="")
         module_calls = self.functions.pop("<module>", None)
         if module_calls is not None and module_calls["calls"]:
@@ -365,7 +374,8 @@ class _Summarizer:
             elif kind is ast.Import or kind is ast.ImportFrom:
                 self._import(node)
                 continue
-            elif kind is ast.If and not occasional and (periodic_test(node.test) or fills_a_cache(node)):
+            elif kind is ast.If and not occasional and (periodic_test(node.test)
+                                                        or fills_a_cache(node, self._flags_armed)):
                 # Only the body runs once in a while; the test and the `else` run every time.
                 stack.append((node.test, in_device_context, nested, False))
                 stack.extend((child, in_device_context, nested, True) for child in node.body)
@@ -1520,6 +1530,11 @@ class FileView:
 
     def class_of(self, local_class: str) -> str | None:
         return self.qualified(local_class) if self.module is not None else None
+
+    def is_module_class(self, local_class: str) -> bool:
+        """Whether the class (`Outer.Inner` in this file) is an `nn.Module`: one object per model."""
+        qualified = self.class_of(local_class)
+        return qualified is not None and qualified in self.model.classes and self.model._is_module_class(qualified)
 
     def resolve_type(self, dotted: str) -> str | None:
         if self.module is None:

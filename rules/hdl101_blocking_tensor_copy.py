@@ -53,15 +53,17 @@ class BlockingTensorCopy(Rule):
     list is not reported: a zero-element copy returns before it reaches the device.
     Nor is code that runs once per model (`__init__`, `__post_init__`, `setup`,
     `reset_parameters`, `_init_weights`, a loading function such as `load_weights` or
-    `from_pretrained`, loops there included; `main` outside its loops; or, by the
-    project model, a function that only such code calls): the copy waits once, at
+    `from_pretrained`; their loops too, except in the constructor of a class that is
+    no `nn.Module`, which may be built every step; `main` outside its loops; or, by
+    the project model, a function that only such code calls): the copy waits once, at
     start-up; nor test code (a test module or a
     `test_*` function), which runs once per test; nor code that runs once in a
     while: under a periodic guard (`if step % eval_interval == 0:`, see HDL201), in a
     function cached with `functools.cache` / `lru_cache` / `cached_property`, filling a
     cache (`if key not in _CACHE: _CACHE[key] = ...`, `if self._x is None: self._x =
-    ...`), setting up lazily behind a flag it clears (`if self._uninitialized: ...;
-    self._uninitialized = False`), or only called from such code. A local made when it
+    ...`), setting up lazily behind a flag it clears and nothing but a constructor sets
+    (`if self._uninitialized: ...; self._uninitialized = False`), or only called from
+    such code. A local made when it
     is None (`if mask is None: mask = ...`) is made on every call: it is reported. A
     device of unknown kind in a module for another accelerator (`torch_tpu/`,
     `tpu_model_runner.py`, `npu/`, by the words of its path) is not a CUDA device.

@@ -44,6 +44,7 @@ def test_comparisons_and_rebindings_of_tensors_are_tensors(code, expected):
     ("model_test.py", True), ("conftest.py", True), ("src/model.py", False), ("src/attest.py", False),
     ("src/latest/model.py", False), ("torchrec/distributed/test_utils/model_input.py", True),
     ("transformers/testing_utils.py", True), ("src/tester/model.py", False), ("src/testbed_model.py", False),
+    ("src/testing_pipeline.py", False),  # often the evaluation on a test split, per batch
 ])
 def test_test_modules_are_told_by_their_path(path, expected):
     assert is_test_path(path) is expected

@@ -548,6 +548,8 @@ def test_an_if_that_fills_a_cache_is_told_from_one_that_makes_a_default(code, fi
     ("sglang/srt/hardware_backend/npu/attention.py", True),
     ("vllm/v1/worker/gpu_model_runner.py", False),
     ("pkg/output.py", False),  # "tpu" inside a word is no word of its own
+    ("pkg/cuda_xpu_utils.py", False),  # names CUDA too: serves both
+    ("benchmarks/tpu_vs_gpu/run.py", False),
 ])
 def test_modules_for_another_accelerator_are_told_by_their_path(path, other):
     assert is_other_accelerator_path(path) is other

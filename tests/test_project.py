@@ -682,3 +682,45 @@ def test_a_module_whose_path_names_another_accelerator_reports_no_sync(tmp_path)
     (package / "npu" / "backend.py").write_text(READ_BACK)
     assert {(finding["filename"].rpartition("pkg/")[2], finding["code"]) for finding in check(tmp_path)} == {
         ("backend.py", "HDL201")}
+
+
+REARMED = LAZY_SETUP.replace('''    def forward(self, x):''', '''    def set_order(self, order):
+        self._order = order
+        self._has_uninitialized_input_dist = True
+
+    def forward(self, x):''')
+
+
+def test_a_flag_armed_again_outside_the_constructor_is_no_lazy_set_up(tmp_path):
+    """A setter called every step that arms the flag again makes its branch run every step."""
+    make_project(tmp_path, sharded=REARMED)
+    assert by_file(check(tmp_path)) == {"sharded.py": [(12, "HDL101")]}
+
+
+PER_STEP_BATCH = '''import torch
+from torch import nn
+
+
+class Batch:
+    def __init__(self, samples, keys):
+        self.data = {}
+        for key in keys:
+            self.data[key] = torch.tensor([sample[key] for sample in samples], device="cuda")
+
+
+class Model(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        for size in sizes:
+            self.register_buffer(f"t{size}", torch.tensor([size], device="cuda"))
+
+
+def train(model, loader, keys):
+    for samples in loader:
+        model(Batch(samples, keys))
+'''
+
+
+def test_a_loop_in_the_constructor_of_a_module_runs_once_and_of_a_batch_per_step(tmp_path):
+    make_project(tmp_path, batch=PER_STEP_BATCH)
+    assert by_file(check(tmp_path)) == {"batch.py": [(9, "HDL101")]}
