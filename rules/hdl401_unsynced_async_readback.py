@@ -29,7 +29,9 @@ class UnsyncedAsyncReadback(Rule):
     whose result is read on the host (`.tolist()`, `.item()`, `.numpy()`, indexing,
     `int(...)`, `print(...)`, its truth value in `if`/`not`/`or`) at once or later in
     the same function with no synchronization in between (`torch.cuda.synchronize()`,
-    `event.synchronize()`, `stream.synchronize()`).
+    `event.synchronize()`, `stream.synchronize()`, or a blocking device-to-host copy
+    written out, `u.to("cpu")` / `u.to("cpu", non_blocking=False)`: it waits until the
+    stream drains, the earlier copy included, when both run on the current stream).
 
     ## Why is this bad?
     This is a race, not a slowdown. For a CUDA source, `.to("cpu", non_blocking=True)`
@@ -81,11 +83,15 @@ class UnsyncedAsyncReadback(Rule):
         Valid("import torch\ndef f(t):\n    c = t.to('cpu', non_blocking=True)\n    return c\n"),
         Valid("import torch\ndef f(t):\n    c = t.to('cuda', non_blocking=True)\n    return c.tolist()\n"),
         Valid("import torch\ndef f(t, u):\n    c = t.to('cpu', non_blocking=True)\n    c = u\n    return c.tolist()\n"),
+        Valid("import torch\ndef f(t, u):\n    c = t.to('cpu', non_blocking=True)\n"
+              "    d = u.to(torch.device('cpu'), non_blocking=False)\n    return c.tolist(), d.tolist()\n"),
     )
     invalid_examples = (
         Invalid("import torch\ndef f(t):\n    c = t.to('cpu', non_blocking=True)\n    return c.tolist()\n", None,
                 message_contains="`c.tolist()` on line 4"),
         Invalid("import torch\ndef f(t):\n    return t.to('cpu', non_blocking=True).numpy()\n", None),
+        Invalid("import torch\ndef f(t, u):\n    c = t.to('cpu', non_blocking=True)\n"
+                "    d = u.to('cpu', non_blocking=True)\n    return c.tolist()\n", None),
         Invalid("import torch\ndef f(a, b):\n    if not (a.any().to('cpu', non_blocking=True) or b):\n        return 1\n",
                 None, message_contains="truth value"),
         Invalid("import torch\nclass A:\n    def g(self, t):\n"
@@ -140,7 +146,7 @@ def _first_unsynced_read(facts, call: ast.Call) -> str | None:
         return None
     function = enclosing_function(facts, statement)
     for node in walk_in_order(statements_after(facts, statement, function)):
-        if is_sync_call(node):
+        if is_sync_call(node) or _blocking_copy_to_cpu(node):
             return None
         if isinstance(node, ast.Assign) and any(dotted_name(target) == name for target in node.targets):
             return None
@@ -171,6 +177,16 @@ def _read_of(node: ast.expr, parents, name: str) -> str | None:
             and parent.iter is node:
         return f"iterating over `{name}`"
     return None
+
+
+def _blocking_copy_to_cpu(node: ast.AST) -> bool:
+    """`u.to("cpu")` or `u.to("cpu", non_blocking=False)`: a copy the host waits for, and with it for everything
+    queued on the stream before it."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
+            and _to_cpu(node)):
+        return False
+    flag = next((keyword.value for keyword in node.keywords if keyword.arg == "non_blocking"), None)
+    return flag is None or isinstance(flag, ast.Constant) and flag.value is False
 
 
 def _to_cpu(call: ast.Call) -> bool:
