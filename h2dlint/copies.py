@@ -519,9 +519,6 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
         return "once in a while (every so many steps, or once per key of a cache)"
     if function is None or context.hot_function or context.in_graph_capture:
         return None
-    # A loop in a constructor or a loading function runs once too: a copy per layer waits at start-up. (Not so in
-    # a function called only from code that runs once in a while: an evaluation every so many steps copies per
-    # batch while it runs.)
     # Constructors and loading (`facts.RUN_ONCE_FUNCTIONS`, or a name such as `restore_checkpoint`) run once per
     # model: a copy there waits once, at start-up. Their loops too (a copy per layer), where the name says it for
     # sure: a loading function of `RUN_ONCE_FUNCTIONS`, or the constructor of an `nn.Module`; not the constructor
@@ -530,6 +527,8 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
         if not context.in_loop or _loops_run_once(facts, line, function):
             return f"in `{function}`"
         return None
+    # Elsewhere a loop repeats: `main`'s training loop, or a function called only from code that runs once in a
+    # while (an evaluation every so many steps copies per batch while it runs).
     if context.in_loop:
         return None
     if function in _ENTRY_POINTS:
@@ -548,7 +547,7 @@ def _loops_run_once(facts: FileFacts, line: int, function: str) -> bool:
         return True
     qualname = facts.qualname_at(line) if facts.project is not None else None
     owner = qualname.rpartition(".")[0] if qualname else ""
-    return bool(owner) and facts.project is not None and facts.project.is_module_class(owner)
+    return bool(owner) and facts.project.is_module_class(owner)  # type: ignore[union-attr]
 
 
 _CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__"})

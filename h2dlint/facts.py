@@ -521,7 +521,6 @@ class FileFacts:
         self.gpu_device_names: tuple[str, ...] = ()  # the run's configured CUDA device expressions
         self.test_file = False  # a test module (see is_test_path), set by the engine
         self.other_accelerator_path = False  # a module for another accelerator (is_other_accelerator_path), likewise
-        self._armed: dict[str, set[str]] | None = None  # flags_armed, on first use
         self._contexts: dict[tuple[int, frozenset[str]], CodeContext] = {}  # by line and hot function names
         self._contexts_by_shape: dict[tuple[str | None, bool, bool, frozenset[str]], CodeContext] = {}
         self._line_map: _LineMap | None = None  # built on first use
@@ -540,11 +539,6 @@ class FileFacts:
         summary of the file, which holds it, else from the nodes indexed."""
         known = self.project.evidence() if self.project is not None else None
         return known if known is not None else evidence_of(self.tree)
-
-    def _flags_armed(self) -> dict[str, set[str]]:
-        if self._armed is None:
-            self._armed = flags_armed(self.tree)
-        return self._armed
 
     @property
     def for_other_accelerator(self) -> bool:
@@ -607,6 +601,7 @@ class FileFacts:
         """One walk over the tree: parents, imports, calls by name, and the blocks that shape control flow."""
         imports: list[ast.Import | ast.ImportFrom] = []
         with_blocks: list[ast.With | ast.AsyncWith] = []
+        armed = functools.cache(functools.partial(flags_armed, tree))  # asked only by `if self.flag:` tests
         parents = self.parents
         stack: list[ast.AST] = [tree]
         while stack:  # the hottest loop of a run: the children are listed inline, not by _children()
@@ -655,7 +650,7 @@ class FileFacts:
                 first = node.body[0].lineno if node.body[0].lineno > node.lineno else node.lineno
                 self.loops.append((first, node.end_lineno or node.lineno))
             elif kind is ast.If:
-                if periodic_test(node.test) or fills_a_cache(node, self._flags_armed):
+                if periodic_test(node.test) or fills_a_cache(node, armed):
                     self.occasional.append((node.body[0].lineno, node.body[-1].end_lineno or node.lineno))
                 if node.orelse:
                     self.if_arms.append(((node.body[0].lineno, node.body[-1].end_lineno or node.lineno),
@@ -1661,10 +1656,10 @@ def fills_a_cache(node: ast.If, armed: Callable[[], dict[str, set[str]]] | None 
     self._ready: ...; self._ready = True`; but not when code of the file other than a constructor arms the flag
     again (`armed()`, see `flags_armed`): `self._dirty = True` in a setter called every step."""
     # Every `if` of every file is asked: its body is walked only when its test has the shape of one of those.
-    if not _may_test_a_cache(node.test) and _once_flag(node.test) is None:
+    flag = _once_flag(node.test)
+    if flag is None and not _may_test_a_cache(node.test):
         return False
     assignments = [(target, inner.value) for inner in statements(node.body) for target in _assigned_targets(inner)]
-    flag = _once_flag(node.test)
     if flag is not None:
         name, runs_while_set = flag
         arming = armed().get(name, set()) if armed is not None else set()

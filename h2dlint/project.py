@@ -21,13 +21,14 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import functools
 import gc
 import hashlib
 import marshal
 import os
 import tempfile
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -171,16 +172,10 @@ class _Summarizer:
         self.reads: set[str] = set()  # attribute names read anywhere in the file
         # What the function being summarized does with values, turned into values (`_Values`) at its end.
         self._pending: _Pending | None = None
-        self._tree: ast.Module | None = None
-        self._armed: dict[str, set[str]] | None = None  # facts.flags_armed of the tree, on first use
-
-    def _flags_armed(self) -> dict[str, set[str]]:
-        if self._armed is None:
-            self._armed = flags_armed(self._tree) if self._tree is not None else {}
-        return self._armed
+        self._flags_armed: Callable[[], dict[str, set[str]]] = dict  # facts.flags_armed of the tree, on first use
 
     def run(self, tree: ast.Module) -> dict:
-        self._tree = tree
+        self._flags_armed = functools.cache(functools.partial(flags_armed, tree))
         self._body(tree.body, prefix="", class_name="")
         module_calls = self.functions.pop("<module>", None)
         if module_calls is not None and module_calls["calls"]:
@@ -1534,7 +1529,7 @@ class FileView:
     def is_module_class(self, local_class: str) -> bool:
         """Whether the class (`Outer.Inner` in this file) is an `nn.Module`: one object per model."""
         qualified = self.class_of(local_class)
-        return qualified is not None and qualified in self.model.classes and self.model._is_module_class(qualified)
+        return qualified is not None and self.model._is_module_class(qualified)
 
     def resolve_type(self, dotted: str) -> str | None:
         if self.module is None:

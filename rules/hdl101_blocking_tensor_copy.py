@@ -63,9 +63,8 @@ class BlockingTensorCopy(Rule):
     cache (`if key not in _CACHE: _CACHE[key] = ...`, `if self._x is None: self._x =
     ...`), setting up lazily behind a flag it clears and nothing but a constructor sets
     (`if self._uninitialized: ...; self._uninitialized = False`), or only called from
-    such code. A local made when it
-    is None (`if mask is None: mask = ...`) is made on every call: it is reported. A
-    device of unknown kind in a module for another accelerator (`torch_tpu/`,
+    such code. A local made when it is None (`if mask is None: mask = ...`) is made on
+    every call: it is reported. A device of unknown kind in a module for another accelerator (`torch_tpu/`,
     `tpu_model_runner.py`, `npu/`, by the words of its path) is not a CUDA device.
 
     ## Example
