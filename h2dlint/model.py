@@ -48,9 +48,9 @@ class Finding:
         return (self.path, self.cell or 0, self.start, self.code)
 
 
-# What a sync finding says of its tensor and its code: "placement" is how the tensor is known to be on the GPU
-# ("proven" in this file, "inferred" through the project model, or "assumed": it may be), "placement_source" the
-# definition the model inferred it from, "hot" why the code runs every step.
+# What a finding says of its tensor and its code: "hot" why the code runs every step (any finding), and for a sync
+# "placement", how the tensor is known to be on the GPU ("proven" in this file, "inferred" through the project
+# model, or "assumed": it may be), "placement_source" the definition the model inferred it from.
 EVIDENCE_KEYS = ("placement", "placement_source", "hot")
 PLACEMENT_LEVELS = ("proven", "inferred", "assumed")
 

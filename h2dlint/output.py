@@ -39,7 +39,7 @@ def finding_to_json(finding: Finding) -> dict:
                        "location": _json_location(edit.start)} for edit in finding.fix.edits],
             "message": finding.fix.message,
         }
-    # h2dlint's own key, `evidence` (how a sync finding knows its tensor is on the GPU and why its code is hot),
+    # h2dlint's own key, `evidence` (why the code is hot; how a sync finding knows its tensor is on the GPU),
     # joins Ruff's keys in their sorted order, only where there is some.
     evidence = {"evidence": dict(finding.evidence)} if finding.evidence else {}
     return {

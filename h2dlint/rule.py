@@ -194,6 +194,11 @@ class Rule(cst.CSTVisitor):
     def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None,
                evidence: tuple[tuple[str, str], ...] = ()) -> None:
         start, end = self.position(node)
+        # Every finding says why its code runs often, when something shows it (the sync rules add how they know
+        # the tensor is on the GPU): what a rule's precision is measured by (scripts/precision_by_evidence.py).
+        context = self.context.facts.context_at(start.line)
+        if context.describe():
+            evidence = (*evidence, ("hot", context.hot_chain or context.describe()))
         self.context.findings.append(Finding(path=self.context.path, start=start, end=end, code=self.code,
                                              message=message, fix=fix, evidence=evidence))
 

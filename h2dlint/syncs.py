@@ -673,12 +673,12 @@ class SyncReporter:
             return
         context = self.context.facts.context_at(start.line)
         if owner(site, context, self.context.facts) == self.code:
-            self._site, self._context = site, context
+            self._site = site
             self.report_site(node, site, context)
 
     def report(self, node, message: str, fix=None, evidence=()) -> None:
-        """A sync finding says how its tensor is known to be on the GPU and why its code is hot."""
-        site, context = getattr(self, "_site", None), getattr(self, "_context", None)
+        """A sync finding says how its tensor is known to be on the GPU (`Rule.report` adds why its code is hot)."""
+        site = getattr(self, "_site", None)
         if site is not None:
             if site.inferred_from:
                 message += f" [on the GPU per the project model: {site.inferred_from}]"
@@ -687,8 +687,6 @@ class SyncReporter:
             evidence = (("placement", level),)
             if site.inferred_from:
                 evidence += (("placement_source", site.inferred_from),)
-            if context is not None and context.describe():
-                evidence += (("hot", context.hot_chain or context.describe()),)
         super().report(node, message, fix, evidence)
 
     def report_site(self, node, site: SyncSite, context: CodeContext) -> None:

@@ -212,6 +212,20 @@ def test_findings_carry_their_evidence_in_json_sarif_and_statistics(tmp_path):
                            "placement": {"proven": 1, "inferred": 1}}]
 
 
+def test_copy_findings_say_why_their_code_runs_often_when_it_does(tmp_path):
+    helper = ("import torch\n\n\ndef upload(ids, device):\n    return torch.tensor(ids, device=device)\n\n\n"
+              "def once(ids, device):\n    return torch.tensor(ids, device=device)\n")
+    runner = ("import torch\nfrom pkg.helper import upload\n\n\nclass Runner(torch.nn.Module):\n"
+              "    def forward(self, ids, device):\n        return upload(ids, device)\n\n"
+              "    def gather(self, rows, device):\n        for row in rows:\n            yield torch.tensor(row, device=device)\n")
+    make_project(tmp_path, helper=helper, runner=runner)
+    found = {(Path(finding["filename"]).name, finding["location"]["row"]): finding.get("evidence")
+             for finding in check(tmp_path, "--select", "HDL101")}
+    assert found == {("helper.py", 5): {"hot": "Runner.forward -> upload"},  # hot through calls
+                     ("helper.py", 9): None,  # nothing shows how often it runs: no evidence
+                     ("runner.py", 11): {"hot": "in a loop"}}
+
+
 def test_a_call_through_an_attribute_of_a_known_type_and_super_resolve(tmp_path):
     base = '''\
 import torch
