@@ -6,7 +6,8 @@ Without TREE it uses sglang 0.5.23's `srt` package, downloaded once with
 `pip download --no-deps` into benchmarks/.trees/ (git-ignored; never committed).
 Runs alternate between the tools, several rounds; the table gives medians and ratios.
 Measured: cold runs (no cache; Ruff both in its default output format, which prints a code frame
-with each diagnostic, and with one line per diagnostic), warm runs (nothing changed), one changed file,
+with each diagnostic, and with one line per diagnostic), warm runs (nothing changed), one changed file
+(a comment appended; a line inserted in the largest file; a call appended, which changes the project model),
 `--fix` with a warm cache, a pre-commit-sized run (5 files), and h2dlint's peak
 memory (all its processes together, sampled from /proc).
 
@@ -215,6 +216,8 @@ def main() -> int:
         ruff_cache = Path(scratch) / "ruff_cache"
         changed_file = files[len(files) // 2]
         original = changed_file.read_bytes()
+        largest = max(files, key=lambda path: path.stat().st_size)
+        largest_lines = largest.read_bytes().splitlines(keepends=True)
         timings: dict[str, list[float]] = {}
 
         def record(name: str, seconds: float) -> None:
@@ -237,6 +240,16 @@ def main() -> int:
             record("ruff warm", timed(ruff("--cache-dir", str(ruff_cache), str(tree)), work))
             changed_file.write_bytes(original + b"\n# touched by the benchmark\n")
             record("h2dlint one file changed", timed(h2dlint(str(tree)), work))
+            changed_file.write_bytes(original)
+            # A line inserted in the middle of the largest file moves every line after it; a call appended to a
+            # file changes what the project model holds, which is then built again.
+            middle = len(largest_lines) // 2
+            largest.write_bytes(b"".join([*largest_lines[:middle], b"# touched by the benchmark\n",
+                                          *largest_lines[middle:]]))
+            record("h2dlint largest file, a line inserted", timed(h2dlint(str(tree)), work))
+            largest.write_bytes(b"".join(largest_lines))
+            changed_file.write_bytes(original + b"\nprint()\n")
+            record("h2dlint one file, a call added", timed(h2dlint(str(tree)), work))
             changed_file.write_bytes(original)
             # pre-commit passes the changed files; the cache in the working folder (the project model's summaries
             # among it) is as warm as a developer's.
@@ -280,7 +293,11 @@ def main() -> int:
         print(f"| {label} | {median[ours]:.2f} s | {median[theirs]:.2f} s | {median[ours] / median[theirs]:.2f} |")
     print(f"| cold, Ruff printing one line per diagnostic (`--output-format concise`) | {median['h2dlint cold']:.2f} s "
           f"| {median['ruff cold concise']:.2f} s | {median['h2dlint cold'] / median['ruff cold concise']:.2f} |")
-    print(f"| one file changed | {median['h2dlint one file changed']:.2f} s | | |")
+    print(f"| one file changed (a comment appended) | {median['h2dlint one file changed']:.2f} s | | |")
+    print(f"| the largest file changed (`{largest.name}`, a line inserted in its middle) | "
+          f"{median['h2dlint largest file, a line inserted']:.2f} s | | |")
+    print(f"| one file changed so that the project model changes (a call appended) | "
+          f"{median['h2dlint one file, a call added']:.2f} s | | |")
     print(f"| 5 files, as pre-commit runs it | {median['h2dlint 5 files (pre-commit)']:.2f} s | | |")
     print(f"| `--fix`, warm cache ({changed_lines} lines rewritten) | {fix_seconds:.2f} s | | |")
     print(f"| peak memory, all processes | {memory:.0f} MB | | |")

@@ -64,7 +64,7 @@ class FindingsCache:
     def lookup(self, path: Path, model_key: str = "") -> tuple[Finding, ...] | None:
         """The cached findings when the file, and what the project model says of it (`model_key`), are unchanged
         since they were cached; else None."""
-        key = str(path.absolute())
+        key = os.path.abspath(path)
         self.seen.add(key)
         entry = self.entries.get(key)
         if entry is None or len(entry) != 6 or entry[4] != model_key:
@@ -88,17 +88,17 @@ class FindingsCache:
 
     def digest(self, path: Path) -> str:
         """The content digest cached for `path` (after a successful lookup: that of the file now)."""
-        return self.entries[str(path.absolute())][2]
+        return self.entries[os.path.abspath(path)][2]
 
     def store(self, path: Path, digest: str, size: int, mtime_ns: int, findings, model_key: str = "",
               asked: tuple = ()) -> None:
-        self.entries[str(path.absolute())] = [size, mtime_ns, digest, [finding_to_json(f) for f in findings],
+        self.entries[os.path.abspath(path)] = [size, mtime_ns, digest, [finding_to_json(f) for f in findings],
                                               model_key, [list(question) for question in asked]]
         self.changed = True
 
     def asked(self, path: Path) -> tuple:
         """The questions about values the file's rules asked the project model when its findings were cached."""
-        entry = self.entries.get(str(path.absolute()))
+        entry = self.entries.get(os.path.abspath(path))
         if entry is None or len(entry) != 6:
             return ()
         return tuple(tuple(question) for question in entry[5])

@@ -58,6 +58,9 @@ class FileResult:
     # The questions the file's rules asked the project model about values (see FileView.asked); None when the
     # file was not linted (its findings came from the cache).
     asked: tuple | None = None
+    # What the file's view asked the project model, with the answers (see FileView.journal): kept for the next run
+    # by the process that owns the cache; None when the file was not linted.
+    journal: dict | None = None
 
 
 class Linter:
@@ -150,6 +153,12 @@ class Linter:
         if view is None or view.path != os.path.abspath(path):
             return ()
         return tuple(sorted(view.asked))
+
+    def journal(self, path: str | os.PathLike[str]) -> dict | None:
+        """What the view of the file at `path` asked the project model in this process, with the answers (see
+        FileView.journal); None when it was not the last file checked."""
+        view = self.last_view
+        return view.journal if view is not None and view.path == os.path.abspath(path) else None
 
     def _active_rules(self, text: str, model_facts: frozenset[str] = frozenset(),
                       gate: FileGate = OPEN_GATE) -> list[type[Rule]]:
@@ -323,10 +332,10 @@ def process_file(path: Path, linter: Linter, mode: str, known: Known | None = No
         return unreadable(name, str(error))
     try:
         if known is not None and known[0] == source.digest:
-            findings, asked = list(known[1]), None
+            findings, asked, journal = list(known[1]), None, None
         else:
             findings = linter.lint(source)
-            asked = linter.asked(path)
+            asked, journal = linter.asked(path), linter.journal(path)
         if mode == "add-noqa":
             edits, left = add_noqa_edits(findings, source.text)
             if edits:
@@ -335,7 +344,7 @@ def process_file(path: Path, linter: Linter, mode: str, known: Known | None = No
         result, new_text = fix_in_memory(source, findings, linter, mode)
         if new_text is None:
             return dataclasses.replace(result, stamp=(status.st_size, status.st_mtime_ns, source.digest),
-                                       asked=asked) if stamped else result
+                                       asked=asked, journal=journal) if stamped else result
         if mode == "fix":
             write_source_atomically(source, new_text)
         return result

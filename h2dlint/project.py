@@ -100,19 +100,21 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 13
+SUMMARY_VERSION = 14
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
 
 # ----- one file's summary -----------------------------------------------------------------------------------------
 #
-# A summary is plain data (dicts, lists, tuples, strings, ints), so that it can be cached with marshal:
+# A summary is plain data (dicts, lists, tuples, strings, ints), so that it can be cached with marshal. It holds no
+# line numbers (a message names a definition by module and name): an edit that moves code without changing what it
+# does leaves the summary, and so the model, as they were (Project._take_last_run).
 #   module:   the file's dotted module name
 #   imports:  {local name: qualified name}
-#   classes:  {class qualname: {"line", "bases": [dotted as written], "attrs": {attr: [placement, line, why]},
+#   classes:  {class qualname: {"bases": [dotted as written], "attrs": {attr: [placement, why]},
 #              "types": {attr: dotted type as written}}}
-#   functions: {qualname: {"line", "end", "class": class qualname or "", "calls": [call reference],
+#   functions: {qualname: {"class": class qualname or "", "calls": [call reference],
 #               "params": {parameter: dotted annotation}, "replay": bool, "order": [positional parameter],
 #               "returns": [value], "passes": {index into calls: [[value of each positional argument],
 #               {keyword: value}]}, "occasional": [index into calls of each call made once in a while: under
@@ -125,7 +127,6 @@ _SUMMARY_CACHE_FORMAT = 2
 # operation on both: on the GPU if either is), ["both", value, value] (one or the other), ["d", value] (the device
 # of a tensor, or a device), ["t", value] (a tensor made on a device, or on another tensor's), ["m", call reference,
 # value] (a method called on a value: a project method's result, else a tensor method's); [] for unknown.
-#   default_device: [line of each `torch.set_default_device(...)` / `with torch.device(...)`]
 #   device_context_calls: [(function qualname or "", call reference)] made inside `with torch.device(...)`
 #   evidence: facts.TreeEvidence as data (GPU evidence, mirrored names, streams, collectives, torch, functions)
 #
@@ -167,7 +168,6 @@ class _Summarizer:
         self.imports: dict[str, str] = {}
         self.classes: dict[str, dict] = {}
         self.functions: dict[str, dict] = {}
-        self.default_device: list[int] = []
         self.device_context_calls: list[tuple[str, str]] = []
         self.reads: set[str] = set()  # attribute names read anywhere in the file
         # What the function being summarized does with values, turned into values (`_Values`) at its end.
@@ -181,7 +181,7 @@ class _Summarizer:
         if module_calls is not None and module_calls["calls"]:
             self.functions[""] = module_calls  # module-level code: only its device contexts matter
         return {"module": self.module, "imports": self.imports, "classes": self.classes,
-                "functions": self.functions, "default_device": self.default_device, "reads": sorted(self.reads),
+                "functions": self.functions, "reads": sorted(self.reads),
                 "device_context_calls": self.device_context_calls}
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
@@ -222,31 +222,30 @@ class _Summarizer:
 
     def _class(self, node: ast.ClassDef, prefix: str) -> None:
         name = f"{prefix}{node.name}"
-        self.classes[name] = {"line": node.lineno, "bases": [_dotted(base) or "" for base in node.bases],
+        self.classes[name] = {"bases": [_dotted(base) or "" for base in node.bases],
                               "attrs": {}, "types": {}, "scalars": [], "unplaced": []}
         self._body(node.body, prefix=f"{name}.", class_name=name)
         attrs, scalars = self.classes[name]["attrs"], set(self.classes[name]["scalars"])
         if "gpu" in attrs and attrs["gpu"][0] == "" and ("cpu" in attrs or "np" in attrs):
             # A buffer kept on both sides (`self.cpu`, `self.gpu`, `self.np`): `gpu` is the device copy.
-            attrs["gpu"] = [GPU, attrs["gpu"][1], "has a host side `cpu`"]
+            attrs["gpu"] = [GPU, "has a host side `cpu`"]
         for attr in list(attrs):
             if attr in scalars or not names_a_tensor(attr) or _COUNT_WORDS.intersection(name_words(attr)):
                 continue  # `use_fused_rope` beside `use_fused_rope_cpu` is a flag, `num_heads_cpu` a count
             for suffix in _MIRROR_SUFFIXES:
                 mirror = attrs.get(attr + suffix)
                 if mirror is not None and attrs[attr][0] == "" and mirror[0] != GPU:
-                    attrs[attr] = [GPU, attrs[attr][1], f"has a host mirror `{attr}{suffix}`"]
+                    attrs[attr] = [GPU, f"has a host mirror `{attr}{suffix}`"]
 
     def _class_statement(self, statement: ast.stmt, class_name: str) -> None:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-            self._attribute(class_name, statement.target.id, statement.value, statement.lineno, statement.annotation)
+            self._attribute(class_name, statement.target.id, statement.value, statement.annotation)
         elif isinstance(statement, ast.Assign):
             for target in statement.targets:
                 if isinstance(target, ast.Name):
-                    self._attribute(class_name, target.id, statement.value, statement.lineno, None)
+                    self._attribute(class_name, target.id, statement.value, None)
 
-    def _attribute(self, class_name: str, attr: str, value: ast.expr | None, line: int,
-                   annotation: ast.expr | None) -> None:
+    def _attribute(self, class_name: str, attr: str, value: ast.expr | None, annotation: ast.expr | None) -> None:
         entry = self.classes[class_name]
         if annotation is not None:
             annotated = _dotted(annotation)
@@ -264,9 +263,9 @@ class _Summarizer:
             entry["unplaced"].append(attr)  # assigned something whose placement the summary cannot tell
         known = entry["attrs"].get(attr)
         if known is None or known[0] == "":
-            entry["attrs"][attr] = [placement, line, why]
+            entry["attrs"][attr] = [placement, why]
         elif placement and placement != known[0]:
-            entry["attrs"][attr] = ["mixed", line, ""]
+            entry["attrs"][attr] = ["mixed", ""]
         if not placement and value is not None and not (isinstance(value, ast.Constant) and value.value is None):
             # Left for the model, which may place it through what the function is passed or calls.
             if self._pending is not None and self._pending.class_name == class_name:
@@ -282,7 +281,7 @@ class _Summarizer:
         arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
         params = {arg.arg: _dotted(arg.annotation) for arg in arguments if arg.annotation is not None}
         params = {name: annotation for name, annotation in params.items() if annotation}
-        record = {"line": node.lineno, "end": node.end_lineno or node.lineno, "class": class_name, "calls": [],
+        record = {"class": class_name, "calls": [],
                   "params": params, "replay": False}
         if any(caches_results(decorator) for decorator in node.decorator_list):
             record["cached"] = True
@@ -333,7 +332,7 @@ class _Summarizer:
         """Record what `statement` does that the model needs: the calls it makes (nested functions and lambdas
         count as their function's), the imports, the attributes it reads and those it assigns on `self`, and the
         default-device contexts it opens. One walk, over the fields that may hold nodes."""
-        record = self.functions.setdefault(qualname, {"line": 0, "end": 0, "class": class_name, "calls": [],
+        record = self.functions.setdefault(qualname, {"class": class_name, "calls": [],
                                                      "params": {}, "replay": False})
         calls, reads = record["calls"], self.reads
         pending = self._pending if qualname != "<module>" else None
@@ -358,9 +357,7 @@ class _Summarizer:
                     calls.append(reference)
                     if in_device_context:
                         self.device_context_calls.append((qualname, reference))
-                    if reference.endswith(".set_default_device") or reference == "n:set_default_device":
-                        self.default_device.append(node.lineno)
-                    elif reference.endswith(".replay") and not node.args:
+                    if reference.endswith(".replay") and not node.args:
                         record["replay"] = True
             elif kind is ast.ClassDef:
                 continue  # a class defined in a function: its own methods are not summarized
@@ -378,14 +375,13 @@ class _Summarizer:
                 continue
             elif kind is ast.With or kind is ast.AsyncWith:
                 if any(_is_device_context(item.context_expr) for item in node.items):
-                    self.default_device.append(node.lineno)
                     in_device_context = True
             elif (kind is ast.Assign or kind is ast.AnnAssign) and class_name and self_name:
                 for target in node.targets if kind is ast.Assign else [node.target]:
                     if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name \
                             and target.value.id == self_name:
                         annotation = node.annotation if kind is ast.AnnAssign else None
-                        self._attribute(class_name, target.attr, node.value, node.lineno, annotation)
+                        self._attribute(class_name, target.attr, node.value, annotation)
             fields = _FIELDS.get(kind)
             if fields is None:
                 fields = _FIELDS[kind] = tuple(name for name in kind._fields if name not in _NOT_CHILDREN)
@@ -741,7 +737,7 @@ class Hot:
 @dataclass(frozen=True)
 class AttributePlacement:
     placement: str  # GPU or HOST
-    where: str  # `Class.attr` (module:line), or the parameter or call placed
+    where: str  # `Class.attr` (module), or the parameter or call placed
     why: str
     origin: str = ""  # for a placement followed through values: where the chain starts, and why
     device: bool = False  # a device (`self.device`), not a tensor on it
@@ -1080,9 +1076,9 @@ class ProjectModel:
                 if record["attrs"].get(attr, ("",))[0] == "":
                     unplaced[attr] = unplaced.get(attr, 0) + 1
             placements = {}
-            for attr, (placement, line, why) in record["attrs"].items():
+            for attr, (placement, why) in record["attrs"].items():
                 if placement in (GPU, HOST):
-                    where = f"`{record['name']}.{attr}` ({record['module']}:{line})"
+                    where = f"`{record['name']}.{attr}` ({record['module']})"
                     placements[attr] = AttributePlacement(placement, where, why)
                     by_name.setdefault(attr, []).append(placements[attr])
                 elif placement == "mixed":
@@ -1249,7 +1245,7 @@ class ProjectModel:
                              for function, value in flows])
             if found is None:
                 return None
-            return found.through(f"`{record['name']}.{attr}` ({record['module']}:{record['attrs'][attr][1]})",
+            return found.through(f"`{record['name']}.{attr}` ({record['module']})",
                                  f"from {found.where}")
         return None
 
@@ -1501,23 +1497,55 @@ def short_name(qualified: str) -> str:
     return parts[-1]
 
 
-class FileView:
-    """What the project model says about one file, asked by its rules."""
+def _journaled(method):
+    """A FileView method that asks the project model: each answer is kept in the view's journal, which a run leaves
+    for the next (Project.save), so that a file re-checked against the same model is answered without building it
+    (Project.view). Its arguments are plain values (names, question tuples), so that they key the journal."""
+    name = method.__name__
 
-    def __init__(self, model: ProjectModel, path: str) -> None:
-        self.model = model
+    @functools.wraps(method)
+    def answered(self, *args):
+        key = (name, *args)
+        if key in self.journal:
+            return self.journal[key]
+        answer = self.journal[key] = method(self, *args)
+        return answer
+    return answered
+
+
+class FileView:
+    """What the project model says about one file, asked by its rules.
+
+    Every answer that depends on the model goes through a `_journaled` method. A view made from the last run's
+    journal (`journal`, with the model not built: `model` None and `build` making it) answers from there, and
+    builds the model only for a question the last run did not ask."""
+
+    def __init__(self, model: ProjectModel | None, path: str, summary: dict | None = None,
+                 journal: dict | None = None, build: Callable[[], ProjectModel] | None = None) -> None:
+        self._model = model
+        self._build = build
         self.path = path
-        summary = model.summaries.get(path)
+        if model is not None:
+            summary = model.summaries.get(path)
         self.module = summary["module"] if summary else None
         self.summary = summary
-        self._opened: frozenset[str] | None = None  # opened_for(), asked by the engine and by the sync finder
+        # What this view was asked of the model, with the answers, by method and arguments (see `_journaled`).
+        self.journal: dict[tuple, object] = journal if journal is not None else {}
         # The questions about values asked through this view: a file's findings depend on their answers (key).
         self.asked: set[tuple[str, ...]] = set()
         self._evidence: TreeEvidence | None = None
 
+    @property
+    def model(self) -> ProjectModel:
+        if self._model is None:
+            assert self._build is not None, "a view without a model is made with a way to build it"
+            self._model = self._build()
+        return self._model
+
     def qualified(self, local_qualname: str) -> str:
         return f"{self.module}.{local_qualname}"
 
+    @_journaled
     def hot(self, local_qualname: str) -> Hot | None:
         if self.module is None:
             return None
@@ -1526,11 +1554,13 @@ class FileView:
     def class_of(self, local_class: str) -> str | None:
         return self.qualified(local_class) if self.module is not None else None
 
+    @_journaled
     def is_module_class(self, local_class: str) -> bool:
         """Whether the class (`Outer.Inner` in this file) is an `nn.Module`: one object per model."""
         qualified = self.class_of(local_class)
         return qualified is not None and self.model._is_module_class(qualified)
 
+    @_journaled
     def resolve_type(self, dotted: str) -> str | None:
         if self.module is None:
             return None
@@ -1541,6 +1571,7 @@ class FileView:
         placed = self._ask(("attribute", class_name or "", attr))
         return placed if isinstance(placed, AttributePlacement) else None
 
+    @_journaled
     def attribute_type(self, class_name: str | None, attr: str) -> str | None:
         """The class of `<object of class_name>.attr`, when the project defines it (`self.x = Buffer(...)`, or an
         annotation)."""
@@ -1556,7 +1587,8 @@ class FileView:
     def call_result(self, local_qualname: str, call: ast.Call) -> AttributePlacement | None:
         """Where the result of `call`, made in the function, lives, by what the project functions it may call
         return."""
-        record = self.model.functions.get(self.qualified(local_qualname)) if self.module is not None else None
+        # The function is this file's: its record is the summary's, as the model holds it.
+        record = self.summary["functions"].get(local_qualname) if self.summary is not None else None
         if record is None:
             return None
         reference = call_reference(call, record["params"], record.get("self") or None)
@@ -1575,21 +1607,29 @@ class FileView:
     def _ask(self, question: tuple[str, str, str]) -> AttributePlacement | str | None:
         """The model's answer to `question`, which the file's findings then depend on (see `key`)."""
         self.asked.add(question)
+        return self._answer(question)
+
+    @_journaled
+    def _answer(self, question: tuple[str, str, str]) -> AttributePlacement | str | None:
         return self.model.answer(question)
 
+    @_journaled
     def device_context(self, local_qualname: str) -> str | None:
         """Where a `with torch.device(...)` that may be open around this function is, if the model sees one."""
         if self.module is None:
             return None
         return self.model.under_device_context.get(self.qualified(local_qualname))
 
+    @_journaled
     def opened_for(self) -> frozenset[str]:
         """The facts the model knows of this file that its own words cannot show: "hotness" when a function of it
         is hot through calls, "placement" when it reads an attribute some class of the project places on the GPU.
         The text tests of the rules that ask for those facts then give way to their word tests alone."""
-        if self._opened is None:
-            self._opened = self._facts_the_text_cannot_show()
-        return self._opened
+        return self._facts_the_text_cannot_show()
+
+    @_journaled
+    def placement_digest(self) -> str:
+        return self.model.placement_digest()
 
     def evidence(self) -> TreeEvidence | None:
         """What the file's tree shows about devices, streams and collectives (see facts.TreeEvidence)."""
@@ -1666,10 +1706,10 @@ class FileView:
                 digest.update(f"{name}={hot.chain if hot else ''};".encode())
                 context = self.device_context(name) if name else None
                 digest.update(f"{context or ''};".encode())
-        digest.update(self.model.placement_digest().encode())
+        digest.update(self.placement_digest().encode())
         digest.update(f"opened={sorted(self.opened_for())};".encode())  # the rules' text tests give way to these
         for question in asked:
-            answer = self.model.answer(question)
+            answer = self._answer(tuple(question))
             shown = f"{answer.describe()}{answer.device}{answer.typed}" if isinstance(answer, AttributePlacement) else answer or ""
             digest.update(f"{question}={shown};".encode())
         return digest.hexdigest()
@@ -1872,10 +1912,12 @@ class Project:
 
     What a run leaves for the next (`save`): the files' sizes and modification times, the model keys of its files
     (what their cached findings were computed with) and, in a file of its own read only when a model is built, the
-    model's hotness. The next run takes them as its own when the model would be the same: the same settings and
-    files, and each file that changed since with the same summary as before (an edit inside a function's body that
-    changes no call, a comment). Then a run whose findings all come from the cache never builds the model, and one
-    that lints a changed file builds it without propagating hotness again."""
+    model's hotness, and the journal of what each file's view asked the model (FileView.journal). The next run takes
+    them as its own when the model would be the same: the same settings and files, and each file that changed since
+    with the same summary as before (an edit inside a function's body that changes no call, a comment). Then a run
+    whose findings all come from the cache never builds the model, and one that lints a changed file answers its
+    rules from the file's journal, building the model (without propagating hotness again) only for a question the
+    journal does not hold."""
 
     def __init__(self, root: Path, files: list[str] | list[Path], settings, cache_folder: Path | None,
                  jobs: int) -> None:
@@ -1889,6 +1931,10 @@ class Project:
         self._stamps = self._file_stamps()
         self._state_file = cache_folder / f"model-{__version__}.marshal" if cache_folder is not None else None
         self._hot_file = cache_folder / f"model-{__version__}-hot.marshal" if cache_folder is not None else None
+        self._journal_file = cache_folder / f"model-{__version__}-journal.marshal" if cache_folder is not None \
+            else None
+        self._journals: dict[str, dict] = {}  # by file: what its views asked the model this run, with the answers
+        self._last_journals: dict[str, bytes] | None = None  # the last run's, encoded, when the model is the same
         self._last: tuple[dict, dict, str] | None = None  # the stamps, keys and hotness token the last run saved
         self._checked = False  # whether the last run's state was compared with this one's
         self._same_model = False  # whether the model is the last run's
@@ -1974,11 +2020,49 @@ class Project:
         return self._model
 
     def view(self, path: str) -> FileView:
-        return self.model.view(path)
+        """The model's view of the file: from the last run's journal of it, when the model is the same as the last
+        run's and not built yet (the model is built at the first question the journal lacks)."""
+        absolute = os.path.abspath(path)
+        journal = self._journals.get(absolute)
+        if self._model is None:
+            if journal is None:
+                journal = self._last_journal(absolute)
+            summary = self._summary_cache().lookup(absolute, *self._stamps[absolute]) \
+                if journal is not None and absolute in self._stamps else None
+            if summary is not None:
+                self._journals[absolute] = journal  # type: ignore[assignment]
+                return FileView(None, absolute, summary, journal, build=lambda: self.model)
+        view = FileView(self.model, absolute, journal=journal)
+        self._journals[absolute] = view.journal
+        return view
 
-    def build(self) -> None:
-        """Build the model now (before worker processes start, so that they share it)."""
+    def build(self, paths: Iterable[str | os.PathLike[str]] = ()) -> None:
+        """Build the model now (before worker processes start, so that they share it), unless each of `paths`, the
+        files to be linted, has a journal from the last run (see `view`)."""
+        if paths and all(os.path.abspath(path) in self._journals_of_last_run() for path in paths):
+            return
         self._model = self.model
+
+    def keep_journal(self, path: str | os.PathLike[str], journal: dict) -> None:
+        """Keep what a view made in a worker process asked the model, for the next run."""
+        self._journals.setdefault(os.path.abspath(path), {}).update(journal)
+
+    def _last_journal(self, absolute: str) -> dict | None:
+        """The last run's journal of the file, when this run's model is the same."""
+        encoded = self._journals_of_last_run().get(absolute)
+        return _decoded_journal(encoded) if encoded is not None else None
+
+    def _journals_of_last_run(self) -> dict[str, bytes]:
+        """The last run's journals by file, encoded; none when this run's model is not the same."""
+        if self._last_journals is None:
+            self._last_journals = {}
+            self._take_last_run()
+            if self._same_model and self._last is not None:
+                cached = _read_cached(self._journal_file)
+                if isinstance(cached, tuple) and len(cached) == 2 and cached[0] == self._last[2] \
+                        and isinstance(cached[1], dict):
+                    self._last_journals = cached[1]
+        return self._last_journals
 
     def key(self, path, asked: tuple = ()) -> str:
         """The model key of the file at `path` (FileView.key), with the answers to the questions about values
@@ -1988,7 +2072,7 @@ class Project:
         known = self._keys.get(absolute)
         if known is not None and tuple(map(tuple, known[0])) == asked:
             return known[1]
-        key = self.model.view(absolute).key(asked)
+        key = self.view(absolute).key(asked)
         self._keys[absolute] = (asked, key)
         return key
 
@@ -2008,11 +2092,48 @@ class Project:
             parts = [part.name for part in fields(Hot)]
             _write_cached(self._hot_file, (token, {name: tuple(getattr(found, part) for part in parts)
                                                    for name, found in self._model.hot.items()}))
+        self._save_journals(token)
         _write_cached(self._state_file, (_STATE_FORMAT, self._settings, self._stamps, self._keys, token))
+
+    def _save_journals(self, token: str | None) -> None:
+        """Keep the journals of this run's views with the token of its model; the last run's stay where the model
+        is the same (the same token), and only those of files still in the project."""
+        if not self._journals or self._journal_file is None:
+            return
+        kept: dict[str, bytes] = {}
+        if self._last is not None and token == self._last[2]:
+            kept = {path: encoded for path, encoded in self._journals_of_last_run().items() if path in self._stamps}
+        for path, journal in self._journals.items():
+            kept[path] = _encoded_journal(journal)
+        _write_cached(self._journal_file, (token, kept))
 
 
 # What the state a run keeps for the next looks like (Project.save).
 _STATE_FORMAT = 3
+
+
+def _encoded_journal(journal: dict) -> bytes:
+    """A view's journal as marshal writes it: each answer tagged with its kind (the model's records are tuples)."""
+    items = []
+    for question, answer in journal.items():
+        if isinstance(answer, Hot):
+            items.append((question, "hot", answer.chain))
+        elif isinstance(answer, AttributePlacement):
+            items.append((question, "placed", tuple(getattr(answer, part.name) for part in fields(answer))))
+        else:
+            items.append((question, "", answer))
+    return marshal.dumps(items)
+
+
+def _decoded_journal(data: bytes) -> dict | None:
+    """What `_encoded_journal` wrote; None when it cannot be read (the model then answers)."""
+    with contextlib.suppress(ValueError, EOFError, TypeError):
+        journal = {}
+        for question, kind, value in marshal.loads(data):
+            journal[question] = Hot(value) if kind == "hot" else AttributePlacement(*value) if kind == "placed" \
+                else value
+        return journal
+    return None
 # At most this many files changed since the last run are summarized one by one to find whether the model is the
 # same as the last run's.
 _MAX_CHANGED_TO_COMPARE = 16
@@ -2027,7 +2148,8 @@ def project_model_for(paths: list[Path], settings, cache_folder: Path | None, jo
     from .discovery import find_python_files
 
     root = find_project_root(paths, settings)
-    if found is not None and len(paths) == 1 and str(paths[0]) == str(root) and paths[0].is_dir():
+    if found is not None and len(paths) == 1 and os.path.abspath(paths[0]) == os.path.abspath(root) \
+            and paths[0].is_dir():
         under_root = found  # the same walk as the one below: not done twice
     else:
         under_root = find_python_files([root], settings.exclude, settings.respect_gitignore, [],

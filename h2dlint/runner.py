@@ -101,7 +101,7 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
 
     jobs = jobs or os.cpu_count() or 1
     if to_process and linter.project is not None:
-        linter.project.build()
+        linter.project.build(to_process)
     processed: list[FileResult] = []
     if jobs == 1 or len(to_process) < PARALLEL_THRESHOLD:
         with _collector_paused() as collector:
@@ -121,6 +121,8 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
     if cache is not None:
         for path, result in zip(to_process, processed, strict=True):
             if result.stamp is not None and result.error is None:
+                if result.journal is not None and linter.project is not None:
+                    linter.project.keep_journal(path, result.journal)
                 asked = result.asked if result.asked is not None else cache.asked(path)
                 cache.store(path, result.stamp[2], result.stamp[0], result.stamp[1], result.findings,
                             linter.model_key(path, asked), asked)

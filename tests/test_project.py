@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from h2dlint import project
 from h2dlint.cli import main
 from h2dlint.project import module_name_for, summarize
 
@@ -87,7 +88,7 @@ def test_a_read_in_another_files_hot_path_of_a_tensor_placed_in_a_third_file_is_
     message = findings[0]["message"]
     # the shortest chain of calls from the root, and where the model placed the tensor
     assert "hot: ModelRunner.forward -> Backend.plan_later -> Backend.plan" in message
-    assert "`ForwardBatch.seq_lens` (pkg.batch:7) has a host mirror `seq_lens_cpu`" in message
+    assert "`ForwardBatch.seq_lens` (pkg.batch) has a host mirror `seq_lens_cpu`" in message
 
 
 def test_without_the_project_model_the_same_read_goes_unreported(tmp_path):
@@ -125,6 +126,51 @@ def test_a_change_to_the_calls_in_one_file_changes_hotness_in_another_with_the_c
     (tmp_path / "pkg" / "runner.py").write_text(RUNNER.replace("return self.backend.plan_later(batch)",
                                                                "return batch"))
     assert check(tmp_path, cache=True) == []
+
+
+def test_an_edit_that_changes_no_summary_is_checked_from_the_journal_without_building_the_model(tmp_path,
+                                                                                             monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)
+    before = check(tmp_path, cache=True)
+    assert by_file(before) == {"backend.py": [(6, "HDL201")]}
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was built")
+
+    monkeypatch.setattr(project, "build_model", no_model)
+    # An edit that moves code but changes no call, class, import or value leaves the model as the last run's: the
+    # file's rules are answered from what its view asked then (the placement in batch.py, the chain from runner.py).
+    (tmp_path / "pkg" / "backend.py").write_text("# planning\n" + BACKEND)
+    after = check(tmp_path, cache=True)
+    assert by_file(after) == {"backend.py": [(7, "HDL201")]}
+    assert after[0]["message"] == before[0]["message"] and after[0]["evidence"] == before[0]["evidence"]
+    # And again, a docstring added to the method: the journal kept by that run serves the next.
+    (tmp_path / "pkg" / "backend.py").write_text("# planning\n" + BACKEND.replace(
+        "        return forward_batch.seq_lens.max().item()",
+        "        \"\"\"The longest sequence.\"\"\"\n        return forward_batch.seq_lens.max().item()"))
+    assert by_file(check(tmp_path, cache=True)) == {"backend.py": [(8, "HDL201")]}
+
+
+def test_a_view_from_a_journal_builds_the_model_only_for_a_question_the_journal_lacks(tmp_path):
+    make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)
+    files = [str(path) for path in (tmp_path / "pkg").glob("*.py")]
+    model = project.build_model(files, (), lambda name: "a step" if name == "forward" else None,
+                                project_root=tmp_path)
+    path = str(tmp_path / "pkg" / "backend.py")
+    recorded = model.view(path)
+    chain = recorded.hot("Backend.plan")
+    assert chain is not None and chain.describe() == "ModelRunner.forward -> Backend.plan_later -> Backend.plan"
+    assert ("hot", "Backend.plan") in recorded.journal
+    built = []
+
+    def build():
+        built.append(True)
+        return model
+
+    replayed = project.FileView(None, path, model.summaries[path], dict(recorded.journal), build=build)
+    assert replayed.hot("Backend.plan") == chain and not built  # from the journal
+    assert replayed.hot("Backend.warm_up") == model.view(path).hot("Backend.warm_up") and built == [True]
 
 
 def test_hot_functions_configured_are_roots_and_gpu_attributes_are_placed(tmp_path):
@@ -198,7 +244,7 @@ def test_findings_carry_their_evidence_in_json_sarif_and_statistics(tmp_path):
     findings = {Path(finding["filename"]).name: finding for finding in check(tmp_path)}
     assert findings["backend.py"]["evidence"] == {
         "placement": "inferred",
-        "placement_source": "`ForwardBatch.seq_lens` (pkg.batch:7) has a host mirror `seq_lens_cpu`",
+        "placement_source": "`ForwardBatch.seq_lens` (pkg.batch) has a host mirror `seq_lens_cpu`",
         "hot": "ModelRunner.forward -> Backend.plan_later -> Backend.plan"}
     assert findings["local.py"]["evidence"] == {"placement": "proven", "hot": "in `forward`"}
     sarif = json.loads(CliRunner().invoke(main, ["check", str(tmp_path / "pkg"), "--no-cache", "--exit-zero",
@@ -283,7 +329,7 @@ def test_an_attribute_of_a_typed_attribute_is_placed_by_its_class(tmp_path):
     findings = check(tmp_path)
     assert by_file(findings) == {"runner.py": [(9, "HDL201")]}
     assert findings[0]["location"]["column"] == 16
-    assert "`CpuGpuBuffer.gpu` (pkg.buffer:7) has a host side `cpu`" in findings[0]["message"]
+    assert "`CpuGpuBuffer.gpu` (pkg.buffer) has a host side `cpu`" in findings[0]["message"]
 
 
 def test_a_tree_the_repository_ignores_is_in_the_model_when_checked(tmp_path):
@@ -397,7 +443,7 @@ def test_placement_follows_arguments_into_parameters_and_results_out_of_calls(tm
     messages = {Path(finding["filename"]).name: finding["message"] for finding in findings}
     # bincount is hot through two calls, and its `mask` parameter is the buffer every caller passes
     assert "hot: Worker.forward_batch_generation -> PenaltiesState.apply_staged_writes -> bincount" in messages["state.py"]
-    assert "`mask` of `bincount` passed `PenaltiesState.bin_mask` (pkg.state:7)" in messages["state.py"]
+    assert "`mask` of `bincount` passed `PenaltiesState.bin_mask` (pkg.state)" in messages["state.py"]
     assert "first: the device `torch.device(f'cuda:{local_rank}')` in `Worker.__init__`" in messages["state.py"]
     assert "what `Worker._pad` returns" in messages["worker.py"]
     # the device comparison on line 17 is no tensor condition: a device is followed apart from tensors
