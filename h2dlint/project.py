@@ -1497,11 +1497,15 @@ def short_name(qualified: str) -> str:
     return parts[-1]
 
 
+_JOURNALED: set[str] = set()  # the names of the methods `_journaled` keeps the answers of
+
+
 def _journaled(method):
     """A FileView method that asks the project model: each answer is kept in the view's journal, which a run leaves
     for the next (Project.save), so that a file re-checked against the same model is answered without building it
     (Project.view). Its arguments are plain values (names, question tuples), so that they key the journal."""
     name = method.__name__
+    _JOURNALED.add(name)
 
     @functools.wraps(method)
     def answered(self, *args):
@@ -1534,6 +1538,12 @@ class FileView:
         # The questions about values asked through this view: a file's findings depend on their answers (key).
         self.asked: set[tuple[str, ...]] = set()
         self._evidence: TreeEvidence | None = None
+
+    def ask_again(self, question: tuple) -> None:
+        """Ask a question of another view's journal (its method's name, then its arguments) of this view's model,
+        so that this view's journal holds the answer."""
+        if question and question[0] in _JOURNALED:
+            getattr(self, question[0])(*question[1:])
 
     @property
     def model(self) -> ProjectModel:
@@ -2096,13 +2106,25 @@ class Project:
         _write_cached(self._state_file, (_STATE_FORMAT, self._settings, self._stamps, self._keys, token))
 
     def _save_journals(self, token: str | None) -> None:
-        """Keep the journals of this run's views with the token of its model; the last run's stay where the model
-        is the same (the same token), and only those of files still in the project."""
+        """Keep the journals of this run's views with the token of its model, and only those of files still in the
+        project. The last run's stay where the model is the same (the same token). Where this run built another
+        model, the questions of the last run's journals are asked of it again: a file this run did not lint has
+        only what its key asked in this run's journal, and its next edit would otherwise build the model."""
         if not self._journals or self._journal_file is None:
             return
         kept: dict[str, bytes] = {}
         if self._last is not None and token == self._last[2]:
             kept = {path: encoded for path, encoded in self._journals_of_last_run().items() if path in self._stamps}
+        elif self._model is not None:
+            cached = _read_cached(self._journal_file)
+            last = cached[1] if isinstance(cached, tuple) and len(cached) == 2 and isinstance(cached[1], dict) \
+                else {}
+            for path, encoded in last.items():
+                journal = _decoded_journal(encoded) if path in self._stamps else None
+                if journal:
+                    view = self.view(path)
+                    for question in journal.keys() - view.journal.keys():
+                        view.ask_again(question)
         for path, journal in self._journals.items():
             kept[path] = _encoded_journal(journal)
         _write_cached(self._journal_file, (token, kept))
