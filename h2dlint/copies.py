@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .facts import RUN_ONCE_FUNCTIONS, Device, FileFacts, Placement, dotted_name, in_test_code
+from .facts import Device, FileFacts, Placement
 from .project import short_name
+from .syntax import dotted_name
 from .values import PinData, pin_data_kind
 
 # torch factories that accept `pin_memory=` (checked against torch 2.13: `as_tensor` and the `*_like` do not).
@@ -396,11 +397,6 @@ def walk_in_order(statements: list[ast.stmt]):
 # ----- where a pinned rewrite would fail or gain nothing -------------------------------------------
 
 
-# A program's entry point runs once per process, but its loops are often the training loop itself.
-_ENTRY_POINTS = frozenset({"main"})
-# `load_weights`, `_load_state_dict`, `restore_checkpoint`; not `load_balancing_loss` (every step), nor a bare
-# `checkpoint` (activation checkpointing runs every step too).
-_LOADING_NAME = re.compile(r"(?:^|_)(?:loads?|loading|restore|resume)(?:_(?!balanc)|$)")
 
 
 @dataclass(frozen=True)
@@ -502,55 +498,10 @@ def _is_cpu_device(facts: FileFacts, node: ast.expr | None) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split(":")[0] == "cpu"
 
 
-def runs_once(facts: FileFacts, line: int) -> str | None:
-    """Where `line` sits when that code runs once per model: a constructor (`__init__`, ...), a loading function
-    (`load_weights`, `_load_checkpoint`, `from_pretrained`), `main` outside its loops, or, by the project model,
-    a function that only such code calls; or a test (a test module or a `test_*` function), which runs once per
-    test, loops and all. A copy there waits once, at start-up: the copy rules do not report it. In a loop it
-    waits once too where the function is a loading function of `RUN_ONCE_FUNCTIONS` or an `nn.Module`'s
-    constructor (see `_loops_run_once`). Nor one every so many steps (`facts.periodic_test`), once per key of a
-    cache or once per object behind a flag (`facts.fills_a_cache`, `functools.cache`), whose wait is spread over
-    many calls. None elsewhere."""
-    context = facts.context_at(line)
-    function = context.function
-    if in_test_code(facts, context):
-        return "in a test"
-    if context.occasional and not context.in_graph_capture:
-        return "once in a while (every so many steps, or once per key of a cache)"
-    if function is None or context.hot_function or context.in_graph_capture:
-        return None
-    # Constructors and loading (`facts.RUN_ONCE_FUNCTIONS`, or a name such as `restore_checkpoint`) run once per
-    # model: a copy there waits once, at start-up. Their loops too (a copy per layer), where the name says it for
-    # sure: a loading function of `RUN_ONCE_FUNCTIONS`, or the constructor of an `nn.Module`; not the constructor
-    # of any class (a batch may be built every step), nor a name the loading pattern matches (`start_load_kv`).
-    if function in RUN_ONCE_FUNCTIONS or _LOADING_NAME.search(function.lower()):
-        if not context.in_loop or _loops_run_once(facts, line, function):
-            return f"in `{function}`"
-        return None
-    # Elsewhere a loop repeats: `main`'s training loop, or a function called only from code that runs once in a
-    # while (an evaluation every so many steps copies per batch while it runs).
-    if context.in_loop:
-        return None
-    if function in _ENTRY_POINTS:
-        return f"in `{function}`"
-    qualname = facts.qualname_at(line) if facts.project is not None else None
-    callers = facts.project.called_only_from_run_once_code(qualname) if qualname else None
-    if callers is not None:
-        return f"in `{function}`, called only from run-once code: `{callers}`"
-    return None
 
 
-def _loops_run_once(facts: FileFacts, line: int, function: str) -> bool:
-    if function not in RUN_ONCE_FUNCTIONS:
-        return False
-    if function not in _CONSTRUCTORS:
-        return True
-    qualname = facts.qualname_at(line) if facts.project is not None else None
-    owner = qualname.rpartition(".")[0] if qualname else ""
-    return bool(owner) and facts.project.is_module_class(owner)  # type: ignore[union-attr]
 
 
-_CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__"})
 
 
 def no_pinned_rewrite(facts: FileFacts, line: int, data: ast.expr | None = None, shown_data: str = "") -> str | None:

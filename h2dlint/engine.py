@@ -17,16 +17,8 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from .facts import (
-    OPEN_GATE,
-    FileFacts,
-    FileGate,
-    Site,
-    is_hot_function,
-    is_other_accelerator_path,
-    is_test_path,
-    word_gate,
-)
+from .facts import OPEN_GATE, FileFacts, FileGate, Site, is_other_accelerator_path, word_gate
+from .hotness import is_hot_function, is_test_path
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
 from .newer_syntax import parse_python
 from .rule import Rule, RuleContext

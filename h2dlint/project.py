@@ -39,23 +39,24 @@ from .facts import (
     NEW_TENSOR_METHODS,
     NON_TENSOR_METHODS,
     NON_TENSOR_TORCH_FUNCTIONS,
-    NOT_PER_STEP_WORDS,
-    RUN_ONCE_FUNCTIONS,
     SAME_DEVICE_ATTRIBUTES,
     TORCH_DTYPES,
     FileGate,
     TreeEvidence,
-    caches_results,
-    dotted_name,
     evidence_of,
+    names_a_tensor,
+)
+from .hotness import (
+    NOT_PER_STEP_WORDS,
+    RUN_ONCE_FUNCTIONS,
+    caches_results,
     fills_a_cache,
     flags_armed,
     is_hot_function,
     is_test_path,
-    name_words,
-    names_a_tensor,
     periodic_test,
 )
+from .syntax import dotted_name, name_words
 
 # Functions hotness does not flow into: those that run once or are no per-step work (the sync rules' own sets),
 # and, besides, saving and functions named for loading, checkpointing or building, which per-step code may call
@@ -2014,7 +2015,7 @@ class Project:
     @property
     def model(self) -> ProjectModel:
         if self._model is None:
-            from .facts import is_hot_function
+            from .hotness import is_hot_function
 
             configured = frozenset(self.settings.hot_functions)
 

@@ -21,6 +21,7 @@ from libcst.metadata import PositionProvider
 
 from .facts import OPEN_GATE, FileFacts, FileGate, Site
 from .gaps import TokensApart, spans_across_gaps
+from .hotness import context_at
 from .model import Edit, Finding, Fix, Position
 from .settings import Settings
 from .source import LineIndex, SourceFile
@@ -196,7 +197,7 @@ class Rule(cst.CSTVisitor):
         start, end = self.position(node)
         # Every finding says why its code runs often, when something shows it (the sync rules add how they know
         # the tensor is on the GPU): what a rule's precision is measured by (scripts/precision_by_evidence.py).
-        context = self.context.facts.context_at(start.line)
+        context = context_at(self.context.facts, start.line)
         if context.describe():
             evidence = (*evidence, ("hot", context.hot_chain or context.describe()))
         self.context.findings.append(Finding(path=self.context.path, start=start, end=end, code=self.code,

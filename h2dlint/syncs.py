@@ -17,22 +17,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .facts import (
-    NON_TENSOR_METHODS,
-    NOT_PER_STEP_WORDS,
-    OPEN_GATE,
-    RUN_ONCE_FUNCTIONS,
-    SYNC_BUILTINS,
-    SYNC_METHODS,
-    CodeContext,
-    Data,
-    FileFacts,
-    Placement,
-    dotted_name,
-    in_test_code,
-    name_words,
-)
+from .facts import NON_TENSOR_METHODS, OPEN_GATE, SYNC_BUILTINS, SYNC_METHODS, Data, FileFacts, Placement
 from .gaps import TokensApart
+from .hotness import NOT_PER_STEP_WORDS, CodeContext, context_at, in_test_code, runs_once_by_name
+from .syntax import dotted_name, name_words
 from .values import TENSOR_ONLY_METHODS, is_certainly_tensor, on_gpu_as_tensor
 
 BOOLEAN_METHODS = frozenset({
@@ -140,7 +128,7 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
     if site.placement is Placement.HOST or facts.other_accelerator_path:
         return None
     if not context.in_graph_capture and (
-            _runs_once(context) or in_test_code(facts, context) or _only_for_logging(site.node, facts)
+            runs_once_by_name(context) or in_test_code(facts, context) or _only_for_logging(site.node, facts)
             or _only_while_capturing(site.node, facts)
             or _only_on_other_devices(site.node, facts) or _in_device_kernel(site.node, facts)):
         return None
@@ -189,17 +177,13 @@ def codes_reporting(kinds: frozenset[str] | None = None, placement: Placement | 
                              for placed, at in rule.where.items()))
 
 
-def _runs_once(context: CodeContext) -> bool:
-    """Module-level code (outside a loop, or in one only once in a while), or a run-once function by its name."""
-    return context.function is None and (not context.in_loop or context.occasional) \
-        or context.function in RUN_ONCE_FUNCTIONS
 
 
 def outside_per_step_code(context: CodeContext, facts: FileFacts) -> bool:
     """Whether code that is not hot is still no candidate for per-step work: it runs once (see `_runs_once`), or
     sits in a test module or in a function whose name says set-up, I/O, printing, a test or a benchmark
     (NOT_PER_STEP_WORDS), or that hands a value to the host (`def tolist(self)`)."""
-    if _runs_once(context) or facts.test_file:
+    if runs_once_by_name(context) or facts.test_file:
         return True
     return context.function in HOST_CONVERSION_FUNCTIONS or any(
         word in NOT_PER_STEP_WORDS for word in name_words(context.function or ""))
@@ -321,7 +305,7 @@ class _Finder:
             nodes += [node for node in facts.scanned_nodes if type(node) in node_types]
         for node in nodes:
             context = self._context(getattr(node, "lineno", None) or node.target.lineno)
-            if not context.in_graph_capture and _runs_once(context):
+            if not context.in_graph_capture and runs_once_by_name(context):
                 continue
             needs_hot = not (context.hot or context.in_graph_capture or self.outside_hot)
             if isinstance(node, ast.Call):
@@ -342,7 +326,7 @@ class _Finder:
     def _context(self, line: int) -> CodeContext:
         context = self._contexts.get(line)
         if context is None:
-            context = self._contexts[line] = self.facts.context_at(line)
+            context = self._contexts[line] = context_at(self.facts, line)
         return context
 
     def add(self, node: ast.expr, kind: str, what: str, receiver: ast.expr | None, **extra) -> None:
@@ -664,14 +648,14 @@ class SyncReporter:
     def candidates(cls, facts: FileFacts):
         # Only the sites this rule will report are parsed with LibCST; the visitor asks owner() again.
         return [site.node for site in sync_sites(facts).values()
-                if site.kind in cls.kinds and owner(site, facts.context_at(site.node.lineno), facts) == cls.code]
+                if site.kind in cls.kinds and owner(site, context_at(facts, site.node.lineno), facts) == cls.code]
 
     def _visit(self, node: cst.BaseExpression) -> None:
         start, end = self.position(node)
         site = sync_sites(self.context.facts).get((start.line, start.column, end.line, end.column))
         if site is None:
             return
-        context = self.context.facts.context_at(start.line)
+        context = context_at(self.context.facts, start.line)
         if owner(site, context, self.context.facts) == self.code:
             self._site = site
             self.report_site(node, site, context)

@@ -14,9 +14,9 @@ from .facts import (
     TENSOR_OP_NAMESPACES,
     Data,
     Placement,
-    dotted_name,
 )
 from .gaps import TokensApart
+from .syntax import dotted_name
 
 # Factories whose result's number of dimensions can be read off their arguments.
 SIZED_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})

@@ -15,16 +15,17 @@ from h2dlint.copies import (
     may_call_tensor_with_device,
     no_pinned_rewrite,
     pin_guard,
-    runs_once,
     shown,
     tight_equal,
     to_ast,
     torch_name,
     unpinnable_data,
 )
-from h2dlint.facts import Data, Device, Placement, dotted_name
+from h2dlint.facts import Data, Device, Placement
+from h2dlint.hotness import runs_once
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.syntax import dotted_name
 from h2dlint.values import PinData, pin_data_kind
 
 

@@ -17,7 +17,6 @@ from h2dlint.copies import (
     pin_guard,
     pinned,
     placement_is_host,
-    runs_once,
     shown,
     to_ast,
     torch_name,
@@ -27,6 +26,7 @@ from h2dlint.copies import (
 )
 from h2dlint.facts import OPEN_GATE, Device, Placement
 from h2dlint.gaps import TokensApart
+from h2dlint.hotness import context_at, runs_once
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -198,7 +198,7 @@ class BlockingHostTensorCopy(Rule):
             return
         if runs_once(facts, start.line) is not None:
             return
-        where = facts.context_at(start.line).describe()
+        where = context_at(facts, start.line).describe()
         target = "a CUDA device" if device is Device.CUDA else f"`{shown(copy.device)}` (if it is a CUDA device)"
         message = (f"copies a host tensor to {target} with a blocking copy{' ' + where if where else ''}: "
                    "the host waits until the GPU stream drains")

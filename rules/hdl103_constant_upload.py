@@ -13,14 +13,15 @@ from h2dlint.copies import (
     keyword,
     keywords_of,
     may_call_tensor_with_device,
-    runs_once,
     shown,
     to_ast,
     torch_name,
 )
-from h2dlint.facts import Device, dotted_name
+from h2dlint.facts import Device
+from h2dlint.hotness import context_at, runs_once
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.syntax import dotted_name
 
 # The dtype torch.tensor infers from a Python literal. Floats follow torch.get_default_dtype(), as the
 # factories do, so no dtype is written for them.
@@ -143,7 +144,7 @@ class ConstantUpload(Rule):
         device = facts.classify_device(to_ast(keywords["device"].value), start.line)
         if device is Device.NOT_CUDA or runs_once(facts, start.line) is not None:
             return
-        where = facts.context_at(start.line).describe()
+        where = context_at(facts, start.line).describe()
         target = "a CUDA device" if device is Device.CUDA else f"`{shown(keywords['device'].value)}`"
         message = (f"`torch.tensor({shown(fill.value) if not fill.shape else '...'})` uploads a constant to "
                    f"{target} with a blocking copy{' ' + where if where else ''}: a factory fills it on the "

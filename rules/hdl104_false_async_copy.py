@@ -23,9 +23,11 @@ from h2dlint.copies import (
     unpinnable_data,
     with_pin_memory,
 )
-from h2dlint.facts import Device, dotted_name
+from h2dlint.facts import Device
+from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.syntax import dotted_name
 
 
 class FalseAsyncCopy(Rule):
@@ -150,7 +152,7 @@ class FalseAsyncCopy(Rule):
             return
         if (fresh is None or fresh[1] != "from_numpy") and may_run_under_default_device(facts, start.line):
             return  # the factory allocates on the context's device: there may be no host memory to pin
-        where = facts.context_at(start.line).describe()
+        where = context_at(facts, start.line).describe()
         message = (f"{what} is pageable memory, so this `non_blocking=True` copy is staged by CUDA and may still "
                    f"synchronize{' ' + where if where else ''}: pin the source")
         if fresh is None or fresh[1] == "from_numpy":

@@ -5,6 +5,7 @@ import ast
 import libcst as cst
 
 from h2dlint.copies import dotted, join_args, keyword, shown, to_ast, torch_name
+from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -99,7 +100,7 @@ class LegacyCudaConstructor(Rule):
         start, _ = self.position(node)
         if not _is_host_sequence(facts, to_ast(data), start.line):
             return
-        where = facts.context_at(start.line).describe()
+        where = context_at(facts, start.line).describe()
         self.report(node, f"`torch.cuda.{constructor}({shown(data, 40)})` copies host data to the GPU with a "
                           f"blocking copy{' ' + where if where else ''}: the host waits until the GPU stream drains",
                     self._fix(node, data, LEGACY_DTYPES[constructor]))

@@ -6,6 +6,7 @@ import re
 import libcst as cst
 
 from h2dlint.facts import OPEN_GATE, Placement
+from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Edit, Fix, Position
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.values import ELEMENT_WRITE, is_int_literal, is_python_int, is_python_number, tensor_dimensions
@@ -138,7 +139,7 @@ class ScalarWriteIntoCudaTensor(Rule):
         found = []
         for node in facts.assignments:
             if any(isinstance(target, ast.Subscript) for target in node.targets) \
-                    and facts.context_at(node.lineno).hot \
+                    and context_at(facts, node.lineno).hot \
                     and is_python_number(facts, node.value, node.lineno) and not facts.in_torchscript(node.lineno):
                 found.extend(target for target in node.targets
                              if isinstance(target, ast.Subscript) and _writes_one_cuda_element(facts, target))
@@ -151,7 +152,7 @@ class ScalarWriteIntoCudaTensor(Rule):
             return
         site, start = found
         statement = facts.parents[site.node]
-        where = facts.context_at(start.line).describe()
+        where = context_at(facts, start.line).describe()
         self.report(node, f"writes a Python number into one element of a CUDA tensor {where}: PyTorch copies it "
                           "from a CPU tensor with a blocking copy, so the host waits until the GPU stream drains; "
                           "`.fill_(value)` on the element launches a kernel instead",

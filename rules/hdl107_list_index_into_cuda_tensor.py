@@ -5,6 +5,7 @@ import ast
 import libcst as cst
 
 from h2dlint.facts import OPEN_GATE, Placement
+from h2dlint.hotness import context_at
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.values import has_index_list
 
@@ -108,7 +109,7 @@ class ListIndexIntoCudaTensor(Rule):
     @classmethod
     def candidates(cls, facts):
         return [node for node in facts.scanned_nodes if isinstance(node, ast.Subscript)
-                and facts.context_at(node.lineno).hot and has_index_list(facts, node)
+                and context_at(facts, node.lineno).hot and has_index_list(facts, node)
                 and facts.classify_placement(node.value, node.lineno) is Placement.GPU]
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
@@ -117,7 +118,7 @@ class ListIndexIntoCudaTensor(Rule):
         if found is None:
             return
         site, start = found
-        where = facts.context_at(start.line).describe()
+        where = context_at(facts, start.line).describe()
         copy = ("PyTorch builds an index tensor from the list in pageable host memory and copies it to the device "
                 "with a blocking copy, so the host waits until the GPU stream drains")
         if isinstance(site.node.ctx, ast.Store):

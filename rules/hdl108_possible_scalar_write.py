@@ -4,9 +4,11 @@ import ast
 
 import libcst as cst
 
-from h2dlint.facts import OPEN_GATE, Placement, dotted_name
+from h2dlint.facts import OPEN_GATE, Placement
+from h2dlint.hotness import RUN_ONCE_FUNCTIONS, context_at
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import RUN_ONCE_FUNCTIONS, outside_per_step_code
+from h2dlint.syncs import outside_per_step_code
+from h2dlint.syntax import dotted_name
 from h2dlint.values import (
     ELEMENT_WRITE,
     has_index_list,
@@ -158,7 +160,7 @@ class PossibleScalarWrite(Rule):
         if found is None:
             return
         site, start = found
-        context = facts.context_at(start.line)
+        context = context_at(facts, start.line)
         where = context.describe() if context.hot else \
             f"in `{context.function}`, which h2dlint cannot tell to run often or not"
         kind = _possible_write(facts, site.node)
@@ -181,7 +183,7 @@ class PossibleScalarWrite(Rule):
 
 def _may_run_often(facts, line: int) -> bool:
     """Hot code outside constructors and weight loading, or code of unknown hotness that may run every step."""
-    context = facts.context_at(line)
+    context = context_at(facts, line)
     if context.hot:
         return context.function not in RUN_ONCE_FUNCTIONS
     return not outside_per_step_code(context, facts)
@@ -193,7 +195,7 @@ def _possible_write(facts, target: ast.Subscript) -> str | None:
     line = target.lineno
     tensor, indices = _indexed_view(facts, target)
     placement = facts.classify_placement(tensor, line)
-    hot = facts.context_at(line).hot  # where HDL106 and HDL107 report what they prove
+    hot = context_at(facts, line).hot  # where HDL106 and HDL107 report what they prove
     if all(_int_like(facts, index, line) for index in indices):
         dimensions = tensor_dimensions(facts, tensor, line)
         proven = all(is_python_int(facts, index, line) for index in indices)

@@ -4,10 +4,11 @@ import ast
 
 import libcst as cst
 
-from h2dlint.facts import Data, FileFacts, Placement, dotted_name
+from h2dlint.facts import Data, FileFacts, Placement
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import ANYWHERE, REPEAT, SyncReporter, receiver_words, where
+from h2dlint.syntax import dotted_name
 
 
 class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):

@@ -15,8 +15,8 @@ from h2dlint.copies import (
     statements_after,
     walk_in_order,
 )
-from h2dlint.facts import dotted_name
 from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.syntax import dotted_name
 
 READ_METHODS = frozenset({"tolist", "item", "numpy"})
 READ_BUILTINS = frozenset({"int", "float", "bool", "print", "list", "tuple", "sum", "max", "min"})

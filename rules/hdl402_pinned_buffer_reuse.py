@@ -5,8 +5,8 @@ import ast
 import libcst as cst
 
 from h2dlint.copies import enclosing_function, enclosing_statement, statements_after, walk_in_order
-from h2dlint.facts import dotted_name
 from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.syntax import dotted_name
 
 # Calls after which the copy has certainly finished, or which show the author orders the buffer's reuse
 # against the copy on purpose (an event or stream wait, `record_stream`): the search stops there.

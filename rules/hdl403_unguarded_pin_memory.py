@@ -14,9 +14,10 @@ from h2dlint.copies import (
     pin_guard,
     torch_name,
 )
-from h2dlint.facts import Device, dotted_name
+from h2dlint.facts import Device
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.syntax import dotted_name
 
 
 class UnguardedPinMemory(Rule):

@@ -5,10 +5,11 @@ import ast
 import libcst as cst
 
 from h2dlint.copies import copy_of, fresh_host_factory, is_literal, join_args, keywords_of, shown
-from h2dlint.facts import Device, dotted_name
+from h2dlint.facts import Device
 from h2dlint.gaps import TokensApart
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
+from h2dlint.syntax import dotted_name
 
 # A closing parenthesis, then `.to` / `.cuda`: a copy of a call's result (or of a parenthesized one), which a
 # candidate is.

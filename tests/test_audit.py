@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from h2dlint.engine import process_file
-from h2dlint.facts import FileFacts, is_test_path
+from h2dlint.facts import FileFacts
+from h2dlint.hotness import is_test_path
 from h2dlint.source import LineIndex, decode_source
 from h2dlint.values import is_certainly_tensor
 

@@ -4,16 +4,8 @@ import ast
 
 import pytest
 
-from h2dlint.facts import (
-    Data,
-    Device,
-    FileFacts,
-    Placement,
-    fills_a_cache,
-    is_hot_function,
-    is_other_accelerator_path,
-    periodic_test,
-)
+from h2dlint.facts import Data, Device, FileFacts, Placement, is_other_accelerator_path
+from h2dlint.hotness import context_at, fills_a_cache, is_hot_function, periodic_test
 from h2dlint.source import LineIndex
 
 from .helpers import lint
@@ -123,12 +115,12 @@ def test_code_context():
             "def capture(g):\n    with torch.cuda.graph(g):\n        y = 1\n"
             "def outer():\n    for i in range(2):\n        def inner():\n            return 1\n")
     facts = facts_for(code)
-    assert facts.context_at(4).cold and not facts.context_at(4).hot
-    assert facts.context_at(7).in_loop and facts.context_at(7).hot_function
-    assert facts.context_at(8).hot and not facts.context_at(8).in_loop
-    assert facts.context_at(11).in_graph_capture
-    assert not facts.context_at(15).in_loop, "a function defined in a loop does not run in it"
-    assert facts.context_at(1).cold
+    assert context_at(facts, 4).cold and not context_at(facts, 4).hot
+    assert context_at(facts, 7).in_loop and context_at(facts, 7).hot_function
+    assert context_at(facts, 8).hot and not context_at(facts, 8).in_loop
+    assert context_at(facts, 11).in_graph_capture
+    assert not context_at(facts, 15).in_loop, "a function defined in a loop does not run in it"
+    assert context_at(facts, 1).cold
 
 
 @pytest.mark.parametrize(("name", "configured", "expected"), [
@@ -236,8 +228,8 @@ def test_no_host_mirror_placement_for_other_accelerators():
 
 def test_configured_hot_function_globs_make_code_hot():
     code = "def run_train_step(x):\n    return x\n"
-    assert facts_for(code).context_at(2, frozenset({"run_*_step"})).hot_function
-    assert not facts_for(code).context_at(2).hot_function
+    assert context_at(facts_for(code), 2, frozenset({"run_*_step"})).hot_function
+    assert not context_at(facts_for(code), 2).hot_function
 
 
 @pytest.mark.parametrize(("value", "expected"), [

@@ -17,8 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from h2dlint.discovery import find_python_files
-from h2dlint.facts import FileFacts, is_hot_function, word_gate
+from h2dlint.facts import FileFacts, word_gate
 from h2dlint.gaps import TokensApart
+from h2dlint.hotness import is_hot_function
 from h2dlint.rule import Rule, _TextTest, all_rules
 from h2dlint.settings import Settings
 from h2dlint.source import LineIndex, SourceError, read_source

@@ -1,0 +1,431 @@
+"""How often code runs: the one place that answers whether a line is hot (runs every step), runs once, or runs
+once in a while, for the copy rules, the sync rules and the project model's summaries.
+
+What a line's context is comes from the file's index (its functions, loops, graph captures and the bodies that run
+once in a while, see `FileFacts`) and, for hotness that follows calls, from the project model (`FileView.hot`).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import PurePath
+from typing import TYPE_CHECKING
+
+from .syntax import dotted_name, name_words
+
+if TYPE_CHECKING:
+    from .facts import FileFacts
+
+
+HOT_FUNCTION_NAMES = frozenset({"forward", "backward", "__call__", "step", "training_step", "train_step",
+                                "validation_step", "forward_batch", "decode", "sample", "generate",
+                                # the per-step entry points of inference engines (sglang's scheduler and workers,
+                                # vLLM's workers and model runners)
+                                "forward_batch_generation", "run_batch", "prepare_for_decode", "prepare_for_extend",
+                                "prepare_for_idle", "prepare_for_verify", "prepare_for_draft_extend", "execute_model"})
+
+
+# Glob patterns (fnmatch) of hot function names: attention backends' per-step metadata set-up. A name with
+# "capture" in it matches none of them: that set-up runs once per CUDA graph captured, not per step.
+HOT_FUNCTION_PATTERNS = ("init_forward_metadata*", "*_replay_cuda_graph")
+
+
+# Functions that run once (construction, weight loading), where a sync costs nothing worth reporting.
+RUN_ONCE_FUNCTIONS = frozenset({"__init__", "__post_init__", "setup", "reset_parameters", "__new__", "post_init",
+                                "_init_weights", "load_weights", "load_state_dict", "_load_from_state_dict",
+                                "process_weights_after_loading", "from_pretrained"})
+
+
+# Words of a function's name that say it does not run every step (set-up, I/O, printing, tests, benchmarks).
+NOT_PER_STEP_WORDS = frozenset({"init", "initialize", "setup", "loader", "loading", "save", "export", "dump",
+                                "repr", "str", "print", "test", "tests", "bench", "benchmark", "profile", "plot",
+                                "capture", "warmup"})
+
+
+TEST_FOLDERS = frozenset({"test", "tests", "testing", "test_utils", "testing_utils"})
+
+
+@dataclass(frozen=True)
+class CodeContext:
+    """Where a line sits: in which function, inside a loop, under CUDA graph capture."""
+
+    function: str | None  # innermost enclosing function's name; None at module level
+    in_loop: bool
+    in_graph_capture: bool
+    hot_function: bool  # `forward`, `__call__`, a training/decoding step, configured as hot, or called from one
+    hot_chain: str | None = None  # when hot through calls (the project model): `A.forward -> B.prepare`
+    # Runs once in a while, not every time its function does: under `if step % log_interval == 0:` (every so many
+    # steps, see `periodic_test`), or filling a cache (once per key, see `fills_a_cache`).
+    occasional: bool = False
+
+    @property
+    def hot(self) -> bool:
+        return self.in_graph_capture or (self.in_loop or self.hot_function) and not self.occasional
+
+    @property
+    def cold(self) -> bool:
+        """Run once: module level or a constructor, and not in a loop there."""
+        return not self.hot and self.function in (None, "__init__", "__post_init__", "setup", "reset_parameters")
+
+    def describe(self) -> str:
+        if self.in_graph_capture:
+            return "under CUDA graph capture"
+        where = []
+        if self.in_loop:
+            where.append("in a loop")
+        if self.hot_function:
+            where.append(f"in `{self.function}`" + (f", hot: {self.hot_chain}" if self.hot_chain else ""))
+        return " and ".join(where)
+
+
+def in_test_code(facts: FileFacts, context: CodeContext) -> bool:
+    """A test module (see `is_test_path`, as the engine tells `facts.test_file`), or a test function kept beside
+    the code it tests (`def test_kernel():` in a kernel's module): what it waits for is no step's cost."""
+    return facts.test_file or (context.function or "").startswith("test_")
+
+
+def is_test_path(path: str) -> bool:
+    """A test module, by its path (the engine gives it from the project root): in a `test`, `tests` or
+    `testing` folder or a folder of test helpers (`test_utils`, `testing_utils`), or named `test_*.py`,
+    `*_test.py`, `testing_utils.py` or `conftest.py`. (Not `testing_*.py` at large: in research code that is
+    often the evaluation on a test split, per batch.)"""
+    *folders, name = PurePath(path).parts or ("",)
+    return any(folder in TEST_FOLDERS for folder in folders) \
+        or name.startswith("test_") or name.endswith("_test.py") or name in ("conftest.py", "testing_utils.py")
+
+
+@functools.lru_cache(maxsize=8192)
+def is_hot_function(name: str, configured: frozenset[str] = frozenset()) -> bool:
+    """Whether a function of this name is a hot path: a built-in name or pattern, or a configured
+    `hot-functions` entry (a name or a glob pattern)."""
+    if name in HOT_FUNCTION_NAMES or name in configured or any(fnmatchcase(name, pattern) for pattern in configured):
+        return True
+    return "capture" not in name and any(fnmatchcase(name, pattern) for pattern in HOT_FUNCTION_PATTERNS)
+
+
+class _LineMap:
+    """For each line: the innermost function around it, the innermost loop, and whether it is under graph
+    capture. Blocks nest or are disjoint, so painting them in order of their first line leaves the
+    innermost one on each line."""
+
+    def __init__(self, functions: list[tuple[int, int, str]], loops: list[tuple[int, int]],
+                 graph_captures: list[tuple[int, int]], occasional: list[tuple[int, int]]) -> None:
+        size = max((last for _, last, *_ in [*functions, *loops, *graph_captures, *occasional]), default=0) + 2
+        self.function: list[tuple[str | None, int]] = [(None, 0)] * size
+        for first, last, name in sorted(functions):
+            self.function[first:last + 1] = [(name, first)] * (last + 1 - first)
+        self.loop_first = [-1] * size
+        for first, last in sorted(loops):
+            self.loop_first[first:last + 1] = [first] * (last + 1 - first)
+        self.graph_capture = [False] * size
+        for first, last in graph_captures:
+            self.graph_capture[first:last + 1] = [True] * (last + 1 - first)
+        self.occasional_first = [-1] * size
+        for first, last in sorted(occasional):
+            self.occasional_first[first:last + 1] = [first] * (last + 1 - first)
+
+    def at(self, line: int) -> tuple[str | None, int, int, bool, int]:
+        """(function name or None, its first line or 0, the innermost loop's first line or -1, under capture,
+        the innermost occasional block's first line or -1)"""
+        if not 0 <= line < len(self.function):
+            return None, 0, -1, False, -1
+        function, first = self.function[line]
+        return function, first, self.loop_first[line], self.graph_capture[line], self.occasional_first[line]
+
+
+def periodic_test(test: ast.expr) -> bool:
+    """An `if` test that holds once every so many steps: `step % log_interval == 0`, `not i % self.eval_every`,
+    `i % 100 == 0`, alone or in an `and`. The divisor says so by its name (logging, evaluation, saving, an
+    interval or a frequency, not gradient accumulation) or is a literal of at least `_MIN_PERIOD`."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(periodic_test(value) for value in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _every_n_steps(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+        left, right = test.left, test.comparators[0]
+        if isinstance(right, ast.Constant) and right.value == 0:
+            return _every_n_steps(left)
+        if isinstance(left, ast.Constant) and left.value == 0:
+            return _every_n_steps(right)
+    return False
+
+
+def _every_n_steps(expr: ast.expr) -> bool:
+    if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod)):
+        return False
+    divisor = expr.right
+    if isinstance(divisor, ast.Constant):
+        return type(divisor.value) is int and divisor.value >= _MIN_PERIOD
+    words = set(name_words(dotted_name(divisor) or ""))
+    return bool(words & _PERIODIC_WORDS) and not words & _PER_STEP_WORDS
+
+
+def caches_results(decorator: ast.expr) -> bool:
+    return dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator) in _CACHING_DECORATORS
+
+
+def fills_a_cache(node: ast.If, armed: Callable[[], dict[str, set[str]]] | None = None) -> bool:
+    """An `if` that fills a cache kept beyond the call, so that its body runs once per key: `if key not in
+    _CACHE: _CACHE[key] = ...` (any container the body stores into under the key tested), `if self._x is None:
+    self._x = ...`, `if not hasattr(self, "_x"): self._x = ...`, or `if cached is None:` whose body stores into
+    `self.x[...]` or a module-level `_name[...]`. A local filled when it is None (`if mask is None: mask = ...`)
+    is a default made on every call: not a cache.
+
+    Likewise an `if` on a flag of the object that its body clears, so that the body runs once per object: `if
+    self._uninitialized: ...; self._uninitialized = False` (a set-up made lazily, at the first call), or `if not
+    self._ready: ...; self._ready = True`; but not when code of the file other than a constructor arms the flag
+    again (`armed()`, see `flags_armed`): `self._dirty = True` in a setter called every step."""
+    # Every `if` of every file is asked: its body is walked only when its test has the shape of one of those.
+    flag = _once_flag(node.test)
+    if flag is None and not _may_test_a_cache(node.test):
+        return False
+    assignments = [(target, inner.value) for inner in statements(node.body) for target in _assigned_targets(inner)]
+    if flag is not None:
+        name, runs_while_set = flag
+        arming = armed().get(name, set()) if armed is not None else set()
+        if "other" in arming or ("truthy" if runs_while_set else "falsy") in arming:
+            return False
+        return any(isinstance(target, ast.Attribute) and dotted_name(target) == name
+                   and isinstance(value, ast.Constant) and bool(value.value) is not runs_while_set
+                   for target, value in assignments)
+    return _tests_a_cache(node.test, [target for target, _ in assignments])
+
+
+def flags_armed(tree: ast.Module) -> dict[str, set[str]]:
+    """What functions other than constructors (`RUN_ONCE_FUNCTIONS`) assign to attributes of `self`, by the
+    attribute (`self._dirty`): "truthy" or "falsy" for a constant, "other" for anything else."""
+    found: dict[str, set[str]] = {}
+    for function in statements(tree.body):
+        if function.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) \
+                or function.name in RUN_ONCE_FUNCTIONS:  # type: ignore[attr-defined]
+            continue
+        for statement in statements(function.body):  # type: ignore[attr-defined]
+            value = getattr(statement, "value", None)
+            for target in _assigned_targets(statement):
+                name = dotted_name(target) if isinstance(target, ast.Attribute) else None
+                if name is not None and name.startswith("self.") and value is not None:
+                    kind = ("truthy" if value.value else "falsy") if isinstance(value, ast.Constant) else "other"
+                    found.setdefault(name, set()).add(kind)
+    return found
+
+
+def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of `body` and, depth first, of the blocks inside them (functions and classes included);
+    not the expressions: a statement-level `ast.walk`, at a fraction of its cost."""
+    stack = list(reversed(body))
+    while stack:
+        statement = stack.pop()
+        yield statement
+        for name in _BLOCK_FIELDS:
+            inner = getattr(statement, name, None)
+            if inner:
+                stack.extend(reversed(inner))
+        for handler in getattr(statement, "handlers", ()) or ():
+            stack.extend(reversed(handler.body))
+        for case in getattr(statement, "cases", ()) or ():
+            stack.extend(reversed(case.body))
+
+
+def _may_test_a_cache(test: ast.expr) -> bool:
+    """The shapes `_tests_a_cache` reads (without the body's stores): `a not in b`, `a is b`, `not f(...)`, or an
+    `or` of tests with one of those."""
+    kind = test.__class__
+    if kind is ast.Compare:
+        return len(test.ops) == 1 and test.ops[0].__class__ in (ast.NotIn, ast.Is)  # type: ignore[attr-defined]
+    if kind is ast.BoolOp:
+        return test.op.__class__ is ast.Or and any(_may_test_a_cache(value) for value in test.values)  # type: ignore[attr-defined]
+    return kind is ast.UnaryOp and test.op.__class__ is ast.Not and test.operand.__class__ is ast.Call  # type: ignore[attr-defined]
+
+
+def _once_flag(test: ast.expr) -> tuple[str, bool] | None:
+    """`self.x` (or `self.part.x`) -> ("self.x", True): the body runs while the flag is set, until it clears it;
+    `not self.x` -> ("self.x", False)."""
+    runs_while_set = not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not))
+    flag = test if runs_while_set else test.operand  # type: ignore[attr-defined]
+    name = dotted_name(flag) if isinstance(flag, ast.Attribute) else None
+    return (name, runs_while_set) if name is not None and name.startswith("self.") else None
+
+
+def _tests_a_cache(test: ast.expr, stored: list[ast.expr]) -> bool:
+    """Whether `test` asks for a key or value missing from a cache that `stored` (the targets the `if` assigns)
+    fills. In an `or`, the other tests may only check the cached value (`if lut is None or lut.device != device:`):
+    `if cache_length == 0 or self.rope_deltas is None:` runs at every prefill."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        tested = [value for value in test.values if _tests_a_cache(value, stored)]
+        names = {dotted_name(node) for value in tested for node in ast.walk(value)
+                 if isinstance(node, (ast.Name, ast.Attribute))} - {None, "self"}
+        return bool(tested) and all(value in tested or any(
+            isinstance(node, (ast.Name, ast.Attribute)) and dotted_name(node) in names for node in ast.walk(value))
+            for value in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, left, right = test.ops[0], test.left, test.comparators[0]
+        if isinstance(op, ast.NotIn):
+            container = ast.dump(right)
+            return any(isinstance(target, ast.Subscript) and ast.dump(target.value) == container for target in stored)
+        if isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None:
+            if _is_self_attribute(left):
+                return any(_is_self_attribute(target) and target.attr == left.attr for target in stored)
+            if isinstance(left, ast.Name):
+                return any(isinstance(target, ast.Subscript) and _persistent_container(target.value)
+                           for target in stored)
+        return False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call) \
+            and dotted_name(test.operand.func) == "hasattr" and len(test.operand.args) == 2:
+        holder, name = test.operand.args
+        return isinstance(holder, ast.Name) and holder.id == "self" and isinstance(name, ast.Constant) and any(
+            _is_self_attribute(target) and target.attr == name.value for target in stored)
+    return False
+
+
+def _assigned_targets(statement: ast.AST) -> list[ast.expr]:
+    if isinstance(statement, ast.Assign):
+        return [element for target in statement.targets
+                for element in (target.elts if isinstance(target, ast.Tuple) else [target])]
+    if isinstance(statement, ast.AnnAssign):
+        return [statement.target]
+    return []
+
+
+def _is_self_attribute(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _persistent_container(node: ast.expr) -> bool:
+    """`self.x` or a module-level `_cache` / `CACHE`: outlives the call (by the convention of its name)."""
+    return _is_self_attribute(node) or isinstance(node, ast.Name) and (node.id.startswith("_") or node.id.isupper())
+
+
+# Words of a divisor that make `step % <divisor> == 0` a periodic guard (logging, evaluation, saving every so many
+# steps), and words that make it a per-step one (gradient accumulation: the optimizer step runs every step).
+_PERIODIC_WORDS = frozenset({"log", "logging", "eval", "evaluation", "evaluate", "val", "valid", "validation",
+                             "save", "saving", "checkpoint", "ckpt", "print", "report", "display", "interval",
+                             "freq", "frequency", "every", "period", "summary", "visualize", "vis"})
+
+_PER_STEP_WORDS = frozenset({"accum", "accumulation", "accumulate", "grad", "gradient", "micro", "batch", "batches"})
+
+_MIN_PERIOD = 10  # `step % 2 == 0` alternates between two per-step paths (even and odd micro-batches)
+
+# Decorators that cache a function's results: its body runs once per distinct arguments (or object).
+_CACHING_DECORATORS = frozenset({"cache", "lru_cache", "cached_property", "functools.cache", "functools.lru_cache",
+                                 "functools.cached_property"})
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody")
+
+
+def context_at(facts: FileFacts, line: int, hot_functions: frozenset[str] | None = None) -> CodeContext:
+    """Where `line` of the file sits; hot functions besides the built-in ones: `hot_functions`, else the run's."""
+    if hot_functions is None:
+        hot_functions = facts.hot_functions
+    known = _CONTEXTS.get(facts)
+    if known is None:
+        known = _CONTEXTS[facts] = _Contexts(_LineMap(facts.functions, facts.loops, facts.graph_captures,
+                                                      facts.occasional))
+    key = (line, hot_functions)
+    context = known.by_line.get(key)
+    if context is not None:
+        return context
+    function, function_first, loop_first, in_graph_capture, occasional_first = known.lines.at(line)
+    # A loop counts when it runs inside the innermost function, not around that function's definition.
+    in_loop = loop_first > function_first
+    occasional = occasional_first > function_first
+    hot_function = function is not None and is_hot_function(function, hot_functions)
+    chain = None
+    if not hot_function and function is not None and facts.project is not None:
+        qualname = facts.qualname_at(line)
+        hot = facts.project.hot(qualname) if qualname else None
+        if hot is not None:
+            hot_function, chain = True, hot.describe()
+    # Most lines of a function share one context: it is made once.
+    shape = (function, in_loop, in_graph_capture, hot_functions, chain, occasional)
+    context = known.by_shape.get(shape)
+    if context is None:
+        context = known.by_shape[shape] = CodeContext(
+            function=function, in_loop=in_loop, in_graph_capture=in_graph_capture,
+            hot_function=hot_function, hot_chain=chain, occasional=occasional)
+    known.by_line[key] = context
+    return context
+
+
+class _Contexts:
+    """The contexts of one file's lines, kept while its FileFacts lives: the same lines are asked about again and
+    again by the rules."""
+
+    def __init__(self, lines: _LineMap) -> None:
+        self.lines = lines
+        self.by_line: dict[tuple[int, frozenset[str]], CodeContext] = {}
+        self.by_shape: dict[tuple, CodeContext] = {}
+
+
+_CONTEXTS: weakref.WeakKeyDictionary[FileFacts, _Contexts] = weakref.WeakKeyDictionary()
+
+
+# A program's entry point runs once per process, but its loops are often the training loop itself.
+_ENTRY_POINTS = frozenset({"main"})
+
+
+# `load_weights`, `_load_state_dict`, `restore_checkpoint`; not `load_balancing_loss` (every step), nor a bare
+# `checkpoint` (activation checkpointing runs every step too).
+_LOADING_NAME = re.compile(r"(?:^|_)(?:loads?|loading|restore|resume)(?:_(?!balanc)|$)")
+
+
+def runs_once(facts: FileFacts, line: int) -> str | None:
+    """Where `line` sits when that code runs once per model: a constructor (`__init__`, ...), a loading function
+    (`load_weights`, `_load_checkpoint`, `from_pretrained`), `main` outside its loops, or, by the project model,
+    a function that only such code calls; or a test (a test module or a `test_*` function), which runs once per
+    test, loops and all. A copy there waits once, at start-up: the copy rules do not report it. In a loop it
+    waits once too where the function is a loading function of `RUN_ONCE_FUNCTIONS` or an `nn.Module`'s
+    constructor (see `_loops_run_once`). Nor one every so many steps (`facts.periodic_test`), once per key of a
+    cache or once per object behind a flag (`facts.fills_a_cache`, `functools.cache`), whose wait is spread over
+    many calls. None elsewhere."""
+    context = context_at(facts, line)
+    function = context.function
+    if in_test_code(facts, context):
+        return "in a test"
+    if context.occasional and not context.in_graph_capture:
+        return "once in a while (every so many steps, or once per key of a cache)"
+    if function is None or context.hot_function or context.in_graph_capture:
+        return None
+    # Constructors and loading (`facts.RUN_ONCE_FUNCTIONS`, or a name such as `restore_checkpoint`) run once per
+    # model: a copy there waits once, at start-up. Their loops too (a copy per layer), where the name says it for
+    # sure: a loading function of `RUN_ONCE_FUNCTIONS`, or the constructor of an `nn.Module`; not the constructor
+    # of any class (a batch may be built every step), nor a name the loading pattern matches (`start_load_kv`).
+    if function in RUN_ONCE_FUNCTIONS or _LOADING_NAME.search(function.lower()):
+        if not context.in_loop or _loops_run_once(facts, line, function):
+            return f"in `{function}`"
+        return None
+    # Elsewhere a loop repeats: `main`'s training loop, or a function called only from code that runs once in a
+    # while (an evaluation every so many steps copies per batch while it runs).
+    if context.in_loop:
+        return None
+    if function in _ENTRY_POINTS:
+        return f"in `{function}`"
+    qualname = facts.qualname_at(line) if facts.project is not None else None
+    callers = facts.project.called_only_from_run_once_code(qualname) if qualname else None
+    if callers is not None:
+        return f"in `{function}`, called only from run-once code: `{callers}`"
+    return None
+
+
+def _loops_run_once(facts: FileFacts, line: int, function: str) -> bool:
+    if function not in RUN_ONCE_FUNCTIONS:
+        return False
+    if function not in _CONSTRUCTORS:
+        return True
+    qualname = facts.qualname_at(line) if facts.project is not None else None
+    owner = qualname.rpartition(".")[0] if qualname else ""
+    return bool(owner) and facts.project.is_module_class(owner)  # type: ignore[union-attr]
+
+
+_CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__"})
+
+
+def runs_once_by_name(context: CodeContext) -> bool:
+    """Module-level code (outside a loop, or in one only once in a while), or a run-once function by its name."""
+    return context.function is None and (not context.in_loop or context.occasional) \
+        or context.function in RUN_ONCE_FUNCTIONS
