@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .facts import Device, FileFacts, Placement
+from .placement import classify_device, classify_placement
 from .project import short_name
 from .syntax import dotted_name
 from .values import PinData, pin_data_kind
@@ -217,7 +218,7 @@ DTYPE_NAMES = frozenset({"float", "float16", "float32", "float64", "half", "bflo
 def device_like(facts: FileFacts, node: ast.expr, line: int) -> Device | None:
     """How `node`, the first argument of `.to(...)`, reads as a device; None when it is probably not one
     (a dtype, another tensor, anything h2dlint cannot tell apart from those)."""
-    device = facts.classify_device(node, line)
+    device = classify_device(facts, node, line)
     if device is not Device.UNKNOWN:
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
             return device
@@ -248,7 +249,7 @@ def copy_device(facts: FileFacts, call: ast.Call, line: int) -> Device | None:
         if len(positional) > 1:
             return None
         target = positional[0] if positional else keywords.get("device")
-        return Device.CUDA if target is None else facts.classify_device(target, line)
+        return Device.CUDA if target is None else classify_device(facts, target, line)
     target = keywords.get("device", positional[0] if positional else None)
     if target is None or len(positional) > 2:  # .to(device, dtype, non_blocking, ...)
         return None
@@ -340,7 +341,7 @@ def with_non_blocking(call: cst.Call) -> cst.Call:
 
 
 def placement_is_host(facts: FileFacts, node: cst.BaseExpression, line: int) -> bool:
-    return facts.classify_placement(to_ast(node), line) is Placement.HOST
+    return classify_placement(facts, to_ast(node), line) is Placement.HOST
 
 
 # ----- functions, statements and synchronization (for the HDL4xx hazards) -----------------------------

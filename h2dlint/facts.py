@@ -1,9 +1,11 @@
-"""What h2dlint knows about one file, computed once from Python's `ast`.
+"""The per-file index: what h2dlint reads from one file's `ast`, once.
 
-`ast` parses much faster than LibCST, so the facts rules need about
-the whole file (import aliases, what a local name is bound to, whether a call's
-result is read back to the host at once) come from here, while the rules
-themselves are LibCST visitors over the candidate calls only.
+`ast` parses much faster than LibCST, so the facts rules need about the whole file (import aliases,
+what a local name is bound to and where, the functions, loops and conditional bodies around a line,
+whether a call's result is read back to the host at once, the file's evidence of devices) come from
+here, while the rules themselves are LibCST visitors over the candidate calls only. What those facts
+mean is answered elsewhere: where a value lives in `placement.py`, how often code runs in
+`hotness.py`.
 """
 
 from __future__ import annotations
@@ -87,7 +89,6 @@ TORCH_DTYPES = frozenset({
 # torch functions that join a sequence of tensors (which must all be on one device) into one.
 JOINING_FUNCTIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack",
                                "torch.vstack", "torch.dstack", "torch.column_stack", "torch.row_stack"})
-_SEQUENCE_DISPLAYS = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)
 
 TORCH_FACTORIES = frozenset({
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint", "randperm",
@@ -152,8 +153,7 @@ class Site:
 # hold the same facts (`evidence_of`), so that the engine can skip, before parsing, a file whose tree holds no GPU
 # evidence for the rules that need some.
 
-_CUDA_DEVICE_STRING = re.compile(r"cuda(?::\d+)?")  # a whole string constant (PyTorch takes no blanks around it)
-_HOST_GROUP_WORDS = ("cpu", "gloo")  # `cpu_group`, `backend="gloo"`: a collective on the host
+CUDA_DEVICE_STRING = re.compile(r"cuda(?::\d+)?")  # a whole string constant (PyTorch takes no blanks around it)
 _HOST_DEVICE_STRING = re.compile(r"cpu\b", re.IGNORECASE)  # the start of a string constant naming the CPU
 # `Stream(`, `wait_stream(`, ...: calls that show the file uses streams besides the current one (and `cuda.stream`).
 _STREAM_CALLS = frozenset({"Stream", "ExternalStream", "wait_stream", "record_stream", "set_stream"})
@@ -161,7 +161,7 @@ _STREAM_CALLS = frozenset({"Stream", "ExternalStream", "wait_stream", "record_st
 # (Not `torch_xla`: diffusers' pipelines import it where available, and run on CUDA as well.)
 _OTHER_ACCELERATOR_MODULES = frozenset({"torch_npu", "torch_mlu"})
 _OTHER_ACCELERATOR_ATTRIBUTES = frozenset({"npu", "xpu", "hpu", "mlu"})  # `torch.npu`, ...
-_OTHER_ACCELERATOR_APIS = tuple([*(f"torch.{name}." for name in sorted(_OTHER_ACCELERATOR_ATTRIBUTES)),
+OTHER_ACCELERATOR_APIS = tuple([*(f"torch.{name}." for name in sorted(_OTHER_ACCELERATOR_ATTRIBUTES)),
                                  *(f"{module}." for module in sorted(_OTHER_ACCELERATOR_MODULES))])
 # Where a string or int constant may be what classify_device reads as a device: the value of a keyword, the first
 # argument of a call, the value of an assignment or a `return`, a parameter's default, a branch of `a if c else b`.
@@ -279,7 +279,7 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
         elif kind is ast.Import or kind is ast.ImportFrom:
             imports.append(node)
     names.update(keyword.arg for keyword in keywords if keyword.arg is not None)
-    gpu = any(_placement_by_attribute_name(attr) is Placement.GPU for attr in attributes) or any(
+    gpu = any(placement_by_attribute_name(attr) is Placement.GPU for attr in attributes) or any(
         keyword.arg == "device" and _ordinal(keyword.value) for keyword in keywords)
     streams = gloo = False
     collective_calls = []
@@ -299,7 +299,7 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
         if node.__class__ is ast.Constant:
             value = node.value
             if value.startswith("cuda"):
-                gpu = gpu or _CUDA_DEVICE_STRING.fullmatch(value) is not None and _may_be_read_as_device(node, parent)
+                gpu = gpu or CUDA_DEVICE_STRING.fullmatch(value) is not None and _may_be_read_as_device(node, parent)
             elif "gloo" in value.lower():
                 gloo = True
         elif not gpu and node.values and isinstance(node.values[0], ast.Constant) \
@@ -443,7 +443,6 @@ class FileFacts:
         self._binding_scopes: dict[tuple[str, int], Scope | None] = {}
         # The lines of the `:=` and comprehensions, for _may_bind_in_expressions; listed on first use.
         self._binding_expression_lines: list[int] | None = None
-        self._host_choices: dict[int, bool] = {}  # by id of the Scope, for _may_choose_host
         self._class_nodes: list[ast.ClassDef] = []
         self._class_attributes: dict[int, dict[str, list[Binding]]] = {}  # by id of the class, on first use
         self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
@@ -646,7 +645,7 @@ class FileFacts:
 
     # ----- scopes and bindings ---------------------------------------------
 
-    def _scope_for(self, node: ast.AST | None) -> Scope:
+    def scope_for(self, node: ast.AST | None) -> Scope:
         """The bindings of a function (or, for None, the module), collected on first use."""
         key = id(node) if node is not None else 0
         scope = self._scopes.get(key)
@@ -766,15 +765,15 @@ class FileFacts:
         (else the module's) that can reach `line`: those made on earlier lines,
         and, inside a loop, those made anywhere in that loop.
         """
-        scope = self._binding_scope(name, line)
+        scope = self.binding_scope(name, line)
         return None if scope is None else [binding.value
-                                           for binding in self._reaching(scope.bindings[name], line, scope)]
+                                           for binding in self.reaching(scope.bindings[name], line, scope)]
 
     def reaching_bindings(self, name: str, line: int) -> list[Binding] | None:
-        scope = self._binding_scope(name, line)
-        return None if scope is None else self._reaching(scope.bindings[name], line, scope)
+        scope = self.binding_scope(name, line)
+        return None if scope is None else self.reaching(scope.bindings[name], line, scope)
 
-    def _reaching(self, bindings: list[Binding], line: int, scope: Scope | None = None) -> list[Binding]:
+    def reaching(self, bindings: list[Binding], line: int, scope: Scope | None = None) -> list[Binding]:
         """The bindings that can reach `line`: those made on earlier lines, and, inside a loop, those made
         anywhere in that loop; not those in the other arm of an `if`, nor those hidden by an assignment made
         directly in the function's body between them and `line` (`x = x.cuda()` hides the parameter `x`)."""
@@ -801,19 +800,19 @@ class FileFacts:
         return (loops[line] if 0 < line < len(loops) else (),
                 other_arms[line] if 0 < line < len(other_arms) else ())
 
-    def _binding_scope(self, name: str, line: int) -> Scope | None:
+    def binding_scope(self, name: str, line: int) -> Scope | None:
         """The innermost function around `line` that binds `name`, else the module, if it binds `name`."""
         key = (name, line)
         if key in self._binding_scopes:
             return self._binding_scopes[key]
-        scope = next((scope for scope in map(self._scope_for, reversed(self._functions_around(line)))
+        scope = next((scope for scope in map(self.scope_for, reversed(self.functions_around(line)))
                       if name in scope.bindings), None)
         if scope is None:
-            scope = self._scope_for(None)
+            scope = self.scope_for(None)
         scope = self._binding_scopes[key] = scope if name in scope.bindings else None
         return scope
 
-    def _functions_around(self, line: int) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]:
+    def functions_around(self, line: int) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]:
         """The functions whose lines hold `line`, outermost first."""
         if self._functions_by_line is None:
             self._functions_by_line = self._functions_per_line()
@@ -825,11 +824,11 @@ class FileFacts:
     def parameter_annotation(self, name: str, line: int) -> ast.expr | None:
         """The annotation of `name` read at `line`, when `name` is a parameter of the function whose binding of
         it is seen there (what `bindings_at` follows); None for any other name, or a parameter without one."""
-        scope = self._binding_scope(name, line)
+        scope = self.binding_scope(name, line)
         if scope is None:
             return None
-        for node in reversed(self._functions_around(line)):
-            if self._scope_for(node) is scope:
+        for node in reversed(self.functions_around(line)):
+            if self.scope_for(node) is scope:
                 arguments = node.args
                 return next((arg.annotation for arg in [*arguments.posonlyargs, *arguments.args,
                                                         *arguments.kwonlyargs] if arg.arg == name), None)
@@ -837,384 +836,22 @@ class FileFacts:
 
     # ----- classification ----------------------------------------------------
 
-    def classify_device(self, expr: ast.expr, line: int, depth: int = 0) -> Device:
-        if isinstance(expr, ast.Constant):
-            value = expr.value
-            if isinstance(value, str):
-                # PyTorch takes no blanks around the type either.
-                return Device.CUDA if _CUDA_DEVICE_STRING.fullmatch(value) else Device.NOT_CUDA
-            if isinstance(value, int) and not isinstance(value, bool):
-                return Device.CUDA
-            return Device.NOT_CUDA if value is None else Device.UNKNOWN
-        if isinstance(expr, ast.JoinedStr) and expr.values and isinstance(expr.values[0], ast.Constant):
-            prefix = str(expr.values[0].value)
-            if prefix.startswith("cuda"):
-                return Device.CUDA
-            if prefix.startswith(("cpu", "meta")):
-                return Device.NOT_CUDA
-            return Device.UNKNOWN
-        if isinstance(expr, ast.Call):
-            qualified = self.qualify(dotted_name(expr.func))
-            if qualified == "torch.cuda.current_device":
-                return Device.CUDA
-            if qualified and qualified.startswith(_OTHER_ACCELERATOR_APIS):
-                return Device.NOT_CUDA  # `torch.npu.current_device()`: another accelerator's device
-            if qualified == "torch.device":
-                if expr.args:
-                    return self.classify_device(expr.args[0], line, depth + 1)
-                # `type=` names the kind of device, a string: an int there is no ordinal.
-                kind = next((kw.value for kw in expr.keywords if kw.arg == "type"), None)
-                return self._classify_bound_device(kind, line, depth) if kind is not None else Device.UNKNOWN
-            return Device.UNKNOWN
-        if isinstance(expr, ast.IfExp):
-            both = {self.classify_device(expr.body, line, depth + 1), self.classify_device(expr.orelse, line, depth + 1)}
-            return both.pop() if len(both) == 1 else Device.UNKNOWN
-        device = Device.UNKNOWN
-        if isinstance(expr, ast.Name) and depth < 4:
-            device = self._classify_name(expr.id, line, lambda value: self._classify_bound_device(value, line, depth),
-                                         Device.UNKNOWN)
-        if device is Device.UNKNOWN and isinstance(expr, (ast.Name, ast.Attribute)) \
-                and dotted_name(expr) in self.gpu_device_names:
-            return Device.CUDA
-        if device is Device.UNKNOWN and self.project is not None and depth < 4:
-            # A device the project model places (`self.device` assigned a CUDA device, or a parameter every
-            # caller passes one): where a tensor made on it lives.
-            if isinstance(expr, ast.Attribute):
-                placed = self._model_attribute(expr, line, device=True)
-            elif isinstance(expr, ast.Name):
-                placed = self._model_parameter(expr.id, line, device=True)
-            else:
-                placed = Placement.UNKNOWN
-            if placed is not Placement.UNKNOWN:
-                return Device.CUDA if placed is Placement.GPU else Device.NOT_CUDA
-        if device is Device.UNKNOWN and self.for_other_accelerator:
-            return Device.NOT_CUDA  # a file for another accelerator only: its devices are that accelerator's
-        return device
 
-    def _classify_bound_device(self, value: ast.expr, line: int, depth: int) -> Device:
-        """A name bound to an int (or to a choice of ints, `0 if c else 1`) is a count or an index as often as a
-        device ordinal: unknown. (Only an int written as the device is an ordinal, as TreeEvidence counts it.)"""
-        if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
-            return Device.UNKNOWN
-        if isinstance(value, ast.IfExp):
-            both = {self._classify_bound_device(value.body, line, depth), self._classify_bound_device(value.orelse,
-                                                                                                     line, depth)}
-            return both.pop() if len(both) == 1 else Device.UNKNOWN
-        return self.classify_device(value, line, depth + 1)
 
-    def classify_data(self, expr: ast.expr, line: int, depth: int = 0) -> Data:
-        if isinstance(expr, (ast.List, ast.Tuple, ast.Set, ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-            return Data.HOST
-        if isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float, complex, bool)):
-            return Data.HOST
-        if isinstance(expr, ast.UnaryOp) and isinstance(expr.operand, ast.Constant):
-            return Data.HOST
-        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mult, ast.Add)) \
-                and isinstance(expr.left, (ast.List, ast.Tuple)):  # `[x] * n`, `[a] + rest`
-            return Data.HOST
-        if isinstance(expr, ast.IfExp):
-            both = {self.classify_data(expr.body, line, depth + 1), self.classify_data(expr.orelse, line, depth + 1)}
-            return both.pop() if len(both) == 1 else Data.UNKNOWN
-        if isinstance(expr, ast.Call):
-            func = expr.func
-            if isinstance(func, ast.Attribute) and func.attr == "tolist":
-                return Data.HOST
-            if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to"):
-                return Data.TENSOR
-            if isinstance(func, ast.Name) and func.id in ("list", "tuple", "range", "sorted") \
-                    and func.id not in self.aliases:
-                return Data.HOST
-            qualified = self.qualify(dotted_name(func)) or ""
-            if qualified.startswith("numpy."):
-                return Data.LIKELY_HOST
-            if qualified.startswith("torch."):
-                return Data.TENSOR
-            return Data.UNKNOWN
-        if isinstance(expr, ast.Name):
-            if depth < 4:
-                bound = self._classify_name(expr.id, line, lambda value: self.classify_data(value, line, depth + 1),
-                                            Data.UNKNOWN)
-                if bound is not Data.UNKNOWN:
-                    return bound
-            return Data.LIKELY_HOST if expr.id.endswith(HOST_NAME_SUFFIXES) else Data.UNKNOWN
-        if isinstance(expr, ast.Attribute):
-            return Data.LIKELY_HOST if expr.attr.endswith(HOST_NAME_SUFFIXES) else Data.UNKNOWN
-        return Data.UNKNOWN
 
-    def classify_placement(self, expr: ast.expr, line: int, depth: int = 0) -> Placement:
-        """Whether `expr` (a tensor) is on a CUDA device, on the host, or unknown.
 
-        GPU: `.cuda()`, `.to(<cuda device>)`, a torch factory with a CUDA `device=`.
-        HOST: `.cpu()`, `.pin_memory()`, `torch.from_numpy`, a factory without a device
-        or with a host device, a `*_cpu` name, `torch.cat` / `torch.stack` of host tensors
-        only, a comparison with a host tensor of one or more dimensions. Names follow their
-        local bindings, and `self.x` the assignments to it in the enclosing class (or, for a
-        property, what it returns). A name of unknown placement that its function makes and
-        passes to a torch.distributed collective (not on a CPU or gloo group) is a CUDA
-        tensor, as NCCL needs one. Tensor computations
-        (torch functions, tensor methods, operators, indexing, `.to(dtype)`) keep the
-        placement of their known tensor operands.
-        """
-        if depth > 6:
-            return Placement.UNKNOWN
-        if isinstance(expr, ast.Call):
-            func = expr.func
-            if isinstance(func, ast.Attribute):
-                if func.attr in ("cuda", "to") and self._is_module(func.value):
-                    return Placement.UNKNOWN  # `nn.Linear(...).cuda()` is a module, not a tensor
-                if func.attr == "cuda":
-                    return Placement.GPU
-                if func.attr in ("cpu", "pin_memory", "numpy"):
-                    return Placement.HOST
-                device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
-                if func.attr in NEW_TENSOR_METHODS and device is not None:
-                    return _placement_of(self.classify_device(device, line))
-                if func.attr == "to":
-                    target = expr.args[0] if expr.args else next(
-                        (kw.value for kw in expr.keywords if kw.arg == "device"), None)
-                    if target is None or self._is_dtype(target):
-                        return self.classify_placement(func.value, line, depth + 1)
-                    device = self.classify_device(target, line)
-                    return _placement_of(device)
-            qualified = self.qualify(dotted_name(func)) or ""
-            if qualified == "torch.from_numpy":
-                return Placement.HOST
-            if qualified in JOINING_FUNCTIONS:
-                tensors = expr.args[0] if expr.args else next(
-                    (kw.value for kw in expr.keywords if kw.arg == "tensors"), None)
-                if tensors is not None and self._host_tensors(tensors, line, depth + 1):
-                    return Placement.HOST
-            if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in TORCH_FACTORIES:
-                device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
-                if device is None:
-                    return Placement.UNKNOWN if qualified.endswith("_like") else Placement.HOST
-                return _placement_of(self.classify_device(device, line))
-            if qualified.startswith("torch."):
-                if qualified.rsplit(".", 1)[0] + "." in TENSOR_OP_NAMESPACES \
-                        and qualified.rsplit(".", 1)[-1] not in NON_TENSOR_TORCH_FUNCTIONS:
-                    operands = [*expr.args, *(kw.value for kw in expr.keywords if kw.arg != "device")]
-                    return self._placement_of_operands(operands, line, depth)
-                return Placement.UNKNOWN
-            if self.project is not None:
-                by_model = self._model_call(expr, line)
-                if by_model is not Placement.UNKNOWN:
-                    return by_model
-            if qualified:
-                return Placement.UNKNOWN
-            if isinstance(func, ast.Attribute) and func.attr not in NON_TENSOR_METHODS:
-                return self.classify_placement(func.value, line, depth + 1)
-            return Placement.UNKNOWN
-        if isinstance(expr, ast.Name):
-            if depth < 4:
-                bound = self._classify_name(expr.id, line,
-                                            lambda value: self.classify_placement(value, line, depth + 1),
-                                            Placement.UNKNOWN)
-                if bound is Placement.UNKNOWN and (self._updated_cuda_tensor(expr.id, line, depth)
-                                                   or self._passed_to_device_collective(expr.id, line)):
-                    return Placement.GPU
-                if bound is not Placement.UNKNOWN:
-                    return bound
-                if self.project is not None:
-                    by_model = self._model_parameter(expr.id, line)
-                    if by_model is not Placement.UNKNOWN:
-                        return by_model
-            if expr.id.endswith(HOST_NAME_SUFFIXES):
-                return Placement.HOST
-            return Placement.GPU if self._mirrored_parameter(expr.id, line) else Placement.UNKNOWN
-        if isinstance(expr, ast.Attribute):
-            by_name = _placement_by_attribute_name(expr.attr)
-            if by_name is not Placement.UNKNOWN:
-                return by_name
-            if expr.attr in SAME_DEVICE_ATTRIBUTES:
-                return self.classify_placement(expr.value, line, depth + 1)
-            if isinstance(expr.value, ast.Name) and expr.value.id == "self" and depth < 4:
-                by_bindings = self._classify_self_attribute(expr.attr, line, depth)
-                if by_bindings is not Placement.UNKNOWN:
-                    return by_bindings
-            if self.project is not None:
-                by_model = self._model_attribute(expr, line)
-                if by_model is not Placement.UNKNOWN:
-                    return by_model
-            return Placement.GPU if expr.attr in self.evidence.mirrored else Placement.UNKNOWN
-        if isinstance(expr, ast.Subscript):
-            return self.classify_placement(expr.value, line, depth + 1)
-        if isinstance(expr, ast.BinOp):
-            return self._placement_of_operands([expr.left, expr.right], line, depth)
-        if isinstance(expr, ast.Compare):
-            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in expr.ops):
-                return Placement.UNKNOWN  # `x is None`, `k in d`: a Python bool, however placed `x` is
-            operands = [expr.left, *expr.comparators]
-            placement = self._placement_of_operands(operands, line, depth)
-            # Comparing a host tensor of one or more dimensions with a CUDA tensor raises (only 0-d host
-            # tensors may join CUDA ones), so a mask built from one (`torch.arange(n) < lens`) is on the host.
-            # Arithmetic raises alike, but calling it host found mostly init-time set-up (RoPE inverse
-            # frequencies moved with `.to(device)` where `device` is None): it stays unknown.
-            if placement is Placement.UNKNOWN and any(self._host_with_dimensions(operand, line, depth + 1)
-                                                      for operand in operands):
-                return Placement.HOST
-            return placement
-        if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
-            return self.classify_placement(expr.operand, line, depth + 1)
-        return Placement.UNKNOWN
 
-    def _host_tensors(self, tensors: ast.expr, line: int, depth: int) -> bool:
-        """Whether `tensors`, a sequence given to `torch.cat` or `torch.stack`, holds host tensors only, and
-        at least one: a list or tuple of them, a comprehension making them (`[torch.arange(n) for n in lens]`),
-        or a name bound only to such sequences and grown only by `.append(<host tensor>)`."""
-        if depth > 6:
-            return False
-        if isinstance(tensors, (ast.ListComp, ast.GeneratorExp)):
-            return self.classify_placement(tensors.elt, line, depth + 1) is Placement.HOST
-        if isinstance(tensors, (ast.List, ast.Tuple)):
-            return bool(tensors.elts) and self._all_host([(element, line) for element in tensors.elts], depth)
-        if not isinstance(tensors, ast.Name):
-            return False
-        scope = self._binding_scope(tensors.id, line)
-        if scope is None:
-            return False
-        bound = self._reaching(scope.bindings[tensors.id], line)
-        added = self._reaching(scope.list_additions.get(tensors.id, []), line)
-        if not bound or not all(isinstance(binding.value, _SEQUENCE_DISPLAYS) for binding in bound):
-            return False
-        elements = [(element, binding.line) for binding in bound if isinstance(binding.value, (ast.List, ast.Tuple))
-                    for element in binding.value.elts] + [(binding.value, binding.line) for binding in added]
-        comprehensions = [binding for binding in bound if isinstance(binding.value, (ast.ListComp, ast.GeneratorExp))]
-        return bool(elements or comprehensions) and self._all_host(elements, depth) and all(
-            self._host_tensors(binding.value, binding.line, depth + 1) for binding in comprehensions)
 
-    def _all_host(self, elements: list[tuple[ast.expr | None, int]], depth: int) -> bool:
-        """Whether every (element, line where it is classified) is a host tensor."""
-        return all(element is not None and not isinstance(element, ast.Starred)
-                   and self.classify_placement(element, line, depth + 1) is Placement.HOST
-                   for element, line in elements)
 
-    def _host_with_dimensions(self, expr: ast.expr, line: int, depth: int) -> bool:
-        """Whether `expr` is a host tensor that certainly has one or more dimensions: a host factory whose
-        size says so (`torch.arange(n)`, `torch.ones((n, 1))`, `torch.tensor([...])`), a join of host tensors,
-        an operator on such a tensor, or a name bound only to those."""
-        if depth > 6:
-            return False
-        if isinstance(expr, ast.Name):
-            values = self.bindings_at(expr.id, line)
-            return bool(values) and all(value is not None and self._host_with_dimensions(value, line, depth + 1)
-                                        for value in values)
-        if isinstance(expr, (ast.BinOp, ast.Compare)):
-            operands = [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [expr.left, *expr.comparators]
-            return any(self._host_with_dimensions(operand, line, depth + 1) for operand in operands)
-        if not isinstance(expr, ast.Call) or self.classify_placement(expr, line, depth + 1) is not Placement.HOST:
-            return False
-        qualified = self.qualify(dotted_name(expr.func)) or ""
-        name = qualified[len("torch."):] if qualified.startswith("torch.") else None
-        sizes = [arg for arg in expr.args if not isinstance(arg, ast.Starred)]
-        if name in ("arange", "linspace", "logspace", "randperm", "eye") or qualified in JOINING_FUNCTIONS:
-            return True
-        if name == "tensor":
-            return bool(sizes) and isinstance(sizes[0], (ast.List, ast.Tuple)) and bool(sizes[0].elts)
-        if name in ("zeros", "ones", "empty", "rand", "randn") and len(sizes) == len(expr.args):
-            return len(sizes) > 1 or len(sizes) == 1 and (
-                isinstance(sizes[0], (ast.List, ast.Tuple)) and bool(sizes[0].elts)
-                or isinstance(sizes[0], ast.Constant) and type(sizes[0].value) is int)
-        return False
 
-    def _placement_of_operands(self, operands: list[ast.expr], line: int, depth: int) -> Placement:
-        """GPU when some operand (or an element of a list/tuple operand) is a CUDA tensor, else unknown.
 
-        Mixing a CUDA tensor with host values (scalars, 0-d CPU tensors) gives a CUDA
-        tensor; a computation on host tensors alone is not called HOST, since an
-        unknown operand might still be on the GPU.
-        """
-        for operand in operands:
-            elements = operand.elts if isinstance(operand, (ast.List, ast.Tuple)) else [operand]
-            if any(self.classify_placement(element, line, depth + 1) is Placement.GPU for element in elements):
-                return Placement.GPU
-        return Placement.UNKNOWN
 
-    def _updated_cuda_tensor(self, name: str, line: int, depth: int) -> bool:
-        """True when `name` is bound to CUDA tensors, and otherwise only updated by arithmetic on itself
-        (`err = err / 2`, `total += loss`): such an update keeps it on the GPU."""
-        values = self.bindings_at(name, line) or []
-        updates = [value for value in values if isinstance(value, ast.BinOp)
-                   and any(isinstance(side, ast.Name) and side.id == name for side in (value.left, value.right))]
-        others = [value for value in values if not any(value is update for update in updates)]
-        return bool(updates) and bool(others) and all(
-            value is not None and self.classify_placement(value, line, depth + 1) is Placement.GPU
-            for value in others)
 
-    def _mirrored_parameter(self, name: str, line: int) -> bool:
-        """True when `name` is a parameter its function never rebinds, and the function binds its host mirror
-        too (`def f(seq_lens, seq_lens_cpu)`): `name` is the device copy. (A loop target such as `x` in
-        `for x in x_cpu` is not a parameter.)"""
-        if name not in self.evidence.mirrored:
-            return False
-        scope = self._binding_scope(name, line)
-        if scope is None or not all(binding.line == 0 and binding.value is None for binding in scope.bindings[name]):
-            return False
-        mirrors = [binding for suffix in MIRROR_SUFFIXES for binding in scope.bindings.get(name + suffix, ())]
-        # A mirror made from the name by a computation that is no host copy (`x_host = x.view(-1)`) says
-        # nothing of where `x` lives.
-        return bool(mirrors) and all(binding.line == 0 or _host_transfer(binding.value) for binding in mirrors)
 
-    def _passed_to_device_collective(self, name: str, line: int) -> bool:
-        """True when `name` holds, at `line`, a tensor its function makes and passes to a torch.distributed
-        collective (`dist.all_reduce(t, group=group)`) that is not on a host group: NCCL needs a CUDA tensor."""
-        if not self.may_use_device_collectives:
-            return False
-        scope = self._binding_scope(name, line)
-        if scope is None or name not in scope.collective_arguments:
-            return False
-        reaching = self.reaching_bindings(name, line)
-        # Only a tensor the function makes itself: a parameter may be the caller's host tensor, sent over a
-        # CPU group chosen elsewhere.
-        if not reaching or any(binding.value is None for binding in reaching) or self._may_choose_host(scope):
-            return False
-        return any(self.reaching_bindings(name, call.lineno) == reaching and not self._on_host_group(call, statement)
-                   for call, statement in scope.collective_arguments[name])
 
-    def _may_choose_host(self, scope: Scope) -> bool:
-        """Whether the function names the CPU device, a CPU group or gloo (`torch.device("cuda" if ... else
-        "cpu")`): then its collectives may run on host tensors."""
-        chooses = self._host_choices.get(id(scope))
-        if chooses is None:
-            chooses = self._host_choices[id(scope)] = names_host(scope.node or self.tree, ("cpu_group", "gloo"),
-                                                                 host_strings=True)
-        return chooses
 
-    def _on_host_group(self, call: ast.Call, statement: ast.stmt) -> bool:
-        """Whether the collective's statement, or what its `group=` name or `self.` attribute is bound to,
-        names a CPU group or the gloo backend (`group=get_world_group().cpu_group`, `backend="gloo"`)."""
-        if names_host(statement, _HOST_GROUP_WORDS):
-            return True
-        group = next((kw.value for kw in call.keywords if kw.arg == "group"), None)
-        if isinstance(group, ast.Name):
-            values = self.bindings_at(group.id, call.lineno) or []
-        elif isinstance(group, ast.Attribute) and isinstance(group.value, ast.Name) and group.value.id == "self":
-            values = [binding.value for binding in self.self_attribute_bindings(group.attr, call.lineno) or []]
-        else:
-            return False
-        return any(value is not None and names_host(value, _HOST_GROUP_WORDS) for value in values)
 
-    def _classify_self_attribute(self, attribute: str, line: int, depth: int) -> Placement:
-        bindings = self.self_attribute_bindings(attribute, line)
-        if not bindings or any(binding.value is None for binding in bindings):
-            return Placement.UNKNOWN
-        kinds = {self.classify_placement(binding.value, binding.line, depth + 1) for binding in bindings}
-        return kinds.pop() if len(kinds) == 1 else Placement.UNKNOWN
 
-    def _is_module(self, expr: ast.expr) -> bool:
-        """A call that builds a `torch.nn` module (`nn.Linear(...)`, `torch.nn.ModuleDict(...)`)."""
-        qualified = self.qualify(dotted_name(expr.func)) if isinstance(expr, ast.Call) else None
-        return bool(qualified) and qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1][:1].isupper()
-
-    def _is_dtype(self, expr: ast.expr) -> bool:
-        qualified = self.qualify(dotted_name(expr)) or ""
-        return qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in TORCH_DTYPES
-
-    def _classify_name(self, name, line, classify_value, unknown):
-        values = self.bindings_at(name, line)
-        if not values or any(value is None for value in values):
-            return unknown
-        kinds = {classify_value(value) for value in values}
-        return kinds.pop() if len(kinds) == 1 else unknown
 
     # ----- call sites --------------------------------------------------------
 
@@ -1222,7 +859,7 @@ class FileFacts:
         """The qualified names of the decorators (`@torch.jit.script`, `@triton.jit(...)`) of the functions
         around `line`; "" for a decorator this file does not import."""
         return [self.qualify(dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator)) or ""
-                for node in self._functions_around(line) if not isinstance(node, ast.Lambda)
+                for node in self.functions_around(line) if not isinstance(node, ast.Lambda)
                 for decorator in node.decorator_list]
 
     def in_torchscript(self, line: int) -> bool:
@@ -1264,12 +901,12 @@ class FileFacts:
         """The name the project model knows the function around `line` by (`Class.method`, `function`): the
         outermost function there, with the classes around it; None at module level or in a class made in a
         function."""
-        functions = [node for node in self._functions_around(line) if not isinstance(node, ast.Lambda)]
+        functions = [node for node in self.functions_around(line) if not isinstance(node, ast.Lambda)]
         if not functions:
             return None
-        return self._qualname_of(functions[0])
+        return self.qualname_of(functions[0])
 
-    def _qualname_of(self, node: ast.AST) -> str | None:
+    def qualname_of(self, node: ast.AST) -> str | None:
         names = [node.name]
         parent = self.parents.get(node)
         while parent is not None and not isinstance(parent, ast.Module):
@@ -1287,51 +924,9 @@ class FileFacts:
             return None
         return self.project.class_of(qualname.rpartition(".")[0])
 
-    def _model_attribute(self, expr: ast.Attribute, line: int, device: bool = False) -> Placement:
-        """Where `<receiver>.attr` lives by the project model: the receiver's class is that of `self`, of an
-        annotated parameter, or unknown (then the attribute's name decides, see ProjectModel.attribute)."""
-        receiver = expr.value
-        class_name = None
-        if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) \
-                and receiver.value.id == "self":
-            class_name = self.project.attribute_type(self.class_at(line), receiver.attr)  # `self.buffer.gpu`
-        elif isinstance(receiver, ast.Name):
-            if receiver.id == "self":
-                class_name = self.class_at(line)
-            else:
-                annotation = self.parameter_annotation(receiver.id, line)
-                dotted = dotted_name(annotation) if annotation is not None else None
-                class_name = self.project.resolve_type(dotted) if dotted else None
-        return self._inferred(self.project.attribute(class_name, expr.attr), device)
 
-    def _model_parameter(self, name: str, line: int, device: bool = False) -> Placement:
-        """Where parameter `name` of the outermost function around `line` lives by the project model, when what is
-        read at `line` is still the parameter (no assignment in between)."""
-        functions = [node for node in self._functions_around(line) if not isinstance(node, ast.Lambda)]
-        scope = self._binding_scope(name, line)
-        if not functions or scope is None or self._scope_for(functions[0]) is not scope:
-            return Placement.UNKNOWN
-        reaching = self._reaching(scope.bindings[name], line, scope)
-        if not reaching or not all(binding.line == 0 and binding.value is None for binding in reaching):
-            return Placement.UNKNOWN
-        qualname = self._qualname_of(functions[0])
-        placed = self.project.parameter(qualname, name) if qualname else None
-        return self._inferred(placed, device)
 
-    def _model_call(self, call: ast.Call, line: int) -> Placement:
-        """Where the result of a call of a project function, made in the outermost function around `line`,
-        lives by the project model."""
-        qualname = self.qualname_at(line)
-        placed = self.project.call_result(qualname, call) if qualname else None
-        return self._inferred(placed, device=False)
 
-    def _inferred(self, placed, device: bool) -> Placement:
-        """A placement from the model, for a device (`device`) or a tensor, as asked: the model follows both."""
-        if placed is None or placed.device != device:
-            return Placement.UNKNOWN
-        self.inferences.append(placed.describe())
-        self.untyped_inferences += not placed.typed
-        return Placement.GPU if placed.placement == "gpu" else Placement.HOST
 
     def site_at(self, start, end) -> Site | None:
         """The candidate spanning exactly `start` to `end` (Positions), if one was registered."""
@@ -1498,7 +1093,7 @@ def _children(node: ast.AST) -> list[ast.AST]:
 
 
 @functools.lru_cache(maxsize=8192)
-def _placement_by_attribute_name(name: str) -> Placement:
+def placement_by_attribute_name(name: str) -> Placement:
     """An attribute named `*_cpu` (`*_list`, `*_host`, ...) holds a host tensor, one named `*_gpu` / `*_cuda`
     (`batch.seq_lens_gpu`) a CUDA tensor unless it reads as a flag or a count; other names say nothing.
     (For local names only the host suffixes count: a local `utilization_gpu` is as often a string.)"""
@@ -1517,13 +1112,13 @@ def names_a_tensor(stem: str) -> bool:
     return words != [""] and words[0] not in _NOT_TENSOR_FIRST_WORDS and words[-1] not in _NOT_TENSOR_LAST_WORDS
 
 
-def _host_transfer(value: ast.expr | None) -> bool:
+def host_transfer(value: ast.expr | None) -> bool:
     """A call chain with a step that copies to the host: `.cpu()`, `.tolist()`, `.numpy()`, `.to("cpu")`
     (also as a branch of `a if c else None`)."""
     if isinstance(value, ast.IfExp):
         branches = [branch for branch in (value.body, value.orelse)
                     if not (isinstance(branch, ast.Constant) and branch.value is None)]
-        return bool(branches) and all(_host_transfer(branch) for branch in branches)
+        return bool(branches) and all(host_transfer(branch) for branch in branches)
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
         method = value.func.attr
         if method in ("cpu", "tolist", "numpy") or method == "to" and any(
@@ -1534,8 +1129,6 @@ def _host_transfer(value: ast.expr | None) -> bool:
     return False
 
 
-def _placement_of(device: Device) -> Placement:
-    return {Device.CUDA: Placement.GPU, Device.NOT_CUDA: Placement.HOST}.get(device, Placement.UNKNOWN)
 
 
 def _note_list_addition(call: ast.Call, scope: Scope) -> None:

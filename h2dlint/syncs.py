@@ -20,6 +20,7 @@ import libcst as cst
 from .facts import NON_TENSOR_METHODS, OPEN_GATE, SYNC_BUILTINS, SYNC_METHODS, Data, FileFacts, Placement
 from .gaps import TokensApart
 from .hotness import NOT_PER_STEP_WORDS, CodeContext, context_at, in_test_code, runs_once_by_name
+from .placement import classify_data, classify_placement
 from .syntax import dotted_name, name_words
 from .values import TENSOR_ONLY_METHODS, is_certainly_tensor, on_gpu_as_tensor
 
@@ -331,12 +332,12 @@ class _Finder:
 
     def add(self, node: ast.expr, kind: str, what: str, receiver: ast.expr | None, **extra) -> None:
         self.facts.inferences.clear()
-        placement = self.facts.classify_placement(receiver, node.lineno) if receiver is not None \
+        placement = classify_placement(self.facts, receiver, node.lineno) if receiver is not None \
             else Placement.UNKNOWN
         if placement is Placement.GPU and self.facts.inferences:
             extra["inferred_from"] = self.facts.inferences[0]
         if kind == READ and placement is Placement.UNKNOWN and (
-                self.facts.classify_data(receiver, node.lineno) in (Data.HOST, Data.LIKELY_HOST)
+                classify_data(self.facts, receiver, node.lineno) in (Data.HOST, Data.LIKELY_HOST)
                 or "proxy" in name_words(_identifier(receiver))):
             return  # numpy arrays and Python data; `torch.fx.Proxy` values, read while tracing a graph
         index = self.facts.line_index
@@ -481,7 +482,7 @@ class _Finder:
             repeats = keyword or (positional[1] if len(positional) > 1 else receiver)
         if repeats is None or not self._is_tensor(repeats):
             return
-        if receiver is not None and self.facts.classify_placement(receiver, call.lineno) is Placement.HOST:
+        if receiver is not None and classify_placement(self.facts, receiver, call.lineno) is Placement.HOST:
             return  # repeats live where the input does: on the host, nothing to wait for
         name = qualified or ".repeat_interleave()"
         self.add(call, REPEAT, f"`{name}`", repeats, repeats=repeats)
@@ -493,7 +494,7 @@ class _Finder:
         if isinstance(expr, ast.Call) and (facts.qualify(dotted_name(expr.func)) or isinstance(expr.func, ast.Attribute)
                                            and expr.func.attr in TENSOR_ONLY_METHODS):
             return is_certainly_tensor(facts, expr, expr.lineno)  # not `torch.cuda.memory_allocated()`, an int
-        if facts.classify_data(expr, expr.lineno) is Data.TENSOR:
+        if classify_data(facts, expr, expr.lineno) is Data.TENSOR:
             return True
         if depth >= 3:
             return False
@@ -521,12 +522,12 @@ class _Finder:
         mask = next((element for element in (index.elts if isinstance(index, ast.Tuple) else [index])
                      if self._is_boolean(element)), None)
         if mask is not None:
-            if not masks or facts.classify_data(node.value, node.lineno) in (Data.HOST, Data.LIKELY_HOST):
+            if not masks or classify_data(facts, node.value, node.lineno) in (Data.HOST, Data.LIKELY_HOST):
                 return
-            placement = facts.classify_placement(node.value, node.lineno)
+            placement = classify_placement(facts, node.value, node.lineno)
             receiver = node.value if placement is not Placement.UNKNOWN else mask
             self.add(node, MASK, "boolean-mask indexing", receiver)
-        elif gpu_indices and facts.classify_data(node.value, node.lineno) is Data.HOST \
+        elif gpu_indices and classify_data(facts, node.value, node.lineno) is Data.HOST \
                 and on_gpu_as_tensor(facts, index, node.lineno):
             self.add(index, CONDITION, "a CUDA tensor used as a Python index", index)
 
@@ -540,7 +541,7 @@ class _Finder:
             # A comparison of host values is a Python bool: ask for one tensor-like operand.
             return any(self._is_tensor(operand) or on_gpu_as_tensor(facts, operand, expr.lineno)
                        for operand in operands) and not any(
-                facts.classify_data(operand, expr.lineno) is Data.HOST and not isinstance(operand, ast.Constant)
+                classify_data(facts, operand, expr.lineno) is Data.HOST and not isinstance(operand, ast.Constant)
                 for operand in operands)
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Invert):
             return self._is_boolean(expr.operand, depth)
@@ -605,7 +606,7 @@ class _Finder:
                                                  for op in test.ops):
             return
         untyped = self.facts.untyped_inferences
-        placement = self.facts.classify_placement(test, test.lineno)
+        placement = classify_placement(self.facts, test, test.lineno)
         if placement is Placement.GPU and (self.facts.untyped_inferences == untyped
                                            or is_certainly_tensor(self.facts, test, test.lineno)):
             self.add(test, CONDITION, "a CUDA tensor used as a condition", test)
@@ -618,7 +619,7 @@ class _Finder:
         facts = self.facts
         if isinstance(test, ast.Compare):
             return any(is_certainly_tensor(facts, operand, test.lineno)
-                       and facts.classify_placement(operand, test.lineno) is not Placement.HOST
+                       and classify_placement(facts, operand, test.lineno) is not Placement.HOST
                        for operand in (test.left, *test.comparators))
         return is_certainly_tensor(facts, test, test.lineno)
 

@@ -16,6 +16,7 @@ from .facts import (
     Placement,
 )
 from .gaps import TokensApart
+from .placement import classify_data, classify_placement
 from .syntax import dotted_name
 
 # Factories whose result's number of dimensions can be read off their arguments.
@@ -207,7 +208,7 @@ PROPERTY_DECORATORS = frozenset({"property", "cached_property", "functools.cache
 def on_gpu_as_tensor(facts, expr: ast.expr, line: int) -> bool:
     """Placed on a CUDA device as a tensor: not through a value the project model places only in case it is one."""
     untyped = facts.untyped_inferences
-    return facts.classify_placement(expr, line) is Placement.GPU and facts.untyped_inferences == untyped
+    return classify_placement(facts, expr, line) is Placement.GPU and facts.untyped_inferences == untyped
 
 
 def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> bool:
@@ -251,7 +252,7 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
         return isinstance(func, ast.Attribute) and _tensor_method_returns_tensor(func.attr) and (
             func.attr in TENSOR_ONLY_METHODS and facts.mentions_torch
             or is_certainly_tensor(facts, func.value, line, depth)
-            or facts.classify_placement(expr, line) is Placement.GPU)  # `x.cuda()`, `x.to("cuda")`
+            or classify_placement(facts, expr, line) is Placement.GPU)  # `x.cuda()`, `x.to("cuda")`
     if isinstance(expr, ast.BinOp):
         if any(isinstance(side, (ast.List, ast.Tuple, ast.ListComp)) for side in (expr.left, expr.right)):
             return False  # `[x] * t` repeats the list
@@ -447,7 +448,7 @@ def pin_data_kind(facts, data: ast.expr, line: int) -> PinData:
         return PinData.NUMPY
     if _is_python_data(facts, data, line):
         return PinData.PYTHON
-    if facts.classify_data(data, line) is Data.TENSOR or is_certainly_tensor(facts, data, line):
+    if classify_data(facts, data, line) is Data.TENSOR or is_certainly_tensor(facts, data, line):
         return PinData.TENSOR
     return PinData.UNKNOWN
 
@@ -458,7 +459,7 @@ def _is_python_data(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
     `isinstance(name, list)`, or a name bound only to any of those, unpacking included (`out, n = [], 0`)."""
     if depth > 4:
         return False
-    if facts.classify_data(node, line) is Data.HOST or is_python_number(facts, node, line) \
+    if classify_data(facts, node, line) is Data.HOST or is_python_number(facts, node, line) \
             or _checked_to_be_a_list(facts, node, line):
         return True
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):

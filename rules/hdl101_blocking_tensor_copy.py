@@ -24,6 +24,7 @@ from h2dlint.copies import (
 from h2dlint.facts import Data, Device, Placement
 from h2dlint.hotness import runs_once
 from h2dlint.model import Applicability, Fix
+from h2dlint.placement import classify_data, classify_device, classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syntax import dotted_name
 from h2dlint.values import PinData, pin_data_kind
@@ -318,13 +319,13 @@ class BlockingTensorCopy(Rule):
         if device_arg is None:
             return
         start, end = self.position(node)
-        device = facts.classify_device(to_ast(device_arg.value), start.line)
+        device = classify_device(facts, to_ast(device_arg.value), start.line)
         if device is Device.NOT_CUDA or runs_once(facts, start.line) is not None:
             return
         data_ast = to_ast(data_arg.value)
         if isinstance(data_ast, (ast.List, ast.Tuple)) and not data_ast.elts:
             return  # an empty copy returns before the device copy: nothing waits
-        data = facts.classify_data(data_ast, start.line)
+        data = classify_data(facts, data_ast, start.line)
         if data is Data.TENSOR or (is_as_tensor and data not in (Data.HOST, Data.LIKELY_HOST)) \
                 or pin_data_kind(facts, data_ast, start.line) is PinData.TENSOR:
             return  # a tensor's copy: no host data
@@ -360,10 +361,10 @@ class BlockingTensorCopy(Rule):
         start, _ = self.position(node)
         if runs_once(facts, start.line) is not None:
             return
-        placement = facts.classify_placement(to_ast(receiver), start.line)
+        placement = classify_placement(facts, to_ast(receiver), start.line)
         data_ast = to_ast(positional[0].value)
         if placement is Placement.HOST or (isinstance(data_ast, (ast.List, ast.Tuple)) and not data_ast.elts) \
-                or facts.classify_data(data_ast, start.line) is Data.TENSOR:
+                or classify_data(facts, data_ast, start.line) is Data.TENSOR:
             return
         where = "a CUDA device" if placement is Placement.GPU else \
             f"the device of `{shown(receiver)}` (if it is a CUDA device)"
@@ -436,7 +437,7 @@ def _may_copy_to_device(facts, call: ast.Call) -> bool:
     data = call.args[0]
     if isinstance(data, (ast.List, ast.Tuple)) and not data.elts:
         return False
-    return facts.classify_device(keywords["device"], call.lineno) is not Device.NOT_CUDA
+    return classify_device(facts, keywords["device"], call.lineno) is not Device.NOT_CUDA
 
 
 def _is_new_tensor(call: ast.Call) -> bool:

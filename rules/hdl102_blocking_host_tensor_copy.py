@@ -28,6 +28,7 @@ from h2dlint.facts import OPEN_GATE, Device, Placement
 from h2dlint.gaps import TokensApart
 from h2dlint.hotness import context_at, runs_once
 from h2dlint.model import Applicability, Fix
+from h2dlint.placement import classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
 
 
@@ -176,7 +177,7 @@ class BlockingHostTensorCopy(Rule):
         return [call for call in facts.calls_named(cls.call_names)
                 if not _asks_non_blocking(call)
                 and copy_device(facts, call, call.lineno) not in (None, Device.NOT_CUDA)
-                and facts.classify_placement(call.func.value, call.lineno) is Placement.HOST]
+                and classify_placement(facts, call.func.value, call.lineno) is Placement.HOST]
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts

@@ -20,6 +20,7 @@ from h2dlint.copies import (
 from h2dlint.facts import Device
 from h2dlint.hotness import context_at, runs_once
 from h2dlint.model import Applicability, Fix
+from h2dlint.placement import classify_device
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syntax import dotted_name
 
@@ -129,7 +130,7 @@ class ConstantUpload(Rule):
                 and {keyword.arg for keyword in call.keywords} >= {"device"}
                 and {keyword.arg for keyword in call.keywords} <= CONSTANT_UPLOAD_KEYWORDS
                 and facts.qualify(dotted_name(call.func)) == "torch.tensor"
-                and facts.classify_device(next(keyword.value for keyword in call.keywords if keyword.arg == "device"),
+                and classify_device(facts, next(keyword.value for keyword in call.keywords if keyword.arg == "device"),
                                           call.lineno) is not Device.NOT_CUDA]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -141,7 +142,7 @@ class ConstantUpload(Rule):
             return
         keywords = keywords_of(node)
         start, _ = self.position(node)
-        device = facts.classify_device(to_ast(keywords["device"].value), start.line)
+        device = classify_device(facts, to_ast(keywords["device"].value), start.line)
         if device is Device.NOT_CUDA or runs_once(facts, start.line) is not None:
             return
         where = context_at(facts, start.line).describe()

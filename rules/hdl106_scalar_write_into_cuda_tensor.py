@@ -8,6 +8,7 @@ import libcst as cst
 from h2dlint.facts import OPEN_GATE, Placement
 from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Edit, Fix, Position
+from h2dlint.placement import classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.values import ELEMENT_WRITE, is_int_literal, is_python_int, is_python_number, tensor_dimensions
 
@@ -194,7 +195,7 @@ def _writes_one_cuda_element(facts, target: ast.Subscript) -> bool:
         indices += len(elements)
         tensor = tensor.value
     return tensor_dimensions(facts, tensor, line) == indices and \
-        facts.classify_placement(tensor, line) is Placement.GPU
+        classify_placement(facts, tensor, line) is Placement.GPU
 
 
 def _literal_indices_only(target: ast.expr) -> bool:

@@ -6,6 +6,7 @@ import libcst as cst
 
 from h2dlint.facts import OPEN_GATE, Placement
 from h2dlint.hotness import context_at
+from h2dlint.placement import classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.values import has_index_list
 
@@ -110,7 +111,7 @@ class ListIndexIntoCudaTensor(Rule):
     def candidates(cls, facts):
         return [node for node in facts.scanned_nodes if isinstance(node, ast.Subscript)
                 and context_at(facts, node.lineno).hot and has_index_list(facts, node)
-                and facts.classify_placement(node.value, node.lineno) is Placement.GPU]
+                and classify_placement(facts, node.value, node.lineno) is Placement.GPU]
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         facts = self.context.facts

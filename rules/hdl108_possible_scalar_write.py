@@ -6,6 +6,7 @@ import libcst as cst
 
 from h2dlint.facts import OPEN_GATE, Placement
 from h2dlint.hotness import RUN_ONCE_FUNCTIONS, context_at
+from h2dlint.placement import classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import outside_per_step_code
 from h2dlint.syntax import dotted_name
@@ -194,7 +195,7 @@ def _possible_write(facts, target: ast.Subscript) -> str | None:
     CUDA tensor that HDL106 and HDL107 do not report; else None."""
     line = target.lineno
     tensor, indices = _indexed_view(facts, target)
-    placement = facts.classify_placement(tensor, line)
+    placement = classify_placement(facts, tensor, line)
     hot = context_at(facts, line).hot  # where HDL106 and HDL107 report what they prove
     if all(_int_like(facts, index, line) for index in indices):
         dimensions = tensor_dimensions(facts, tensor, line)

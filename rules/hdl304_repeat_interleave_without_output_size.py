@@ -6,6 +6,7 @@ import libcst as cst
 
 from h2dlint.facts import Data, FileFacts, Placement
 from h2dlint.model import Applicability, Fix
+from h2dlint.placement import classify_data
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import ANYWHERE, REPEAT, SyncReporter, receiver_words, where
 from h2dlint.syntax import dotted_name
@@ -141,7 +142,7 @@ def _host_lengths(facts: FileFacts, repeats: ast.expr | None, depth: int = 0) ->
     if not call.args or any(kw.arg == "dtype" and "float" in (dotted_name(kw.value) or "") for kw in call.keywords):
         return None
     data = call.args[0]
-    if dotted_name(data) is None or facts.classify_data(data, data.lineno) not in (Data.HOST, Data.LIKELY_HOST):
+    if dotted_name(data) is None or classify_data(facts, data, data.lineno) not in (Data.HOST, Data.LIKELY_HOST):
         return None
     return dotted_name(data)
 

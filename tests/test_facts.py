@@ -6,6 +6,7 @@ import pytest
 
 from h2dlint.facts import Data, Device, FileFacts, Placement, is_other_accelerator_path
 from h2dlint.hotness import context_at, fills_a_cache, is_hot_function, periodic_test
+from h2dlint.placement import classify_data, classify_device, classify_placement
 from h2dlint.source import LineIndex
 
 from .helpers import lint
@@ -55,7 +56,7 @@ def test_aliases_resolve_imports():
 def test_classify_device(value, expected):
     code = f"import torch\ndef f(param, x, flag, rank):\n    TARGET = {value}\n"
     node, line = expression(code)
-    assert facts_for(code).classify_device(node, line) is expected
+    assert classify_device(facts_for(code), node, line) is expected
 
 
 def test_device_names_follow_reaching_bindings():
@@ -63,28 +64,28 @@ def test_device_names_follow_reaching_bindings():
             "        dev2 = 'cuda:1'\n    TARGET = (dev, dev2)\n")
     node, line = expression(code)
     facts = facts_for(code)
-    assert facts.classify_device(node.elts[0], line) is Device.NOT_CUDA
-    assert facts.classify_device(node.elts[1], line) is Device.CUDA
+    assert classify_device(facts, node.elts[0], line) is Device.NOT_CUDA
+    assert classify_device(facts, node.elts[1], line) is Device.CUDA
 
 
 def test_a_name_bound_to_ints_is_no_device_ordinal():
     # A count or an index as often as a device; only an int written as the device is one (as the text shows).
     code = "def f(c):\n    first = 0\n    either = 0 if c else 1\n    TARGET = (first, either, 1 if c else 0)\n"
     node, line = expression(code)
-    assert [facts_for(code).classify_device(element, line) for element in node.elts] == [
+    assert [classify_device(facts_for(code), element, line) for element in node.elts] == [
         Device.UNKNOWN, Device.UNKNOWN, Device.CUDA]
 
 
 def test_bindings_in_the_other_branch_do_not_reach():
     code = "def f(c):\n    if c:\n        idx = None\n    else:\n        idx = []\n        TARGET = idx\n"
     node, line = expression(code)
-    assert facts_for(code).classify_data(node, line) is Data.HOST
+    assert classify_data(facts_for(code), node, line) is Data.HOST
 
 
 def test_a_later_binding_in_a_loop_reaches_an_earlier_use():
     code = "def f(xs):\n    idx = []\n    for x in xs:\n        TARGET = idx\n        idx = x.cuda()\n"
     node, line = expression(code)
-    assert facts_for(code).classify_data(node, line) is Data.UNKNOWN
+    assert classify_data(facts_for(code), node, line) is Data.UNKNOWN
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -95,7 +96,7 @@ def test_a_later_binding_in_a_loop_reaches_an_earlier_use():
 def test_classify_data(value, expected):
     code = f"import torch\nimport numpy as np\ndef f(t, lens_cpu, meta, values):\n    TARGET = {value}\n"
     node, line = expression(code)
-    assert facts_for(code).classify_data(node, line) is expected
+    assert classify_data(facts_for(code), node, line) is expected
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -106,7 +107,7 @@ def test_classify_data(value, expected):
 def test_classify_placement(value, expected):
     code = f"import torch\ndef f(t, a, x, seq_lens_cpu):\n    TARGET = {value}\n"
     node, line = expression(code)
-    assert facts_for(code).classify_placement(node, line) is expected
+    assert classify_placement(facts_for(code), node, line) is expected
 
 
 def test_code_context():
@@ -146,7 +147,7 @@ def test_hot_function_names_and_patterns(name, configured, expected):
 def test_placement_from_attribute_name_suffixes(name, expected):
     code = f"def f(self, b, t, batch, seq_lens_gpu, seq_lens_cpu):\n    TARGET = {name}\n"
     node, line = expression(code)
-    assert facts_for(code).classify_placement(node, line) is expected
+    assert classify_placement(facts_for(code), node, line) is expected
 
 
 @pytest.mark.parametrize(("name", "expected"), [
@@ -164,7 +165,7 @@ def test_placement_from_host_mirror_names(name, expected):
             f"        TARGET = {name}\n"
             "def helper(prefix_lens_cpu, lens_cpu, x_cpu):\n    pass\n")
     node, line = expression(code)
-    assert facts_for(code).classify_placement(node, line) is expected
+    assert classify_placement(facts_for(code), node, line) is expected
     if expected is Placement.GPU:
         assert has_gpu_evidence(code), "the file-level evidence test must admit what classify_placement finds"
 
@@ -177,7 +178,7 @@ def test_placement_from_host_mirror_names(name, expected):
 def test_a_parameter_is_the_device_copy_only_when_its_mirror_is_a_host_copy_of_it(mirror, expected):
     code = f"import torch\ndef step(tags):\n    tags_host = {mirror}\n    TARGET = tags\n"
     node, line = expression(code)
-    assert facts_for(code).classify_placement(node, line) is expected
+    assert classify_placement(facts_for(code), node, line) is expected
 
 
 @pytest.mark.parametrize(("code", "expected"), [
@@ -222,7 +223,7 @@ def test_a_device_string_is_gpu_evidence_where_a_device_may_be_read(code, expect
 def test_no_host_mirror_placement_for_other_accelerators():
     code = "import torch_npu\ndef step(batch):\n    TARGET = batch.seq_lens\n    return batch.seq_lens_cpu\n"
     node, line = expression(code)
-    assert facts_for(code).classify_placement(node, line) is Placement.UNKNOWN
+    assert classify_placement(facts_for(code), node, line) is Placement.UNKNOWN
     assert not has_gpu_evidence(code)
 
 
@@ -245,7 +246,7 @@ def test_placement_follows_tensor_computations_and_self_attributes(value, expect
             "    def forward(self, t, a):\n        err = torch.ones((), device='cuda')\n        err /= 2\n"
             f"        TARGET = {value}\n")
     node, line = expression(code)
-    assert facts_for(code).classify_placement(node, line) is expected
+    assert classify_placement(facts_for(code), node, line) is expected
 
 
 # Each way an expression can classify as a CUDA tensor, with the text that makes it so (TARGET's value).
@@ -269,7 +270,7 @@ def test_gpu_placement_always_comes_with_gpu_evidence(code):
     # The sync finder skips its CUDA-only checks in files without GPU evidence: every source of a
     # CUDA placement must be something has_gpu_evidence sees.
     value, line = expression(code)
-    assert facts_for(code).classify_placement(value, line) is Placement.GPU
+    assert classify_placement(facts_for(code), value, line) is Placement.GPU
     assert has_gpu_evidence(code)
 
 
@@ -286,7 +287,7 @@ def test_nothing_classifies_as_gpu_in_rule_examples_without_gpu_evidence():
         facts = facts_for(code)
         for node in ast.walk(facts.tree):
             if isinstance(node, ast.expr):
-                assert facts.classify_placement(node, node.lineno) is not Placement.GPU, (code, ast.unparse(node))
+                assert classify_placement(facts, node, node.lineno) is not Placement.GPU, (code, ast.unparse(node))
     assert checked > 20
 
 @pytest.mark.parametrize(("collective", "expected"), [
@@ -305,7 +306,7 @@ def test_a_tensor_passed_to_a_collective_is_on_the_device(collective, expected):
             "        grp = new_group(ranks, backend=HOST_BACKEND_CPU)\n        t = torch.zeros(4, n, device=device)\n"
             f"        TARGET = t\n        {collective}\n        return t\n")
     node, line = expression(code)
-    assert facts_for(code).classify_placement(node, line) is expected
+    assert classify_placement(facts_for(code), node, line) is expected
     if expected is Placement.GPU:
         assert has_gpu_evidence(code), "the file-level evidence test must admit what classify_placement finds"
 
@@ -315,23 +316,23 @@ def test_collective_placement_needs_the_tensor_that_reaches_the_collective():
             "def f(p, n, d):\n    h = torch.zeros(n)\n    t = torch.zeros(n, device=d)\n    dist.all_reduce(h)\n"
             "    dist.all_reduce(t)\n    dist.all_reduce(p)\n    t = t.tolist()\n    return t, h\n")
     facts = facts_for(code)
-    assert facts.classify_placement(ast.Name("t"), 6) is Placement.GPU
-    assert facts.classify_placement(ast.Name("t"), 10) is Placement.UNKNOWN, "rebound after the collective"
-    assert facts.classify_placement(ast.Name("h"), 6) is Placement.HOST, "a host tensor stays one (gloo)"
-    assert facts.classify_placement(ast.Name("p"), 8) is Placement.UNKNOWN, "a parameter: the caller's tensor"
+    assert classify_placement(facts, ast.Name("t"), 6) is Placement.GPU
+    assert classify_placement(facts, ast.Name("t"), 10) is Placement.UNKNOWN, "rebound after the collective"
+    assert classify_placement(facts, ast.Name("h"), 6) is Placement.HOST, "a host tensor stays one (gloo)"
+    assert classify_placement(facts, ast.Name("p"), 8) is Placement.UNKNOWN, "a parameter: the caller's tensor"
 
 
 def test_no_collective_placement_in_a_function_that_may_pick_the_host():
     code = ("import torch\nimport torch.distributed as dist\n"
             "def f(n, force_cpu):\n    d = torch.device('cpu' if force_cpu else 'cuda')\n"
             "    t = torch.zeros(n, device=d)\n    dist.broadcast(t, src=0)\n")
-    assert facts_for(code).classify_placement(ast.Name("t"), 6) is Placement.UNKNOWN
+    assert classify_placement(facts_for(code), ast.Name("t"), 6) is Placement.UNKNOWN
 
 
 def test_no_collective_placement_in_a_file_that_names_the_gloo_backend():
     code = ("import torch\nimport torch.distributed as dist\nBACKENDS = ['nccl', 'gloo']\n"
             "def f(t):\n    dist.all_reduce(t)\n")
-    assert facts_for(code).classify_placement(ast.Name("t"), 5) is Placement.UNKNOWN
+    assert classify_placement(facts_for(code), ast.Name("t"), 5) is Placement.UNKNOWN
     assert not has_gpu_evidence(code)
 
 
@@ -352,7 +353,7 @@ def test_joining_host_tensors_gives_a_host_tensor(value, expected):
             "        mixed.append(torch.arange(n))\n        mixed.append(t)\n"
             f"    TARGET = {value}\n")
     node, line = expression(code)
-    assert facts_for(code).classify_placement(node, line) is expected
+    assert classify_placement(facts_for(code), node, line) is expected
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -379,7 +380,7 @@ def test_placement_of_properties_and_module_tensors(value, expected):
             "    @property\n    def on_gpu(self):\n        return self.plain.cuda()\n"
             f"    def forward(self, ids):\n        TARGET = {value}\n")
     node, line = expression(code)
-    assert facts_for(code).classify_placement(node, line) is expected
+    assert classify_placement(facts_for(code), node, line) is expected
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -396,7 +397,7 @@ def test_a_comparison_with_a_host_tensor_with_dimensions_gives_a_host_tensor(val
     code = ("import torch\ndef f(n, pos, lens, eol, d):\n    row = torch.zeros(2, 3)\n"
             f"    TARGET = {value}\n")
     node, line = expression(code)
-    assert facts_for(code).classify_placement(node, line) is expected
+    assert classify_placement(facts_for(code), node, line) is expected
 
 
 def test_configured_gpu_device_names_are_cuda_devices():
@@ -404,7 +405,7 @@ def test_configured_gpu_device_names_are_cuda_devices():
     node, line = expression(code)
     facts = facts_for(code)
     facts.gpu_device_names = frozenset({"device", "self.device", "local"})
-    assert [facts.classify_device(element, line) for element in node.elts] == [
+    assert [classify_device(facts, element, line) for element in node.elts] == [
         Device.CUDA, Device.CUDA, Device.UNKNOWN, Device.NOT_CUDA]
     assert has_gpu_evidence(code, ("device",)) and not has_gpu_evidence(code)
     # However the name is spaced where it is used, as the `ast` sees it.
@@ -444,10 +445,10 @@ def test_mirrored_names_are_names_of_the_tree(code, mirrored):
 def test_a_mirror_in_a_comment_makes_no_cuda_tensor():
     code = "def f(batch):\n    TARGET = batch.seq_lens  # batch.seq_lens_cpu is the host copy\n"
     node, line = expression(code)
-    assert facts_for(code).classify_placement(node, line) is Placement.UNKNOWN
+    assert classify_placement(facts_for(code), node, line) is Placement.UNKNOWN
     used = code.replace("  # batch.seq_lens_cpu is the host copy", "\n    host = batch.seq_lens_cpu")
     node, line = expression(used)
-    assert facts_for(used).classify_placement(node, line) is Placement.GPU
+    assert classify_placement(facts_for(used), node, line) is Placement.GPU
 
 
 @pytest.mark.parametrize(("code", "expected"), [
@@ -471,7 +472,7 @@ COLLECTIVE = "import torch\nimport torch.distributed as dist\ndef f(n):\n    t =
 def test_a_collective_argument_is_on_the_gpu_unless_the_tree_names_a_host_group(call, expected):
     code = COLLECTIVE.format(call=call).replace("torch.zeros(n)", "make(n)")
     node, line = expression(code)
-    found = facts_for(code).classify_placement(node, line)
+    found = classify_placement(facts_for(code), node, line)
     assert found is (Placement.GPU if expected is Placement.GPU else Placement.UNKNOWN)
 
 

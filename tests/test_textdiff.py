@@ -88,9 +88,9 @@ def test_per_line_tables_hold_what_a_scan_of_every_function_and_loop_finds():
                    key=lambda node: (node.lineno, node.col_offset))
     for line in range(0, text.count("\n") + 3):
         expected = tuple(node for node in nodes if node.lineno <= line <= node.end_lineno)
-        assert facts._functions_around(line) == expected, line
+        assert facts.functions_around(line) == expected, line
         loops, other_arms = facts._blocks_at(line)
         assert list(loops) == [loop for loop in facts.loops if loop[0] <= line <= loop[1]]
         assert list(other_arms) == [other for body, orelse in facts.if_arms
                                     for arm, other in ((body, orelse), (orelse, body)) if arm[0] <= line <= arm[1]]
-    assert facts._functions_around(4)[-1].lineno == 4 and facts._blocks_at(11)[1] == ((7, 9),)
+    assert facts.functions_around(4)[-1].lineno == 4 and facts._blocks_at(11)[1] == ((7, 9),)

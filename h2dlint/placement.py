@@ -1,0 +1,492 @@
+"""Where a value lives: whether a device is CUDA, whether data is host data, whether a tensor is on the GPU.
+
+The one place that answers these for the rules and the sync finder, from the file's index (`FileFacts`: its
+bindings, scopes, imports) and, for what other files decide, the project model (`FileView`): an attribute
+placed by its class, a parameter by what every call passes, a call's result by what its callees return.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+
+from .facts import (
+    CUDA_DEVICE_STRING,
+    HOST_NAME_SUFFIXES,
+    JOINING_FUNCTIONS,
+    MIRROR_SUFFIXES,
+    NEW_TENSOR_METHODS,
+    NON_TENSOR_METHODS,
+    NON_TENSOR_TORCH_FUNCTIONS,
+    OTHER_ACCELERATOR_APIS,
+    SAME_DEVICE_ATTRIBUTES,
+    TENSOR_OP_NAMESPACES,
+    TORCH_DTYPES,
+    TORCH_FACTORIES,
+    Data,
+    Device,
+    FileFacts,
+    Placement,
+    Scope,
+    host_transfer,
+    names_host,
+    placement_by_attribute_name,
+)
+from .syntax import dotted_name
+
+_HOST_GROUP_WORDS = ("cpu", "gloo")  # `cpu_group`, `backend="gloo"`: a collective on the host
+_SEQUENCE_DISPLAYS = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)
+
+
+def classify_device(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -> Device:
+    if isinstance(expr, ast.Constant):
+        value = expr.value
+        if isinstance(value, str):
+            # PyTorch takes no blanks around the type either.
+            return Device.CUDA if CUDA_DEVICE_STRING.fullmatch(value) else Device.NOT_CUDA
+        if isinstance(value, int) and not isinstance(value, bool):
+            return Device.CUDA
+        return Device.NOT_CUDA if value is None else Device.UNKNOWN
+    if isinstance(expr, ast.JoinedStr) and expr.values and isinstance(expr.values[0], ast.Constant):
+        prefix = str(expr.values[0].value)
+        if prefix.startswith("cuda"):
+            return Device.CUDA
+        if prefix.startswith(("cpu", "meta")):
+            return Device.NOT_CUDA
+        return Device.UNKNOWN
+    if isinstance(expr, ast.Call):
+        qualified = facts.qualify(dotted_name(expr.func))
+        if qualified == "torch.cuda.current_device":
+            return Device.CUDA
+        if qualified and qualified.startswith(OTHER_ACCELERATOR_APIS):
+            return Device.NOT_CUDA  # `torch.npu.current_device()`: another accelerator's device
+        if qualified == "torch.device":
+            if expr.args:
+                return classify_device(facts, expr.args[0], line, depth + 1)
+            # `type=` names the kind of device, a string: an int there is no ordinal.
+            kind = next((kw.value for kw in expr.keywords if kw.arg == "type"), None)
+            return _classify_bound_device(facts, kind, line, depth) if kind is not None else Device.UNKNOWN
+        return Device.UNKNOWN
+    if isinstance(expr, ast.IfExp):
+        both = {classify_device(facts, expr.body, line, depth + 1), classify_device(facts, expr.orelse, line, depth + 1)}
+        return both.pop() if len(both) == 1 else Device.UNKNOWN
+    device = Device.UNKNOWN
+    if isinstance(expr, ast.Name) and depth < 4:
+        device = _classify_name(facts, expr.id, line, lambda value: _classify_bound_device(facts, value, line, depth),
+                                     Device.UNKNOWN)
+    if device is Device.UNKNOWN and isinstance(expr, (ast.Name, ast.Attribute)) \
+            and dotted_name(expr) in facts.gpu_device_names:
+        return Device.CUDA
+    if device is Device.UNKNOWN and facts.project is not None and depth < 4:
+        # A device the project model places (`self.device` assigned a CUDA device, or a parameter every
+        # caller passes one): where a tensor made on it lives.
+        if isinstance(expr, ast.Attribute):
+            placed = _model_attribute(facts, expr, line, device=True)
+        elif isinstance(expr, ast.Name):
+            placed = _model_parameter(facts, expr.id, line, device=True)
+        else:
+            placed = Placement.UNKNOWN
+        if placed is not Placement.UNKNOWN:
+            return Device.CUDA if placed is Placement.GPU else Device.NOT_CUDA
+    if device is Device.UNKNOWN and facts.for_other_accelerator:
+        return Device.NOT_CUDA  # a file for another accelerator only: its devices are that accelerator's
+    return device
+
+
+def _classify_bound_device(facts: FileFacts, value: ast.expr, line: int, depth: int) -> Device:
+    """A name bound to an int (or to a choice of ints, `0 if c else 1`) is a count or an index as often as a
+    device ordinal: unknown. (Only an int written as the device is an ordinal, as TreeEvidence counts it.)"""
+    if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
+        return Device.UNKNOWN
+    if isinstance(value, ast.IfExp):
+        both = {_classify_bound_device(facts, value.body, line, depth), _classify_bound_device(facts, value.orelse,
+                                                                                                 line, depth)}
+        return both.pop() if len(both) == 1 else Device.UNKNOWN
+    return classify_device(facts, value, line, depth + 1)
+
+
+def classify_data(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -> Data:
+    if isinstance(expr, (ast.List, ast.Tuple, ast.Set, ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        return Data.HOST
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float, complex, bool)):
+        return Data.HOST
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.operand, ast.Constant):
+        return Data.HOST
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mult, ast.Add)) \
+            and isinstance(expr.left, (ast.List, ast.Tuple)):  # `[x] * n`, `[a] + rest`
+        return Data.HOST
+    if isinstance(expr, ast.IfExp):
+        both = {classify_data(facts, expr.body, line, depth + 1), classify_data(facts, expr.orelse, line, depth + 1)}
+        return both.pop() if len(both) == 1 else Data.UNKNOWN
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr == "tolist":
+            return Data.HOST
+        if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to"):
+            return Data.TENSOR
+        if isinstance(func, ast.Name) and func.id in ("list", "tuple", "range", "sorted") \
+                and func.id not in facts.aliases:
+            return Data.HOST
+        qualified = facts.qualify(dotted_name(func)) or ""
+        if qualified.startswith("numpy."):
+            return Data.LIKELY_HOST
+        if qualified.startswith("torch."):
+            return Data.TENSOR
+        return Data.UNKNOWN
+    if isinstance(expr, ast.Name):
+        if depth < 4:
+            bound = _classify_name(facts, expr.id, line, lambda value: classify_data(facts, value, line, depth + 1),
+                                        Data.UNKNOWN)
+            if bound is not Data.UNKNOWN:
+                return bound
+        return Data.LIKELY_HOST if expr.id.endswith(HOST_NAME_SUFFIXES) else Data.UNKNOWN
+    if isinstance(expr, ast.Attribute):
+        return Data.LIKELY_HOST if expr.attr.endswith(HOST_NAME_SUFFIXES) else Data.UNKNOWN
+    return Data.UNKNOWN
+
+
+def classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -> Placement:
+    """Whether `expr` (a tensor) is on a CUDA device, on the host, or unknown.
+
+    GPU: `.cuda()`, `.to(<cuda device>)`, a torch factory with a CUDA `device=`.
+    HOST: `.cpu()`, `.pin_memory()`, `torch.from_numpy`, a factory without a device
+    or with a host device, a `*_cpu` name, `torch.cat` / `torch.stack` of host tensors
+    only, a comparison with a host tensor of one or more dimensions. Names follow their
+    local bindings, and `self.x` the assignments to it in the enclosing class (or, for a
+    property, what it returns). A name of unknown placement that its function makes and
+    passes to a torch.distributed collective (not on a CPU or gloo group) is a CUDA
+    tensor, as NCCL needs one. Tensor computations
+    (torch functions, tensor methods, operators, indexing, `.to(dtype)`) keep the
+    placement of their known tensor operands.
+    """
+    if depth > 6:
+        return Placement.UNKNOWN
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in ("cuda", "to") and _is_module(facts, func.value):
+                return Placement.UNKNOWN  # `nn.Linear(...).cuda()` is a module, not a tensor
+            if func.attr == "cuda":
+                return Placement.GPU
+            if func.attr in ("cpu", "pin_memory", "numpy"):
+                return Placement.HOST
+            device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
+            if func.attr in NEW_TENSOR_METHODS and device is not None:
+                return _placement_of(classify_device(facts, device, line))
+            if func.attr == "to":
+                target = expr.args[0] if expr.args else next(
+                    (kw.value for kw in expr.keywords if kw.arg == "device"), None)
+                if target is None or _is_dtype(facts, target):
+                    return classify_placement(facts, func.value, line, depth + 1)
+                device = classify_device(facts, target, line)
+                return _placement_of(device)
+        qualified = facts.qualify(dotted_name(func)) or ""
+        if qualified == "torch.from_numpy":
+            return Placement.HOST
+        if qualified in JOINING_FUNCTIONS:
+            tensors = expr.args[0] if expr.args else next(
+                (kw.value for kw in expr.keywords if kw.arg == "tensors"), None)
+            if tensors is not None and _host_tensors(facts, tensors, line, depth + 1):
+                return Placement.HOST
+        if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in TORCH_FACTORIES:
+            device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
+            if device is None:
+                return Placement.UNKNOWN if qualified.endswith("_like") else Placement.HOST
+            return _placement_of(classify_device(facts, device, line))
+        if qualified.startswith("torch."):
+            if qualified.rsplit(".", 1)[0] + "." in TENSOR_OP_NAMESPACES \
+                    and qualified.rsplit(".", 1)[-1] not in NON_TENSOR_TORCH_FUNCTIONS:
+                operands = [*expr.args, *(kw.value for kw in expr.keywords if kw.arg != "device")]
+                return _placement_of_operands(facts, operands, line, depth)
+            return Placement.UNKNOWN
+        if facts.project is not None:
+            by_model = _model_call(facts, expr, line)
+            if by_model is not Placement.UNKNOWN:
+                return by_model
+        if qualified:
+            return Placement.UNKNOWN
+        if isinstance(func, ast.Attribute) and func.attr not in NON_TENSOR_METHODS:
+            return classify_placement(facts, func.value, line, depth + 1)
+        return Placement.UNKNOWN
+    if isinstance(expr, ast.Name):
+        if depth < 4:
+            bound = _classify_name(facts, expr.id, line,
+                                        lambda value: classify_placement(facts, value, line, depth + 1),
+                                        Placement.UNKNOWN)
+            if bound is Placement.UNKNOWN and (_updated_cuda_tensor(facts, expr.id, line, depth)
+                                               or _passed_to_device_collective(facts, expr.id, line)):
+                return Placement.GPU
+            if bound is not Placement.UNKNOWN:
+                return bound
+            if facts.project is not None:
+                by_model = _model_parameter(facts, expr.id, line)
+                if by_model is not Placement.UNKNOWN:
+                    return by_model
+        if expr.id.endswith(HOST_NAME_SUFFIXES):
+            return Placement.HOST
+        return Placement.GPU if _mirrored_parameter(facts, expr.id, line) else Placement.UNKNOWN
+    if isinstance(expr, ast.Attribute):
+        by_name = placement_by_attribute_name(expr.attr)
+        if by_name is not Placement.UNKNOWN:
+            return by_name
+        if expr.attr in SAME_DEVICE_ATTRIBUTES:
+            return classify_placement(facts, expr.value, line, depth + 1)
+        if isinstance(expr.value, ast.Name) and expr.value.id == "self" and depth < 4:
+            by_bindings = _classify_self_attribute(facts, expr.attr, line, depth)
+            if by_bindings is not Placement.UNKNOWN:
+                return by_bindings
+        if facts.project is not None:
+            by_model = _model_attribute(facts, expr, line)
+            if by_model is not Placement.UNKNOWN:
+                return by_model
+        return Placement.GPU if expr.attr in facts.evidence.mirrored else Placement.UNKNOWN
+    if isinstance(expr, ast.Subscript):
+        return classify_placement(facts, expr.value, line, depth + 1)
+    if isinstance(expr, ast.BinOp):
+        return _placement_of_operands(facts, [expr.left, expr.right], line, depth)
+    if isinstance(expr, ast.Compare):
+        if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in expr.ops):
+            return Placement.UNKNOWN  # `x is None`, `k in d`: a Python bool, however placed `x` is
+        operands = [expr.left, *expr.comparators]
+        placement = _placement_of_operands(facts, operands, line, depth)
+        # Comparing a host tensor of one or more dimensions with a CUDA tensor raises (only 0-d host
+        # tensors may join CUDA ones), so a mask built from one (`torch.arange(n) < lens`) is on the host.
+        # Arithmetic raises alike, but calling it host found mostly init-time set-up (RoPE inverse
+        # frequencies moved with `.to(device)` where `device` is None): it stays unknown.
+        if placement is Placement.UNKNOWN and any(_host_with_dimensions(facts, operand, line, depth + 1)
+                                                  for operand in operands):
+            return Placement.HOST
+        return placement
+    if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
+        return classify_placement(facts, expr.operand, line, depth + 1)
+    return Placement.UNKNOWN
+
+
+def _host_tensors(facts: FileFacts, tensors: ast.expr, line: int, depth: int) -> bool:
+    """Whether `tensors`, a sequence given to `torch.cat` or `torch.stack`, holds host tensors only, and
+    at least one: a list or tuple of them, a comprehension making them (`[torch.arange(n) for n in lens]`),
+    or a name bound only to such sequences and grown only by `.append(<host tensor>)`."""
+    if depth > 6:
+        return False
+    if isinstance(tensors, (ast.ListComp, ast.GeneratorExp)):
+        return classify_placement(facts, tensors.elt, line, depth + 1) is Placement.HOST
+    if isinstance(tensors, (ast.List, ast.Tuple)):
+        return bool(tensors.elts) and _all_host(facts, [(element, line) for element in tensors.elts], depth)
+    if not isinstance(tensors, ast.Name):
+        return False
+    scope = facts.binding_scope(tensors.id, line)
+    if scope is None:
+        return False
+    bound = facts.reaching(scope.bindings[tensors.id], line)
+    added = facts.reaching(scope.list_additions.get(tensors.id, []), line)
+    if not bound or not all(isinstance(binding.value, _SEQUENCE_DISPLAYS) for binding in bound):
+        return False
+    elements = [(element, binding.line) for binding in bound if isinstance(binding.value, (ast.List, ast.Tuple))
+                for element in binding.value.elts] + [(binding.value, binding.line) for binding in added]
+    comprehensions = [binding for binding in bound if isinstance(binding.value, (ast.ListComp, ast.GeneratorExp))]
+    return bool(elements or comprehensions) and _all_host(facts, elements, depth) and all(
+        _host_tensors(facts, binding.value, binding.line, depth + 1) for binding in comprehensions)
+
+
+def _all_host(facts: FileFacts, elements: list[tuple[ast.expr | None, int]], depth: int) -> bool:
+    """Whether every (element, line where it is classified) is a host tensor."""
+    return all(element is not None and not isinstance(element, ast.Starred)
+               and classify_placement(facts, element, line, depth + 1) is Placement.HOST
+               for element, line in elements)
+
+
+def _host_with_dimensions(facts: FileFacts, expr: ast.expr, line: int, depth: int) -> bool:
+    """Whether `expr` is a host tensor that certainly has one or more dimensions: a host factory whose
+    size says so (`torch.arange(n)`, `torch.ones((n, 1))`, `torch.tensor([...])`), a join of host tensors,
+    an operator on such a tensor, or a name bound only to those."""
+    if depth > 6:
+        return False
+    if isinstance(expr, ast.Name):
+        values = facts.bindings_at(expr.id, line)
+        return bool(values) and all(value is not None and _host_with_dimensions(facts, value, line, depth + 1)
+                                    for value in values)
+    if isinstance(expr, (ast.BinOp, ast.Compare)):
+        operands = [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [expr.left, *expr.comparators]
+        return any(_host_with_dimensions(facts, operand, line, depth + 1) for operand in operands)
+    if not isinstance(expr, ast.Call) or classify_placement(facts, expr, line, depth + 1) is not Placement.HOST:
+        return False
+    qualified = facts.qualify(dotted_name(expr.func)) or ""
+    name = qualified[len("torch."):] if qualified.startswith("torch.") else None
+    sizes = [arg for arg in expr.args if not isinstance(arg, ast.Starred)]
+    if name in ("arange", "linspace", "logspace", "randperm", "eye") or qualified in JOINING_FUNCTIONS:
+        return True
+    if name == "tensor":
+        return bool(sizes) and isinstance(sizes[0], (ast.List, ast.Tuple)) and bool(sizes[0].elts)
+    if name in ("zeros", "ones", "empty", "rand", "randn") and len(sizes) == len(expr.args):
+        return len(sizes) > 1 or len(sizes) == 1 and (
+            isinstance(sizes[0], (ast.List, ast.Tuple)) and bool(sizes[0].elts)
+            or isinstance(sizes[0], ast.Constant) and type(sizes[0].value) is int)
+    return False
+
+
+def _placement_of_operands(facts: FileFacts, operands: list[ast.expr], line: int, depth: int) -> Placement:
+    """GPU when some operand (or an element of a list/tuple operand) is a CUDA tensor, else unknown.
+
+    Mixing a CUDA tensor with host values (scalars, 0-d CPU tensors) gives a CUDA
+    tensor; a computation on host tensors alone is not called HOST, since an
+    unknown operand might still be on the GPU.
+    """
+    for operand in operands:
+        elements = operand.elts if isinstance(operand, (ast.List, ast.Tuple)) else [operand]
+        if any(classify_placement(facts, element, line, depth + 1) is Placement.GPU for element in elements):
+            return Placement.GPU
+    return Placement.UNKNOWN
+
+
+def _updated_cuda_tensor(facts: FileFacts, name: str, line: int, depth: int) -> bool:
+    """True when `name` is bound to CUDA tensors, and otherwise only updated by arithmetic on itself
+    (`err = err / 2`, `total += loss`): such an update keeps it on the GPU."""
+    values = facts.bindings_at(name, line) or []
+    updates = [value for value in values if isinstance(value, ast.BinOp)
+               and any(isinstance(side, ast.Name) and side.id == name for side in (value.left, value.right))]
+    others = [value for value in values if not any(value is update for update in updates)]
+    return bool(updates) and bool(others) and all(
+        value is not None and classify_placement(facts, value, line, depth + 1) is Placement.GPU
+        for value in others)
+
+
+def _mirrored_parameter(facts: FileFacts, name: str, line: int) -> bool:
+    """True when `name` is a parameter its function never rebinds, and the function binds its host mirror
+    too (`def f(seq_lens, seq_lens_cpu)`): `name` is the device copy. (A loop target such as `x` in
+    `for x in x_cpu` is not a parameter.)"""
+    if name not in facts.evidence.mirrored:
+        return False
+    scope = facts.binding_scope(name, line)
+    if scope is None or not all(binding.line == 0 and binding.value is None for binding in scope.bindings[name]):
+        return False
+    mirrors = [binding for suffix in MIRROR_SUFFIXES for binding in scope.bindings.get(name + suffix, ())]
+    # A mirror made from the name by a computation that is no host copy (`x_host = x.view(-1)`) says
+    # nothing of where `x` lives.
+    return bool(mirrors) and all(binding.line == 0 or host_transfer(binding.value) for binding in mirrors)
+
+
+def _passed_to_device_collective(facts: FileFacts, name: str, line: int) -> bool:
+    """True when `name` holds, at `line`, a tensor its function makes and passes to a torch.distributed
+    collective (`dist.all_reduce(t, group=group)`) that is not on a host group: NCCL needs a CUDA tensor."""
+    if not facts.may_use_device_collectives:
+        return False
+    scope = facts.binding_scope(name, line)
+    if scope is None or name not in scope.collective_arguments:
+        return False
+    reaching = facts.reaching_bindings(name, line)
+    # Only a tensor the function makes itself: a parameter may be the caller's host tensor, sent over a
+    # CPU group chosen elsewhere.
+    if not reaching or any(binding.value is None for binding in reaching) or _may_choose_host(facts, scope):
+        return False
+    return any(facts.reaching_bindings(name, call.lineno) == reaching and not _on_host_group(facts, call, statement)
+               for call, statement in scope.collective_arguments[name])
+
+
+def _may_choose_host(facts: FileFacts, scope: Scope) -> bool:
+    """Whether the function names the CPU device, a CPU group or gloo (`torch.device("cuda" if ... else
+    "cpu")`): then its collectives may run on host tensors."""
+    choices = _HOST_CHOICES.setdefault(facts, {})
+    chooses = choices.get(id(scope))
+    if chooses is None:
+        chooses = choices[id(scope)] = names_host(scope.node or facts.tree, ("cpu_group", "gloo"), host_strings=True)
+    return chooses
+
+
+# By file, then by id of the Scope: whether the function names the CPU (see _may_choose_host), once asked.
+_HOST_CHOICES: weakref.WeakKeyDictionary[FileFacts, dict[int, bool]] = weakref.WeakKeyDictionary()
+
+
+def _on_host_group(facts: FileFacts, call: ast.Call, statement: ast.stmt) -> bool:
+    """Whether the collective's statement, or what its `group=` name or `self.` attribute is bound to,
+    names a CPU group or the gloo backend (`group=get_world_group().cpu_group`, `backend="gloo"`)."""
+    if names_host(statement, _HOST_GROUP_WORDS):
+        return True
+    group = next((kw.value for kw in call.keywords if kw.arg == "group"), None)
+    if isinstance(group, ast.Name):
+        values = facts.bindings_at(group.id, call.lineno) or []
+    elif isinstance(group, ast.Attribute) and isinstance(group.value, ast.Name) and group.value.id == "self":
+        values = [binding.value for binding in facts.self_attribute_bindings(group.attr, call.lineno) or []]
+    else:
+        return False
+    return any(value is not None and names_host(value, _HOST_GROUP_WORDS) for value in values)
+
+
+def _classify_self_attribute(facts: FileFacts, attribute: str, line: int, depth: int) -> Placement:
+    bindings = facts.self_attribute_bindings(attribute, line)
+    if not bindings or any(binding.value is None for binding in bindings):
+        return Placement.UNKNOWN
+    kinds = {classify_placement(facts, binding.value, binding.line, depth + 1) for binding in bindings}
+    return kinds.pop() if len(kinds) == 1 else Placement.UNKNOWN
+
+
+def _is_module(facts: FileFacts, expr: ast.expr) -> bool:
+    """A call that builds a `torch.nn` module (`nn.Linear(...)`, `torch.nn.ModuleDict(...)`)."""
+    qualified = facts.qualify(dotted_name(expr.func)) if isinstance(expr, ast.Call) else None
+    return bool(qualified) and qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1][:1].isupper()
+
+
+def _is_dtype(facts: FileFacts, expr: ast.expr) -> bool:
+    qualified = facts.qualify(dotted_name(expr)) or ""
+    return qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in TORCH_DTYPES
+
+
+def _classify_name(facts: FileFacts, name, line, classify_value, unknown):
+    values = facts.bindings_at(name, line)
+    if not values or any(value is None for value in values):
+        return unknown
+    kinds = {classify_value(value) for value in values}
+    return kinds.pop() if len(kinds) == 1 else unknown
+
+
+def _model_attribute(facts: FileFacts, expr: ast.Attribute, line: int, device: bool = False) -> Placement:
+    """Where `<receiver>.attr` lives by the project model: the receiver's class is that of `self`, of an
+    annotated parameter, or unknown (then the attribute's name decides, see ProjectModel.attribute)."""
+    receiver = expr.value
+    class_name = None
+    if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) \
+            and receiver.value.id == "self":
+        class_name = facts.project.attribute_type(facts.class_at(line), receiver.attr)  # `self.buffer.gpu`
+    elif isinstance(receiver, ast.Name):
+        if receiver.id == "self":
+            class_name = facts.class_at(line)
+        else:
+            annotation = facts.parameter_annotation(receiver.id, line)
+            dotted = dotted_name(annotation) if annotation is not None else None
+            class_name = facts.project.resolve_type(dotted) if dotted else None
+    return _inferred(facts, facts.project.attribute(class_name, expr.attr), device)
+
+
+def _model_parameter(facts: FileFacts, name: str, line: int, device: bool = False) -> Placement:
+    """Where parameter `name` of the outermost function around `line` lives by the project model, when what is
+    read at `line` is still the parameter (no assignment in between)."""
+    functions = [node for node in facts.functions_around(line) if not isinstance(node, ast.Lambda)]
+    scope = facts.binding_scope(name, line)
+    if not functions or scope is None or facts.scope_for(functions[0]) is not scope:
+        return Placement.UNKNOWN
+    reaching = facts.reaching(scope.bindings[name], line, scope)
+    if not reaching or not all(binding.line == 0 and binding.value is None for binding in reaching):
+        return Placement.UNKNOWN
+    qualname = facts.qualname_of(functions[0])
+    placed = facts.project.parameter(qualname, name) if qualname else None
+    return _inferred(facts, placed, device)
+
+
+def _model_call(facts: FileFacts, call: ast.Call, line: int) -> Placement:
+    """Where the result of a call of a project function, made in the outermost function around `line`,
+    lives by the project model."""
+    qualname = facts.qualname_at(line)
+    placed = facts.project.call_result(qualname, call) if qualname else None
+    return _inferred(facts, placed, device=False)
+
+
+def _inferred(facts: FileFacts, placed, device: bool) -> Placement:
+    """A placement from the model, for a device (`device`) or a tensor, as asked: the model follows both."""
+    if placed is None or placed.device != device:
+        return Placement.UNKNOWN
+    facts.inferences.append(placed.describe())
+    facts.untyped_inferences += not placed.typed
+    return Placement.GPU if placed.placement == "gpu" else Placement.HOST
+
+
+def _placement_of(device: Device) -> Placement:
+    return {Device.CUDA: Placement.GPU, Device.NOT_CUDA: Placement.HOST}.get(device, Placement.UNKNOWN)
