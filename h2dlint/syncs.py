@@ -81,12 +81,15 @@ INT_ARGUMENT_TEXT = ("range(", "zeros(", "ones(", "empty(", "full(", "full_like(
                      ".expand(", ".repeat(", "new_zeros(", "new_ones(", "new_empty(", *LIST_REPETITION)
 
 # Site kinds: what a sync rule reports (SyncReporter.kinds).
-READ, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT = (
-    "read", "condition", "nonzero", "mask", "unique", "repeat", "explicit")
-ALL_KINDS = frozenset({READ, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT})
+# ACCUMULATE is a read whose value is added to a total that carries over from one pass to the next
+# (`total += loss.item()` in a loop): see `_Finder._accumulated`.
+READ, ACCUMULATE, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT = (
+    "read", "accumulate", "condition", "nonzero", "mask", "unique", "repeat", "explicit")
+ALL_KINDS = frozenset({READ, ACCUMULATE, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT})
 # The last name part of the calls that can be a site of each kind (method, function or builtin).
 KIND_CALL_NAMES = {READ: SYNC_METHODS | {"to", "type"} | READING_BUILTINS | INT_ARGUMENT_CALL_NAMES
-                   | frozenset(SCALAR_KEYWORD_ARGUMENTS), CONDITION: frozenset(),
+                   | frozenset(SCALAR_KEYWORD_ARGUMENTS), ACCUMULATE: SYNC_METHODS | SYNC_BUILTINS,
+                   CONDITION: frozenset(),
                    NONZERO: frozenset({"nonzero", "argwhere", "where"}), MASK: frozenset({"masked_select"}),
                    UNIQUE: frozenset({"unique", "unique_consecutive"}), REPEAT: frozenset({"repeat_interleave"}),
                    EXPLICIT: frozenset({"synchronize"})}
@@ -99,6 +102,7 @@ class SyncSite:
     what: str  # how the code reads, e.g. "`.item()`", "`torch.nonzero`"
     placement: Placement  # of the tensor whose value or size is read
     repeats: ast.expr | None = None  # for REPEAT: the repeats tensor
+    total_on_gpu: bool = False  # for ACCUMULATE: the running total is a CUDA tensor (the value goes there and back)
     # How the project model placed the tensor on the GPU (the attribute's definition and why), when this file
     # alone does not show it.
     inferred_from: str | None = None
@@ -336,7 +340,7 @@ class _Finder:
             else Placement.UNKNOWN
         if placement is Placement.GPU and self.facts.inferences:
             extra["inferred_from"] = self.facts.inferences[0]
-        if kind == READ and placement is Placement.UNKNOWN and (
+        if kind in (READ, ACCUMULATE) and placement is Placement.UNKNOWN and (
                 classify_data(self.facts, receiver, node.lineno) in (Data.HOST, Data.LIKELY_HOST)
                 or "proxy" in name_words(_identifier(receiver))):
             return  # numpy arrays and Python data; `torch.fx.Proxy` values, read while tracing a graph
@@ -354,19 +358,22 @@ class _Finder:
         method = func.attr if isinstance(func, ast.Attribute) and not qualified else None
         if needs_hot and (method in SYNC_METHODS or method in ("to", "type", "synchronize")
                           or qualified in DEVICE_SYNC_CALLS
-                          or isinstance(func, ast.Name) and func.id in READING_BUILTINS):
-            return  # reads and explicit syncs are reported in hot code only
+                          or isinstance(func, ast.Name) and func.id in READING_BUILTINS) \
+                and not (ACCUMULATE in self.kinds and self._accumulated(call) is not None):
+            return  # reads and explicit syncs are reported in hot code only, and reads added to a running total
         positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
         discarded = isinstance(facts.parents.get(call), ast.Expr)  # `model.cpu()` moves a module
         if method in SYNC_METHODS and not call.args and (method != "cpu" or not (call.keywords or discarded)) \
                 and (method != "numpy" or _forced(call)):
-            self.add(call, READ, f"`.{method}()`", func.value)
+            kind, extra = self._read_kind(call)
+            self.add(call, kind, f"`.{method}()`", func.value, **extra)
         elif method == "to" and not discarded and self._copies_to_host(call):
             self.add(call, READ, "a blocking `.to(\"cpu\")`", func.value)
         elif method == "type" and (host_type := self._host_tensor_type(call)) is not None:
             self.add(call, READ, f"`.type({host_type})` (a CPU tensor type: a blocking copy to the host)", func.value)
         elif self._calls_builtin(call, SYNC_BUILTINS) and self._is_tensor(call.args[0]):
-            self.add(call, READ, f"`{func.id}(<tensor>)`", call.args[0])
+            kind, extra = self._read_kind(call)
+            self.add(call, kind, f"`{func.id}(<tensor>)`", call.args[0], **extra)
         elif self._calls_builtin(call, ELEMENT_READING_BUILTINS) \
                 and on_gpu_as_tensor(facts, call.args[0], call.lineno):
             # A CUDA tensor only: on values of unknown placement these are mostly Python collections.
@@ -390,6 +397,38 @@ class _Finder:
         elif not needs_hot and (converted := self._tensor_passed_as_int(call, qualified, method)) is not None:
             name = qualified or (f".{method}" if method else func.id)
             self.add(call, READ, f"`{name}(<tensor>)` (an implicit `.item()`)", converted)
+
+    def _read_kind(self, call: ast.Call) -> tuple[str, dict]:
+        """READ, or ACCUMULATE (with whether the total is a CUDA tensor) for a read added to a running total."""
+        total = self._accumulated(call) if ACCUMULATE in self.kinds else None
+        return (READ, {}) if total is None else (ACCUMULATE, {"total_on_gpu": total == "gpu"})
+
+    def _accumulated(self, call: ast.Call) -> str | None:
+        """Whether the value `call` reads is added to a running total that carries over: `total += x.item()`
+        (or `-=`, the read anywhere in the added expression: `loss_sum += loss.item() * n`) where the statement
+        repeats (in a loop or hot code) or the total outlives the call (an attribute or an item, `self.losses`,
+        `metrics[k]`; a `nonlocal` or `global` name; a CUDA tensor, which the read's value is copied back to).
+        Adding up a value per step is what makes the read repeat, whatever h2dlint knows of the function.
+        "gpu" where the total is a CUDA tensor, "host" for another total that carries over, None otherwise."""
+        parents = self.facts.parents
+        node, parent = call, parents.get(call)
+        while parent is not None and not isinstance(parent, ast.stmt):
+            if isinstance(parent, (ast.Lambda, ast.comprehension)):
+                return None
+            node, parent = parent, parents.get(parent)
+        if not isinstance(parent, ast.AugAssign) or node is not parent.value \
+                or not isinstance(parent.op, (ast.Add, ast.Sub)):
+            return None
+        target = parent.target
+        if classify_placement(self.facts, target, parent.lineno) is Placement.GPU:
+            return "gpu"
+        if self._context(parent.lineno).hot or not isinstance(target, ast.Name):
+            return "host"
+        functions = [node for node in self.facts.functions_around(parent.lineno) if not isinstance(node, ast.Lambda)]
+        declared = bool(functions) and any(
+            isinstance(statement, (ast.Nonlocal, ast.Global)) and target.id in statement.names
+            for statement in ast.walk(functions[-1]))
+        return "host" if declared else None
 
     def _tensor_passed_as_int(self, call: ast.Call, qualified: str, method: str | None) -> ast.expr | None:
         """The tensor `call` passes where an int is needed, if any (one known to be on a CUDA device first)."""

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from h2dlint.facts import Placement
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import HOT, INT_ARGUMENT_TEXT, READ, SyncReporter, where
+from h2dlint.syncs import ACCUMULATE, HOT, INT_ARGUMENT_TEXT, READ, SyncReporter, where
 
 
 class GpuValueRead(SyncReporter, Rule):
@@ -90,7 +90,7 @@ class GpuValueRead(SyncReporter, Rule):
     code = "HDL201"
     name = "gpu-value-read"
     summary = "`.item()` / `.tolist()` / `.cpu()` / `int(t)` on a CUDA tensor in hot code waits for the GPU"
-    kinds = frozenset({READ})
+    kinds = frozenset({READ, ACCUMULATE})
     where = {Placement.GPU: HOT}
     MODEL_DEPENDENCIES = frozenset({"placement"})  # it reports no tensor of unknown placement in code hot only through calls
     prefilter = (".item(", ".tolist(", ".cpu(", ".numpy(", ".to(", ".type(", "int(", "float(", "bool(", "alpha",
