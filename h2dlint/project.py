@@ -1341,6 +1341,8 @@ class ProjectModel:
         """The answer to a question a file's rules asked, as FileView asks and keys record them: a placement, or
         for "once" where the function is called from."""
         kind, first, second = question
+        if kind in ("once", "parameter", "result") and first not in self.functions:
+            return None  # asked of a function the project no longer has: a question kept from an earlier run
         if kind == "once":
             return self.called_only_from_run_once_code(first)
         if kind == "parameter":
@@ -1986,7 +1988,7 @@ class Project:
                 if now is None:
                     return
                 cache.store(path, size, mtime_ns, now)
-                if now != before:
+                if not _same_in_order(now, before):
                     return
         if isinstance(keys, dict):
             self._keys = dict(keys)
@@ -2125,7 +2127,8 @@ class Project:
                 if journal:
                     view = self.view(path)
                     for question in journal.keys() - view.journal.keys():
-                        view.ask_again(question)
+                        with contextlib.suppress(TypeError, KeyError, ValueError, AttributeError):
+                            view.ask_again(question)  # a journal this code did not write: its question is dropped
         for path, journal in self._journals.items():
             kept[path] = _encoded_journal(journal)
         _write_cached(self._journal_file, (token, kept))
@@ -2133,6 +2136,18 @@ class Project:
 
 # What the state a run keeps for the next looks like (Project.save).
 _STATE_FORMAT = 3
+
+
+def _same_in_order(first, second) -> bool:
+    """Whether two summaries are equal, their dicts' keys in the same order too: the model walks classes and
+    functions in that order (roots, attribute names, callers), so two classes swapped make another model."""
+    if isinstance(first, dict):
+        return isinstance(second, dict) and list(first) == list(second) and all(
+            _same_in_order(value, second[key]) for key, value in first.items())
+    if isinstance(first, (list, tuple)):
+        return type(first) is type(second) and len(first) == len(second) and all(
+            _same_in_order(a, b) for a, b in zip(first, second, strict=True))
+    return first == second
 
 
 def _encoded_journal(journal: dict) -> bytes:

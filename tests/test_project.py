@@ -156,6 +156,41 @@ def test_an_edit_that_changes_no_summary_is_checked_from_the_journal_without_bui
     assert by_file(check(tmp_path, cache=True)) == {"backend.py": [(8, "HDL201")]}
 
 
+def test_a_cached_run_after_renames_and_reorders_finds_what_a_run_without_cache_finds(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    helper = 'import torch\n\n\ndef helper(data):\n    return torch.tensor(data, device="cuda")\n\n\n' \
+             'def prepare(data):\n    return helper(data)\n'
+    holders = ("import torch\n\n\nclass DecodeState:\n    def __init__(self, n):\n"
+               "        self.req_pool_indices = torch.zeros(n, device='cuda')\n\n\n"
+               "class ExtendState:\n    def __init__(self, n):\n"
+               "        self.req_pool_indices = torch.empty(n, device='cuda')\n")
+    reader = ("import torch\n\n\nclass Worker(torch.nn.Module):\n    def forward(self, state):\n"
+              "        return state.req_pool_indices.max().item()\n")
+    make_project(tmp_path, helper=helper, holders=holders, reader=reader, batch=BATCH, backend=BACKEND, runner=RUNNER)
+    package = tmp_path / "pkg"
+
+    def same_as_without_cache():
+        assert check(tmp_path, cache=True) == check(tmp_path)
+
+    same_as_without_cache()
+    # What the copy rules asked of `helper` (whether only run-once code calls it) is kept in the journal; the
+    # function then goes away: the question kept must not break the next runs.
+    (package / "helper.py").write_text(helper.replace('torch.tensor(data, device="cuda")', "data"))
+    same_as_without_cache()
+    (package / "helper.py").write_text(helper.replace('torch.tensor(data, device="cuda")', "data")
+                                       .replace("helper", "helper2"))
+    same_as_without_cache()
+    same_as_without_cache()
+    # Two classes swapped: the same summary but for its order, which the model walks (the message names the
+    # first class that places the attribute).
+    first, second = holders.split("\n\n\nclass ExtendState")
+    (package / "holders.py").write_text(f"import torch\n\n\nclass ExtendState{second}\n\n"
+                                        f"{first.replace('import torch', '').lstrip()}")
+    same_as_without_cache()
+    (package / "reader.py").write_text("# moved\n\n" + reader)
+    same_as_without_cache()
+
+
 def test_a_view_from_a_journal_builds_the_model_only_for_a_question_the_journal_lacks(tmp_path):
     make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)
     files = [str(path) for path in (tmp_path / "pkg").glob("*.py")]
