@@ -273,6 +273,10 @@ def _identifier(node: ast.AST) -> str:
 _CONDITION_NODE_TYPES = frozenset({ast.If, ast.While, ast.IfExp, ast.Assert, ast.comprehension})
 
 
+# Builtins a read value may go through on its way into a running total (`total += float(x.item())`).
+_NUMBER_FUNCTIONS = frozenset({"float", "int", "abs", "round"})
+
+
 class _Finder:
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
@@ -412,8 +416,12 @@ class _Finder:
         "gpu" where the total is a CUDA tensor, "host" for another total that carries over, None otherwise."""
         parents = self.facts.parents
         node, parent = call, parents.get(call)
+        # Arithmetic only, up to the statement: a value put in a list (`counts += [x.item()]`), a string or
+        # another call's arguments is no number added up.
         while parent is not None and not isinstance(parent, ast.stmt):
-            if isinstance(parent, (ast.Lambda, ast.comprehension)):
+            if not (isinstance(parent, (ast.BinOp, ast.UnaryOp)) or isinstance(parent, ast.Call)
+                    and isinstance(parent.func, ast.Name) and parent.func.id in _NUMBER_FUNCTIONS
+                    and parent.args[:1] == [node]):
                 return None
             node, parent = parent, parents.get(parent)
         if not isinstance(parent, ast.AugAssign) or node is not parent.value \

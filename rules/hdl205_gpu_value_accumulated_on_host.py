@@ -10,14 +10,17 @@ class GpuValueAccumulatedOnHost(SyncReporter, Rule):
     ## What it does
     Finds a tensor's value read on the host only to be added to a running total:
     `total += loss.item()`, `self.losses += loss.mean().item()`,
-    `loss_sum += loss.item() * batch_size`, `n += int(torch.count_nonzero(mask))`, where the total
+    `loss_sum += loss.item() * batch_size`, `n += int(torch.count_nonzero(mask))` (the value
+    reaches the `+=` through arithmetic only, not in a list or a string), where the total
     carries over from one pass to the next: the statement is in a loop or in hot code,
     or the total outlives the call (an attribute, an item such as `metrics[k]`, a
     `nonlocal` or `global` name), or the total is itself a CUDA tensor (the value
     then goes to the host and back). It reports tensors that may be on the GPU;
     h2dlint need not know where the tensor lives, nor whether the function is hot:
     adding a value up per step is what makes the read repeat. Reads of tensors known
-    to be on a CUDA device in hot code are HDL201's.
+    to be on a CUDA device in hot code are HDL201's. Off by default: many such totals
+    add up host tensors (image grid sizes, a planner's costs); select it when a profile
+    shows per-step stalls.
 
     As for every sync rule, nothing is reported in constructors, at module level, in
     tests, in logging calls, or for tensors known to be on the host (`x_cpu`, a
@@ -62,6 +65,7 @@ class GpuValueAccumulatedOnHost(SyncReporter, Rule):
     name = "gpu-value-accumulated-on-host"
     summary = "`total += t.item()` per step reads a tensor that may be on the GPU to add it up on the host"
     kinds = frozenset({ACCUMULATE})
+    default_enabled = False  # below the default rules' precision on real code (docs/precision.md)
     # On the GPU in hot code, the site is HDL201's; elsewhere (hot or not) a total that carries over repeats.
     where = {Placement.UNKNOWN: ANYWHERE, Placement.GPU: UNKNOWN_HOTNESS}
     prefilter = ("+=", "-=")
@@ -74,6 +78,9 @@ class GpuValueAccumulatedOnHost(SyncReporter, Rule):
               "        total += torch.tensor(b).sum().item()\n"),
         Valid("def train(model, batches, total):\n    for b in batches:\n        total += model(b).detach()\n"),
         Valid("def train(batches):\n    total = 0\n    for b in batches:\n        total += len(b)\n"),
+        # Values put in a list or a string are not added up (the reads are HDL202's, opt-in).
+        Valid("def rle(masks):\n    counts = []\n    for m in masks:\n        counts += [m.sum().item()]\n"),
+        Valid("def log(stats):\n    line = ''\n    for name, s in stats:\n        line += f'{name}={s.item()} '\n"),
         # A read that is not added: HDL202's (opt-in), not this rule's.
         Valid("def train(model, batches):\n    for b in batches:\n        print(model(b).item())\n"),
         # In a constructor, and in a comprehension (which adds nothing across passes).
