@@ -88,7 +88,7 @@ READ, ACCUMULATE, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT = (
 ALL_KINDS = frozenset({READ, ACCUMULATE, CONDITION, NONZERO, MASK, UNIQUE, REPEAT, EXPLICIT})
 # The last name part of the calls that can be a site of each kind (method, function or builtin).
 KIND_CALL_NAMES = {READ: SYNC_METHODS | {"to", "type"} | READING_BUILTINS | INT_ARGUMENT_CALL_NAMES
-                   | frozenset(SCALAR_KEYWORD_ARGUMENTS), ACCUMULATE: SYNC_METHODS | SYNC_BUILTINS,
+                   | frozenset(SCALAR_KEYWORD_ARGUMENTS), ACCUMULATE: frozenset({"item"}) | SYNC_BUILTINS,
                    CONDITION: frozenset(),
                    NONZERO: frozenset({"nonzero", "argwhere", "where"}), MASK: frozenset({"masked_select"}),
                    UNIQUE: frozenset({"unique", "unique_consecutive"}), REPEAT: frozenset({"repeat_interleave"}),
@@ -363,13 +363,15 @@ class _Finder:
         if needs_hot and (method in SYNC_METHODS or method in ("to", "type", "synchronize")
                           or qualified in DEVICE_SYNC_CALLS
                           or isinstance(func, ast.Name) and func.id in READING_BUILTINS) \
-                and not (ACCUMULATE in self.kinds and self._accumulated(call) is not None):
+                and not (ACCUMULATE in self.kinds and (method == "item" or isinstance(func, ast.Name))
+                         and self._accumulated(call) is not None):
             return  # reads and explicit syncs are reported in hot code only, and reads added to a running total
         positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
         discarded = isinstance(facts.parents.get(call), ast.Expr)  # `model.cpu()` moves a module
         if method in SYNC_METHODS and not call.args and (method != "cpu" or not (call.keywords or discarded)) \
                 and (method != "numpy" or _forced(call)):
-            kind, extra = self._read_kind(call)
+            # Only a number is added up: `.tolist()` and `.cpu()` make lists and tensors.
+            kind, extra = self._read_kind(call) if method == "item" else (READ, {})
             self.add(call, kind, f"`.{method}()`", func.value, **extra)
         elif method == "to" and not discarded and self._copies_to_host(call):
             self.add(call, READ, "a blocking `.to(\"cpu\")`", func.value)

@@ -80,6 +80,7 @@ class GpuValueAccumulatedOnHost(SyncReporter, Rule):
         Valid("def train(batches):\n    total = 0\n    for b in batches:\n        total += len(b)\n"),
         # Values put in a list or a string are not added up (the reads are HDL202's, opt-in).
         Valid("def rle(masks):\n    counts = []\n    for m in masks:\n        counts += [m.sum().item()]\n"),
+        Valid("def rle(runs):\n    counts = []\n    for r in runs:\n        counts += r.tolist()\n"),
         Valid("def log(stats):\n    line = ''\n    for name, s in stats:\n        line += f'{name}={s.item()} '\n"),
         # A read that is not added: HDL202's (opt-in), not this rule's.
         Valid("def train(model, batches):\n    for b in batches:\n        print(model(b).item())\n"),
