@@ -295,6 +295,10 @@ class _Finder:
         self.outside_hot = active is None or bool(active & codes_reporting(where=UNKNOWN_HOTNESS))
         self.possible_conditions = active is None or bool(
             active & codes_reporting(frozenset({CONDITION}), Placement.UNKNOWN))
+        # A read added to a running total is an accumulate site only where the rule that reports those wherever
+        # they are is on; otherwise it stays a read, for the rules that report reads (HDL201, HDL202, HDL204).
+        self.accumulating = active is None or bool(
+            active & codes_reporting(frozenset({ACCUMULATE}), Placement.UNKNOWN, ANYWHERE))
 
     def find(self) -> dict[tuple[int, int, int, int], SyncSite]:
         # `owner()` reports nothing in run-once code, and reads and conditions outside hot code only under
@@ -363,7 +367,7 @@ class _Finder:
         if needs_hot and (method in SYNC_METHODS or method in ("to", "type", "synchronize")
                           or qualified in DEVICE_SYNC_CALLS
                           or isinstance(func, ast.Name) and func.id in READING_BUILTINS) \
-                and not (ACCUMULATE in self.kinds and (method == "item" or isinstance(func, ast.Name))
+                and not (self.accumulating and (method == "item" or isinstance(func, ast.Name))
                          and self._accumulated(call) is not None):
             return  # reads and explicit syncs are reported in hot code only, and reads added to a running total
         positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
@@ -406,7 +410,7 @@ class _Finder:
 
     def _read_kind(self, call: ast.Call) -> tuple[str, dict]:
         """READ, or ACCUMULATE (with whether the total is a CUDA tensor) for a read added to a running total."""
-        total = self._accumulated(call) if ACCUMULATE in self.kinds else None
+        total = self._accumulated(call) if self.accumulating else None
         return (READ, {}) if total is None else (ACCUMULATE, {"total_on_gpu": total == "gpu"})
 
     def _accumulated(self, call: ast.Call) -> str | None:

@@ -101,3 +101,24 @@ def test_a_mask_bound_to_a_name_in_any_way_is_found(body, full_parse):
 
 def test_a_name_bound_to_no_mask_is_no_mask():
     assert lint("import torch\ndef forward(x, y):\n    m = y.sum()\n    return x[m]\n", "HDL302") == []
+
+
+# A loss added up per batch: HDL205 reports it where it is on; without it, the read is the other rules' to report.
+ACCUMULATED = """\
+def train(model, batches):
+    total = 0.0
+    for batch in batches:
+        total += model(batch.cuda()).item()
+    return total
+"""
+
+
+@pytest.mark.parametrize("codes, reported", [
+    (("HDL205",), ["HDL205"]),
+    (("HDL202",), ["HDL202"]),
+    (("HDL201", "HDL202"), ["HDL202"]),
+    (("HDL202", "HDL205"), ["HDL205"]),
+    (("HDL201",), []),
+])
+def test_a_read_added_to_a_running_total_is_reported_once_by_the_rules_selected(codes, reported):
+    assert [finding.code for finding in lint(ACCUMULATED, *codes)] == reported
