@@ -1947,6 +1947,7 @@ class Project:
         self._journal_file = cache_folder / f"model-{__version__}-journal.marshal" if cache_folder is not None \
             else None
         self._journals: dict[str, dict] = {}  # by file: what its views asked the model this run, with the answers
+        self._linted: set[str] = set()  # the files linted this run: their journals hold all their rules asked
         self._last_journals: dict[str, bytes] | None = None  # the last run's, encoded, when the model is the same
         self._last: tuple[dict, dict, str] | None = None  # the stamps, keys and hotness token the last run saved
         self._checked = False  # whether the last run's state was compared with this one's
@@ -2057,8 +2058,11 @@ class Project:
         self._model = self.model
 
     def keep_journal(self, path: str | os.PathLike[str], journal: dict) -> None:
-        """Keep what a view made in a worker process asked the model, for the next run."""
-        self._journals.setdefault(os.path.abspath(path), {}).update(journal)
+        """Keep what the view of a file linted this run asked the model (in this process or a worker), for the
+        next run."""
+        absolute = os.path.abspath(path)
+        self._linted.add(absolute)
+        self._journals.setdefault(absolute, {}).update(journal)
 
     def _last_journal(self, absolute: str) -> dict | None:
         """The last run's journal of the file, when this run's model is the same."""
@@ -2112,7 +2116,8 @@ class Project:
         """Keep the journals of this run's views with the token of its model, and only those of files still in the
         project. The last run's stay where the model is the same (the same token). Where this run built another
         model, the questions of the last run's journals are asked of it again: a file this run did not lint has
-        only what its key asked in this run's journal, and its next edit would otherwise build the model."""
+        only what its key asked in this run's journal, and its next edit would otherwise build the model. A file
+        it linted has what its rules ask now, and nothing older (a question about a function since renamed)."""
         if not self._journals or self._journal_file is None:
             return
         kept: dict[str, bytes] = {}
@@ -2123,7 +2128,7 @@ class Project:
             last = cached[1] if isinstance(cached, tuple) and len(cached) == 2 and isinstance(cached[1], dict) \
                 else {}
             for path, encoded in last.items():
-                journal = _decoded_journal(encoded) if path in self._stamps else None
+                journal = _decoded_journal(encoded) if path in self._stamps and path not in self._linted else None
                 if journal:
                     view = self.view(path)
                     for question in journal.keys() - view.journal.keys():
