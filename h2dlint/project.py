@@ -1996,9 +1996,10 @@ class Project:
             self._same_model = True
 
     def _last_hotness(self) -> dict[str, Hot] | None:
-        """The hotness of the last run's model, when this run's model is the same."""
+        """The hotness of the last run's model, when this run's model is the same, and no file changed since that
+        was found (a language server builds the model when first needed, which may be long after)."""
         self._take_last_run()
-        if not self._same_model or self._last is None:
+        if not self._same_model or self._last is None or self._file_stamps() != self._stamps:
             return None
         cached = _read_cached(self._hot_file)
         if not (isinstance(cached, tuple) and len(cached) == 2 and cached[0] == self._last[2]):

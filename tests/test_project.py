@@ -13,7 +13,9 @@ from click.testing import CliRunner
 
 from h2dlint import project
 from h2dlint.cli import main
+from h2dlint.config import resolve_settings
 from h2dlint.project import module_name_for, summarize
+from h2dlint.rule import all_rules
 
 BATCH = '''\
 import torch
@@ -195,6 +197,20 @@ def test_a_cached_run_after_renames_and_reorders_finds_what_a_run_without_cache_
     same_as_without_cache()
     (package / "reader.py").write_text("# moved\n\n" + reader)
     same_as_without_cache()
+
+
+def test_a_model_built_after_a_file_changed_does_not_take_the_last_runs_hotness(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)
+    assert by_file(check(tmp_path, cache=True)) == {"backend.py": [(6, "HDL201")]}
+    settings = resolve_settings([tmp_path / "pkg"], all_rules())
+    files = sorted((tmp_path / "pkg").glob("*.py"))
+    later = project.project_model_for([tmp_path / "pkg"], settings, tmp_path / ".h2dlint_cache", 1, found=files)
+    assert later.key(files[0]) is not None  # the last run's state is taken: the model is the same so far
+    # Then the runner stops calling the backend (as a language server may see, long before it builds the model).
+    (tmp_path / "pkg" / "runner.py").write_text(RUNNER.replace("return self.backend.plan_later(batch)",
+                                                               "return batch"))
+    assert later.model.hot.get("pkg.backend.Backend.plan") is None
 
 
 def test_a_view_from_a_journal_builds_the_model_only_for_a_question_the_journal_lacks(tmp_path):
