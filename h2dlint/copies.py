@@ -398,8 +398,6 @@ def walk_in_order(statements: list[ast.stmt]):
 # ----- where a pinned rewrite would fail or gain nothing -------------------------------------------
 
 
-
-
 @dataclass(frozen=True)
 class _DefaultDeviceRegion:
     first: int
@@ -497,12 +495,6 @@ def _called_in(body: list[ast.stmt], definitions: dict[str, list[ast.AST]]) -> l
 
 def _is_cpu_device(facts: FileFacts, node: ast.expr | None) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split(":")[0] == "cpu"
-
-
-
-
-
-
 
 
 def no_pinned_rewrite(facts: FileFacts, line: int, data: ast.expr | None = None, shown_data: str = "") -> str | None:

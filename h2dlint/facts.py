@@ -144,8 +144,6 @@ class Site:
     rules: set[str] = field(default_factory=set)  # codes of the rules that named it
 
 
-
-
 # ----- the per-file index of what the tree shows -------------------------------------------------------------------
 #
 # Each fact below comes from the file's `ast` (the nodes FileFacts' index walk visits, annotations left out), never
@@ -223,7 +221,6 @@ def word_gate(text: str, settings) -> FileGate:
     hot_names = "def" in text and (not text.isascii() or bool(_DEFINES_A_HOT_NAME.search(text)) or any(
         name in text or any(glob in name for glob in "*?[") for name in configured))
     return FileGate(gpu=gpu, hot_names=hot_names)
-
 
 
 def evidence_of(tree: ast.Module) -> TreeEvidence:
@@ -387,16 +384,6 @@ _HOT_NAMES = "|".join(sorted(HOT_FUNCTION_NAMES))
 _DEFINES_A_HOT_NAME = re.compile(rf"def[\s\\]+(?:(?:{_HOT_NAMES})\b|init_forward_metadata|\w*_replay_cuda_graph\b)")
 
 
-
-
-
-
-
-
-
-
-
-
 # Words of a folder or module name written for another accelerator: `experimental/torch_tpu/`,
 # `tpu_model_runner.py`, `hardware_backend/npu/`.
 _OTHER_ACCELERATOR_PATH_WORDS = frozenset({"tpu", "xla", "npu", "xpu", "hpu", "mlu", "gaudi", "habana", "ascend"})
@@ -411,8 +398,6 @@ def is_other_accelerator_path(path: str) -> bool:
 
 
 _CUDA_PATH_WORDS = frozenset({"cuda", "gpu", "gpus", "nvidia"})
-
-
 
 
 class FileFacts:
@@ -834,25 +819,6 @@ class FileFacts:
                                                         *arguments.kwonlyargs] if arg.arg == name), None)
         return None
 
-    # ----- classification ----------------------------------------------------
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
     # ----- call sites --------------------------------------------------------
 
     def decorators_around(self, line: int) -> list[str]:
@@ -923,10 +889,6 @@ class FileFacts:
         if self.project is None or qualname is None or "." not in qualname:
             return None
         return self.project.class_of(qualname.rpartition(".")[0])
-
-
-
-
 
     def site_at(self, start, end) -> Site | None:
         """The candidate spanning exactly `start` to `end` (Positions), if one was registered."""
@@ -1003,8 +965,6 @@ def _held_per_line(spans: list[tuple[int, int, _T]]) -> list[tuple[_T, ...]]:
     return table
 
 
-
-
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops"})  # expression contexts and operators: shared singletons
 _SCALAR_FIELDS = frozenset({"id", "attr", "name", "arg", "asname", "module", "level", "kind", "type_comment",
                             "conversion", "is_async", "simple", "kwd_attrs", "rest"})  # never nodes
@@ -1062,36 +1022,6 @@ def _children(node: ast.AST) -> list[ast.AST]:
     return children
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 @functools.lru_cache(maxsize=8192)
 def placement_by_attribute_name(name: str) -> Placement:
     """An attribute named `*_cpu` (`*_list`, `*_host`, ...) holds a host tensor, one named `*_gpu` / `*_cuda`
@@ -1127,8 +1057,6 @@ def host_transfer(value: ast.expr | None) -> bool:
             return True
         value = value.func.value
     return False
-
-
 
 
 def _note_list_addition(call: ast.Call, scope: Scope) -> None:
@@ -1183,10 +1111,6 @@ def _bind_target(scope: Scope, target: ast.expr, value: ast.expr | None, line: i
             _bind_target(scope, element, None, line)
     elif isinstance(target, ast.Starred):
         _bind_target(scope, target.value, None, line)
-
-
-
-
 
 
 def _sync_reading(call: ast.Call, parents: dict[ast.AST, ast.AST]) -> str | None:

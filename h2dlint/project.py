@@ -2143,6 +2143,10 @@ class Project:
 # What the state a run keeps for the next looks like (Project.save).
 _STATE_FORMAT = 3
 
+# At most this many files changed since the last run are summarized one by one to find whether the model is the
+# same as the last run's.
+_MAX_CHANGED_TO_COMPARE = 16
+
 
 def _same_in_order(first, second) -> bool:
     """Whether two summaries are equal, their dicts' keys in the same order too: the model walks classes and
@@ -2178,9 +2182,6 @@ def _decoded_journal(data: bytes) -> dict | None:
                 else value
         return journal
     return None
-# At most this many files changed since the last run are summarized one by one to find whether the model is the
-# same as the last run's.
-_MAX_CHANGED_TO_COMPARE = 16
 
 
 def project_model_for(paths: list[Path], settings, cache_folder: Path | None, jobs: int | None,

@@ -182,8 +182,6 @@ def codes_reporting(kinds: frozenset[str] | None = None, placement: Placement | 
                              for placed, at in rule.where.items()))
 
 
-
-
 def outside_per_step_code(context: CodeContext, facts: FileFacts) -> bool:
     """Whether code that is not hot is still no candidate for per-step work: it runs once (see `_runs_once`), or
     sits in a test module or in a function whose name says set-up, I/O, printing, a test or a benchmark
@@ -281,7 +279,6 @@ class _Finder:
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
         self.sites: dict[tuple[int, int, int, int], SyncSite] = {}
-        self._contexts: dict[int, CodeContext] = {}
         # Only the kinds some active rule reports are looked for: a site no active rule owns is never reported.
         active = facts.active_codes
         if active is None or (active & codes_reporting(where=GRAPH_CAPTURE) and facts.graph_captures):
@@ -317,7 +314,7 @@ class _Finder:
         if node_types:
             nodes += [node for node in facts.scanned_nodes if type(node) in node_types]
         for node in nodes:
-            context = self._context(getattr(node, "lineno", None) or node.target.lineno)
+            context = context_at(self.facts, getattr(node, "lineno", None) or node.target.lineno)
             if not context.in_graph_capture and runs_once_by_name(context):
                 continue
             needs_hot = not (context.hot or context.in_graph_capture or self.outside_hot)
@@ -335,12 +332,6 @@ class _Finder:
             elif isinstance(node, ast.BinOp):
                 self._list_repetition(node)
         return self.sites
-
-    def _context(self, line: int) -> CodeContext:
-        context = self._contexts.get(line)
-        if context is None:
-            context = self._contexts[line] = context_at(self.facts, line)
-        return context
 
     def add(self, node: ast.expr, kind: str, what: str, receiver: ast.expr | None, **extra) -> None:
         self.facts.inferences.clear()
@@ -367,15 +358,13 @@ class _Finder:
         if needs_hot and (method in SYNC_METHODS or method in ("to", "type", "synchronize")
                           or qualified in DEVICE_SYNC_CALLS
                           or isinstance(func, ast.Name) and func.id in READING_BUILTINS) \
-                and not (self.accumulating and (method == "item" or isinstance(func, ast.Name))
-                         and self._accumulated(call) is not None):
+                and self._read_kind(call)[0] != ACCUMULATE:
             return  # reads and explicit syncs are reported in hot code only, and reads added to a running total
         positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
         discarded = isinstance(facts.parents.get(call), ast.Expr)  # `model.cpu()` moves a module
         if method in SYNC_METHODS and not call.args and (method != "cpu" or not (call.keywords or discarded)) \
                 and (method != "numpy" or _forced(call)):
-            # Only a number is added up: `.tolist()` and `.cpu()` make lists and tensors.
-            kind, extra = self._read_kind(call) if method == "item" else (READ, {})
+            kind, extra = self._read_kind(call)
             self.add(call, kind, f"`.{method}()`", func.value, **extra)
         elif method == "to" and not discarded and self._copies_to_host(call):
             self.add(call, READ, "a blocking `.to(\"cpu\")`", func.value)
@@ -409,8 +398,13 @@ class _Finder:
             self.add(call, READ, f"`{name}(<tensor>)` (an implicit `.item()`)", converted)
 
     def _read_kind(self, call: ast.Call) -> tuple[str, dict]:
-        """READ, or ACCUMULATE (with whether the total is a CUDA tensor) for a read added to a running total."""
-        total = self._accumulated(call) if self.accumulating else None
+        """READ, or ACCUMULATE (with whether the total is a CUDA tensor) for a read of a number added to a running
+        total. Only `.item()` and `int(t)`/`float(t)`/`bool(t)` make a number: `.tolist()` and `.cpu()` make lists
+        and tensors."""
+        func = call.func
+        number = isinstance(func, ast.Attribute) and func.attr == "item" \
+            or isinstance(func, ast.Name) and func.id in SYNC_BUILTINS
+        total = self._accumulated(call) if self.accumulating and number else None
         return (READ, {}) if total is None else (ACCUMULATE, {"total_on_gpu": total == "gpu"})
 
     def _accumulated(self, call: ast.Call) -> str | None:
@@ -436,7 +430,7 @@ class _Finder:
         target = parent.target
         if classify_placement(self.facts, target, parent.lineno) is Placement.GPU:
             return "gpu"
-        if self._context(parent.lineno).hot or not isinstance(target, ast.Name):
+        if context_at(self.facts, parent.lineno).hot or not isinstance(target, ast.Name):
             return "host"
         functions = [node for node in self.facts.functions_around(parent.lineno) if not isinstance(node, ast.Lambda)]
         declared = bool(functions) and any(
