@@ -1920,6 +1920,20 @@ def find_project_root(paths: list[Path], settings) -> Path:
     return start
 
 
+@dataclass(frozen=True)
+class HotRoots:
+    """Why a function is a root of hotness by its name alone (the model's `is_root`): named like a per-step
+    function, or configured in `hot-functions`. A class rather than a closure, so that the model pickles: worker
+    processes started by spawn (macOS, Windows) or forkserver receive the linter, with its model, pickled."""
+
+    configured: frozenset[str] = frozenset()
+
+    def __call__(self, name: str) -> str | None:
+        if is_hot_function(name):
+            return "named like a per-step function"
+        return "configured in `hot-functions`" if is_hot_function(name, self.configured) else None
+
+
 class Project:
     """The project model of a run, built only when a file must be linted.
 
@@ -2019,16 +2033,8 @@ class Project:
     @property
     def model(self) -> ProjectModel:
         if self._model is None:
-            from .hotness import is_hot_function
-
-            configured = frozenset(self.settings.hot_functions)
-
-            def is_root(name: str) -> str | None:
-                if is_hot_function(name, configured) and not is_hot_function(name):
-                    return "configured in `hot-functions`"
-                return "named like a per-step function" if is_hot_function(name) else None
-
-            self._model = build_model(self.files, tuple(self.settings.source_roots), is_root,
+            self._model = build_model(self.files, tuple(self.settings.source_roots),
+                                      HotRoots(frozenset(self.settings.hot_functions)),
                                       self.settings.gpu_attributes, self.cache_folder, self.jobs, self.root,
                                       cache=self._summary_cache(), hot=self._last_hotness(),
                                       module_inputs_on_gpu=self.settings.module_inputs_on_gpu)

@@ -46,3 +46,27 @@ def test_worker_processes_give_the_serial_results(tmp_path):
     assert [(result.path, result.findings) for result in parallel] == \
         [(result.path, result.findings) for result in serial]
     assert sum(len(result.findings) for result in serial) == 20
+
+
+def test_worker_processes_started_by_spawn_get_the_project_model(tmp_path):
+    # spawn (macOS, Windows) and forkserver (Linux from Python 3.14) pickle the linter, with its project model,
+    # into each worker; a model that does not pickle stops the run.
+    import json
+    import subprocess
+    import sys
+
+    write_files(tmp_path, PARALLEL_THRESHOLD + 6)
+    (tmp_path / "pyproject.toml").write_text("[tool.h2dlint]\nhot-functions = ['f']\n")
+    run = ("import multiprocessing, sys\n"
+           "if __name__ == '__main__':\n"
+           "    multiprocessing.set_start_method(sys.argv[1])\n"
+           "    from h2dlint.cli import main\n"
+           "    main(['check', '.', '--no-cache', '-j', '2', '--output-format', 'json'])\n")
+    reports = {}
+    for method in ("fork", "spawn"):
+        done = subprocess.run([sys.executable, "-c", run, method], cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 1, done.stderr
+        reports[method] = [(finding["filename"], finding["location"]["row"], finding["code"])
+                           for finding in json.loads(done.stdout)]
+    assert reports["spawn"] == reports["fork"]
+    assert len(reports["fork"]) == 20
