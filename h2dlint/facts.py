@@ -763,8 +763,10 @@ class FileFacts:
         anywhere in that loop; not those in the other arm of an `if`, nor those hidden by an assignment made
         directly in the function's body between them and `line` (`x = x.cuda()` hides the parameter `x`)."""
         loops, other_arms = self._blocks_at(line)
+        # A binding whose value holds `line` (`x = torch.cat([x,\n y])`) is made after the value is read.
         reaching = [binding for binding in bindings
-                    if (binding.line < line or any(first <= binding.line <= last for first, last in loops))
+                    if (binding.line < line and (binding.value is None or getattr(binding.value, "end_lineno", 0) < line)
+                        or any(first <= binding.line <= last for first, last in loops))
                     and not any(first <= binding.line <= last for first, last in other_arms)]
         if scope is not None and len(reaching) > 1:
             last_straight = max((binding.line for binding in reaching

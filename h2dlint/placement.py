@@ -8,6 +8,7 @@ placed by its class, a parameter by what every call passes, a call's result by w
 from __future__ import annotations
 
 import ast
+import threading
 import weakref
 
 from .facts import (
@@ -72,11 +73,19 @@ def classify_device(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0)
         return both.pop() if len(both) == 1 else Device.UNKNOWN
     device = Device.UNKNOWN
     if isinstance(expr, ast.Name) and depth < 4:
-        device = _classify_name(facts, expr.id, line, lambda value: _classify_bound_device(facts, value, line, depth),
+        device = _classify_name(facts, expr.id, line, lambda value, at: _classify_bound_device(facts, value, at, depth),
                                      Device.UNKNOWN)
     if device is Device.UNKNOWN and isinstance(expr, (ast.Name, ast.Attribute)) \
             and dotted_name(expr) in facts.gpu_device_names:
         return Device.CUDA
+    if isinstance(expr, ast.Attribute) and expr.attr == "device":
+        # A tensor's device is where the tensor lives: `torch.tensor(v, device=ends.device)` after
+        # `ends = mask.cpu().nonzero()` makes a host tensor, and copies nothing.
+        tensor = _placement_of_device_owner(facts, expr, line, depth)
+        if tensor is Placement.HOST:
+            return Device.NOT_CUDA
+        if tensor is Placement.GPU and not facts.for_other_accelerator:
+            return Device.CUDA
     if device is Device.UNKNOWN and facts.project is not None and depth < 4:
         # A device the project model places (`self.device` assigned a CUDA device, or a parameter every
         # caller passes one): where a tensor made on it lives.
@@ -91,6 +100,26 @@ def classify_device(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0)
     if device is Device.UNKNOWN and facts.for_other_accelerator:
         return Device.NOT_CUDA  # a file for another accelerator only: its devices are that accelerator's
     return device
+
+
+_OPEN_DEVICE_OWNERS = threading.local()  # the `x.device` expressions being classified, per thread
+
+
+def _placement_of_device_owner(facts: FileFacts, expr: ast.Attribute, line: int, depth: int) -> Placement:
+    """Where the tensor whose `.device` `expr` reads lives. A name may be bound to a tensor made on its own device
+    (`x = torch.cat([x, torch.zeros(1, device=x.device)])` in a loop): an expression met again while it is being
+    classified is unknown, which ends the cycle."""
+    open_owners = getattr(_OPEN_DEVICE_OWNERS, "keys", None)
+    if open_owners is None:
+        open_owners = _OPEN_DEVICE_OWNERS.keys = set()
+    key = (id(expr), line)
+    if key in open_owners:
+        return Placement.UNKNOWN
+    open_owners.add(key)
+    try:
+        return classify_placement(facts, expr.value, line, depth + 1)
+    finally:
+        open_owners.discard(key)
 
 
 def _classify_bound_device(facts: FileFacts, value: ast.expr, line: int, depth: int) -> Device:
@@ -135,7 +164,7 @@ def classify_data(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -
         return Data.UNKNOWN
     if isinstance(expr, ast.Name):
         if depth < 4:
-            bound = _classify_name(facts, expr.id, line, lambda value: classify_data(facts, value, line, depth + 1),
+            bound = _classify_name(facts, expr.id, line, lambda value, at: classify_data(facts, value, at, depth + 1),
                                         Data.UNKNOWN)
             if bound is not Data.UNKNOWN:
                 return bound
@@ -177,7 +206,7 @@ def classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int =
                 target = expr.args[0] if expr.args else next(
                     (kw.value for kw in expr.keywords if kw.arg == "device"), None)
                 if target is None or _is_dtype(facts, target):
-                    return classify_placement(facts, func.value, line, depth + 1)
+                    return classify_placement(facts, func.value, line, depth)
                 device = classify_device(facts, target, line)
                 return _placement_of(device)
         qualified = facts.qualify(dotted_name(func)) or ""
@@ -206,12 +235,12 @@ def classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int =
         if qualified:
             return Placement.UNKNOWN
         if isinstance(func, ast.Attribute) and func.attr not in NON_TENSOR_METHODS:
-            return classify_placement(facts, func.value, line, depth + 1)
+            return classify_placement(facts, func.value, line, depth)
         return Placement.UNKNOWN
     if isinstance(expr, ast.Name):
         if depth < 4:
             bound = _classify_name(facts, expr.id, line,
-                                        lambda value: classify_placement(facts, value, line, depth + 1),
+                                        lambda value, at: classify_placement(facts, value, at, depth + 1),
                                         Placement.UNKNOWN)
             if bound is Placement.UNKNOWN and (_updated_cuda_tensor(facts, expr.id, line, depth)
                                                or _passed_to_device_collective(facts, expr.id, line)):
@@ -230,7 +259,7 @@ def classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int =
         if by_name is not Placement.UNKNOWN:
             return by_name
         if expr.attr in SAME_DEVICE_ATTRIBUTES:
-            return classify_placement(facts, expr.value, line, depth + 1)
+            return classify_placement(facts, expr.value, line, depth)
         if isinstance(expr.value, ast.Name) and expr.value.id == "self" and depth < 4:
             by_bindings = _classify_self_attribute(facts, expr.attr, line, depth)
             if by_bindings is not Placement.UNKNOWN:
@@ -241,7 +270,10 @@ def classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int =
                 return by_model
         return Placement.GPU if expr.attr in facts.evidence.mirrored else Placement.UNKNOWN
     if isinstance(expr, ast.Subscript):
-        return classify_placement(facts, expr.value, line, depth + 1)
+        container = classify_placement(facts, expr.value, line, depth)
+        if container is Placement.HOST and (dotted_name(expr.value) or "").endswith("_list"):
+            return Placement.UNKNOWN  # an element of a Python list (`param_list[0]`) may be any tensor
+        return container
     if isinstance(expr, ast.BinOp):
         return _placement_of_operands(facts, [expr.left, expr.right], line, depth)
     if isinstance(expr, ast.Compare):
@@ -258,7 +290,7 @@ def classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int =
             return Placement.HOST
         return placement
     if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
-        return classify_placement(facts, expr.operand, line, depth + 1)
+        return classify_placement(facts, expr.operand, line, depth)
     return Placement.UNKNOWN
 
 
@@ -431,10 +463,12 @@ def _is_dtype(facts: FileFacts, expr: ast.expr) -> bool:
 
 
 def _classify_name(facts: FileFacts, name, line, classify_value, unknown):
-    values = facts.bindings_at(name, line)
-    if not values or any(value is None for value in values):
+    """What `classify_value(value, at)` says of every value `name` may hold at `line`, when they agree. Each value is
+    classified where it was bound: `orig = x.device` then `x = x.cpu()` leaves `orig` the device `x` had."""
+    bindings = facts.reaching_bindings(name, line)
+    if not bindings or any(binding.value is None for binding in bindings):
         return unknown
-    kinds = {classify_value(value) for value in values}
+    kinds = {classify_value(binding.value, binding.line) for binding in bindings}
     return kinds.pop() if len(kinds) == 1 else unknown
 
 

@@ -144,6 +144,9 @@ class BlockingTensorCopy(Rule):
     text_test_spares_only_parsing = True
 
     valid_examples = (
+        # `ends` was moved to the host first: a tensor made on its device is a host tensor, nothing is copied.
+        Valid("import torch\ndef forward(done, cursor):\n    ends = done.cpu().nonzero(as_tuple=True)[0]\n"
+              "    return torch.cat([ends, torch.tensor([cursor], device=ends.device)])\n"),
         Valid("import torch\ndef fit(batches, eval_interval):\n    for step, batch in enumerate(batches):\n"
               "        if step % eval_interval == 0:\n            t = torch.tensor([step], device='cuda')\n"),
         Valid("import functools\nimport torch\n@functools.lru_cache\ndef table(device):\n"

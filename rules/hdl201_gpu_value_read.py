@@ -133,6 +133,10 @@ class GpuValueRead(SyncReporter, Rule):
               "    return forward_batch.seq_lens.cpu() if in_capture else forward_batch.seq_lens_cpu\n"),
     )
     invalid_examples = (
+        # `lens` is a CUDA tensor, so a tensor made on its device is one too.
+        Invalid("import torch\ndef forward(n):\n    lens = torch.ones(n, device='cuda')\n"
+                "    mask = torch.zeros(n, device=lens.device) > 0\n    return mask.any().item()\n",
+                None, message_contains="CUDA tensor"),
         Invalid("import torch\ndef train(xs, accumulation_steps):\n    total = 0\n    for i, x in enumerate(xs):\n"
                 "        loss = (x.cuda() ** 2).mean()\n        if (i + 1) % accumulation_steps == 0:\n"
                 "            total += loss.item()\n", None, message_contains="in a loop"),

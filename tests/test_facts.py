@@ -89,6 +89,43 @@ def test_a_later_binding_in_a_loop_reaches_an_earlier_use():
 
 
 @pytest.mark.parametrize(("value", "expected"), [
+    ("ends.device", Device.NOT_CUDA), ("ends[0].device", Device.NOT_CUDA), ("lens.device", Device.CUDA),
+    ("x.device", Device.UNKNOWN), ("param_list[0].device", Device.UNKNOWN),
+])
+def test_a_tensor_device_is_where_the_tensor_lives(value, expected):
+    code = ("import torch\ndef f(x, mask, n):\n    ends = mask.to(device='cpu').nonzero(as_tuple=True)[0]\n"
+            "    lens = torch.zeros(n, device='cuda')\n    param_list = []\n    param_list.append(x)\n"
+            f"    TARGET = {value}\n")
+    node, line = expression(code)
+    assert classify_device(facts_for(code), node, line) is expected
+
+
+def test_a_binding_is_classified_where_it_was_made():
+    # `orig` keeps the device `w` had then; `w` rebound to a host copy later does not move it.
+    code = ("import torch\ndef f(w):\n    w = w.cuda()\n    orig = w.device\n    w = w.cpu()\n"
+            "    TARGET = orig\n")
+    node, line = expression(code)
+    assert classify_device(facts_for(code), node, line) is Device.CUDA
+
+
+def test_a_binding_does_not_reach_its_own_value():
+    # `ends` inside the value of its own rebinding is the host tensor bound before it, not the result.
+    code = ("import torch\ndef f(mask, c):\n    ends = mask.cpu().nonzero()\n    ends = torch.cat([\n"
+            "        ends,\n        torch.tensor([c], device=ends.device),\n    ])\n")
+    tree = ast.parse(code)
+    device = next(node for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "device")
+    assert classify_device(FileFacts(tree, LineIndex(code)), device, device.lineno) is Device.NOT_CUDA
+
+
+def test_a_device_taken_from_a_tensor_built_on_its_own_device_ends():
+    # The name's binding in the loop reads the name's own device: classified once, then unknown, not forever.
+    code = ("import torch\ndef f(xs):\n    acc = xs[0]\n    for x in xs:\n"
+            "        acc = torch.cat([acc, torch.zeros(1, device=acc.device)])\n    TARGET = acc.device\n")
+    node, line = expression(code)
+    assert classify_device(facts_for(code), node, line) is Device.UNKNOWN
+
+
+@pytest.mark.parametrize(("value", "expected"), [
     ("[1, 2]", Data.HOST), ("[i for i in range(3)]", Data.HOST), ("3.5", Data.HOST), ("t.tolist()", Data.HOST),
     ("lens_cpu", Data.LIKELY_HOST), ("meta.seq_lens_cpu", Data.LIKELY_HOST), ("np.arange(3)", Data.LIKELY_HOST),
     ("t.cuda()", Data.TENSOR), ("torch.zeros(3)", Data.TENSOR), ("values", Data.UNKNOWN),
