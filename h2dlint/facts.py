@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import TYPE_CHECKING, TypeVar
 
-from .hotness import HOT_FUNCTION_NAMES, caches_results, fills_a_cache, flags_armed, periodic_test, statements
+from .hotness import (
+    HOT_FUNCTION_NAMES,
+    caches_results,
+    fills_a_cache,
+    flags_armed,
+    periodic_test,
+    statements,
+    statements_run_on_a_miss,
+)
 from .syntax import dotted_name, name_words, terminal_name
 
 if TYPE_CHECKING:
@@ -554,6 +562,8 @@ class FileFacts:
                     if any(caches_results(decorator) for decorator in node.decorator_list) \
                             and node.body[0].lineno > node.lineno:
                         self.occasional.append((node.body[0].lineno, node.end_lineno or node.lineno))
+                    self.occasional.extend((statement.lineno, statement.end_lineno or statement.lineno)
+                                           for statement in statements_run_on_a_miss(node))
             elif kind is ast.While:
                 self.loops.append((node.lineno, node.end_lineno or node.lineno))
             elif kind in (ast.For, ast.AsyncFor):

@@ -185,7 +185,8 @@ def fills_a_cache(node: ast.If, armed: Callable[[], dict[str, set[str]]] | None 
     flag = _once_flag(node.test)
     if flag is None and not _may_test_a_cache(node.test):
         return False
-    assignments = [(target, inner.value) for inner in statements(node.body) for target in _assigned_targets(inner)]
+    assignments = [(target, getattr(inner, "value", None)) for inner in statements(node.body)
+                   for target in _stored_targets(inner)]
     if flag is not None:
         name, runs_while_set = flag
         arming = armed().get(name, set()) if armed is not None else set()
@@ -292,6 +293,154 @@ def _assigned_targets(statement: ast.AST) -> list[ast.expr]:
     return []
 
 
+def _stored_targets(statement: ast.AST) -> list[ast.expr]:
+    """What a statement stores into: its assignment targets, and `self.<name>` for `self.register_buffer("<name>",
+    ...)`, `self.register_parameter("<name>", ...)` or `setattr(self, "<name>", ...)`, which store an attribute."""
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return _assigned_targets(statement)
+    func, args = statement.value.func, statement.value.args
+    if isinstance(func, ast.Attribute) and func.attr in _ATTRIBUTE_REGISTRARS and _is_self(func.value) and args:
+        name = args[0]
+    elif isinstance(func, ast.Name) and func.id == "setattr" and len(args) == 3 and _is_self(args[0]):
+        name = args[1]
+    else:
+        return []
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        return []
+    return [ast.Attribute(value=ast.Name(id="self", ctx=ast.Load()), attr=name.value, ctx=ast.Store())]
+
+
+_ATTRIBUTE_REGISTRARS = frozenset({"register_buffer", "register_parameter"})
+# The dicts in which an `nn.Module` keeps `self.<name>`: `"<name>" in self._buffers`, `self._buffers.get("<name>")`.
+_ATTRIBUTE_DICTS = frozenset({"_buffers", "_parameters", "__dict__"})
+
+
+def statements_run_on_a_miss(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    """The statements of a function's body that run only when a cache kept beyond the call misses, so once per
+    key: all those after an early return on a hit, when one of them fills what the hit tested (`if key in _CACHE:
+    return _CACHE[key]`, then `_CACHE[key] = t`; `if "_x" in self._buffers: return`, then
+    `self.register_buffer("_x", t)`); and an `if x is None:` whose body fills the place `x` was read from
+    (`x = self._x`, `x = cache.get(key)` or `x = getattr(self, "_x", None)`, then `self._x = ...`,
+    `cache[key] = ...` or `self.register_buffer("_x", ...)`). A cache is an attribute of `self`, or a container
+    the function neither binds nor takes (a module's or a closure's: `gumbel_map`)."""
+    body = function.body
+    # Most functions have no `if` of those shapes: the rest (which walks the function) is skipped.
+    if not any(isinstance(statement, ast.If) and _may_test_a_hit_or_miss(statement.test) for statement in body):
+        return []
+    bound = _bound_names(function)
+    read_from: dict[str, tuple[str, str]] = {}  # a local name -> the place it was read from
+    found: list[ast.stmt] = []
+    for index, statement in enumerate(body):
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0], ast.Name):
+            place = _read_place(statement.value, bound)
+            if place is None:
+                read_from.pop(statement.targets[0].id, None)
+            else:
+                read_from[statement.targets[0].id] = place
+        elif isinstance(statement, ast.If) and not statement.orelse:
+            hit = _hit_place(statement.test, bound, read_from)
+            if hit is not None and isinstance(statement.body[-1], ast.Return) \
+                    and any(hit in _places_stored(later, bound) for later in body[index + 1:]):
+                return [*found, *body[index + 1:]]
+            test = statement.test
+            if isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Is) and _is_none(test.comparators[0]) \
+                    and isinstance(test.left, ast.Name) and test.left.id in read_from \
+                    and read_from[test.left.id] in _places_stored(statement, bound):
+                found.append(statement)
+    return found
+
+
+def _may_test_a_hit_or_miss(test: ast.expr) -> bool:
+    if isinstance(test, ast.Compare):
+        return len(test.ops) == 1 and (isinstance(test.ops[0], ast.In) or isinstance(test.ops[0], (ast.Is, ast.IsNot))
+                                       and _is_none(test.comparators[0]))
+    return isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "hasattr"
+
+
+def _bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The names a function takes or binds anywhere (a container among them is the caller's, or a new one)."""
+    arguments = function.args
+    names = {arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                  *(arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None))}
+    names.update(node.id for node in ast.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
+    return frozenset(names)
+
+
+def _container(expr: ast.expr, bound: frozenset[str]) -> tuple[str, str] | None:
+    """The place `expr[...]` stands for when `expr` is a cache kept beyond the call."""
+    name = dotted_name(expr)
+    if name is None:
+        return None
+    if name.startswith("self.") or "." not in name and name not in bound:
+        return ("item", name)
+    return None
+
+
+def _read_place(expr: ast.expr, bound: frozenset[str]) -> tuple[str, str] | None:
+    """The place an expression reads a cached value from: `self._x`, `getattr(self, "_x", None)`,
+    `self._buffers.get("_x")` (the attribute `self._x`), or `cache.get(key)` (an item of `cache`)."""
+    if _is_self_attribute(expr):
+        return ("self", expr.attr)  # type: ignore[attr-defined]
+    if not isinstance(expr, ast.Call) or not expr.args:
+        return None
+    func, first = expr.func, expr.args[0]
+    if isinstance(func, ast.Name) and func.id == "getattr" and len(expr.args) >= 2 and _is_self(first):
+        return _named_attribute(expr.args[1])
+    if isinstance(func, ast.Attribute) and func.attr == "get":
+        if _is_self_attribute(func.value) and func.value.attr in _ATTRIBUTE_DICTS:  # type: ignore[attr-defined]
+            return _named_attribute(first)
+        return _container(func.value, bound)
+    return None
+
+
+def _hit_place(test: ast.expr, bound: frozenset[str], read_from: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
+    """The place a test finds filled: `x is not None` (of a place, or of a local read from one),
+    `hasattr(self, "_x")`, `"_x" in self._buffers`, `key in cache`."""
+    if isinstance(test, ast.Call):
+        if isinstance(test.func, ast.Name) and test.func.id == "hasattr" and len(test.args) == 2 \
+                and _is_self(test.args[0]):
+            return _named_attribute(test.args[1])
+        return None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op, left, right = test.ops[0], test.left, test.comparators[0]
+    if isinstance(op, ast.IsNot) and _is_none(right):
+        if isinstance(left, ast.Name):
+            return read_from.get(left.id)
+        return _read_place(left, bound)
+    if isinstance(op, ast.In):
+        if _is_self_attribute(right) and right.attr in _ATTRIBUTE_DICTS:  # type: ignore[attr-defined]
+            return _named_attribute(left)
+        return _container(right, bound)
+    return None
+
+
+def _places_stored(statement: ast.stmt, bound: frozenset[str]) -> set[tuple[str, str]]:
+    places = set()
+    for inner in statements([statement]):
+        for target in _stored_targets(inner):
+            if _is_self_attribute(target):
+                places.add(("self", target.attr))  # type: ignore[attr-defined]
+            elif isinstance(target, ast.Subscript):
+                place = _container(target.value, bound)
+                if place is not None:
+                    places.add(place)
+    return places
+
+
+def _named_attribute(name: ast.expr) -> tuple[str, str] | None:
+    return ("self", name.value) if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
+
+
+def _is_none(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is None
+
+
+def _is_self(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Name) and expr.id == "self"
+
+
 def _is_self_attribute(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
@@ -381,8 +530,8 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     test, loops and all. A copy there waits once, at start-up: the copy rules do not report it. In a loop it
     waits once too where the function is a loading function of `RUN_ONCE_FUNCTIONS` or an `nn.Module`'s
     constructor (see `_loops_run_once`). Nor one every so many steps (`facts.periodic_test`), once per key of a
-    cache or once per object behind a flag (`facts.fills_a_cache`, `functools.cache`), whose wait is spread over
-    many calls. None elsewhere."""
+    cache or once per object behind a flag (`fills_a_cache`, `statements_run_on_a_miss`, `functools.cache`),
+    whose wait is spread over many calls. None elsewhere."""
     context = context_at(facts, line)
     function = context.function
     if in_test_code(facts, context):

@@ -55,6 +55,7 @@ from .hotness import (
     is_hot_function,
     is_test_path,
     periodic_test,
+    statements_run_on_a_miss,
 )
 from .syntax import dotted_name, name_words
 
@@ -101,7 +102,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 14
+SUMMARY_VERSION = 15
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -296,8 +297,9 @@ class _Summarizer:
         record["self"] = self_name or ""
         outer, self._pending = self._pending, _Pending(class_name, {arg.arg for arg in arguments} - {self_name})
         try:
+            on_a_miss = {id(statement) for statement in statements_run_on_a_miss(node)}
             for statement in node.body:
-                self._scan(qualname, class_name, statement, params, self_name)
+                self._scan(qualname, class_name, statement, params, self_name, id(statement) in on_a_miss)
             self._settle(qualname, record, params, self_name)
         finally:
             self._pending = outer
@@ -329,7 +331,7 @@ class _Summarizer:
             flows.setdefault(attr, []).append([qualname, values.of(value)])
 
     def _scan(self, qualname: str, class_name: str, statement: ast.stmt, params: dict,
-              self_name: str | None = None) -> None:
+              self_name: str | None = None, occasional: bool = False) -> None:
         """Record what `statement` does that the model needs: the calls it makes (nested functions and lambdas
         count as their function's), the imports, the attributes it reads and those it assigns on `self`, and the
         default-device contexts it opens. One walk, over the fields that may hold nodes."""
@@ -337,7 +339,7 @@ class _Summarizer:
                                                      "params": {}, "replay": False})
         calls, reads = record["calls"], self.reads
         pending = self._pending if qualname != "<module>" else None
-        stack: list[tuple[ast.AST, bool, bool, bool]] = [(statement, False, False, False)]
+        stack: list[tuple[ast.AST, bool, bool, bool]] = [(statement, False, False, occasional)]
         while stack:
             node, in_device_context, nested, occasional = stack.pop()
             kind = node.__class__

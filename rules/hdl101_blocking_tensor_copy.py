@@ -144,6 +144,12 @@ class BlockingTensorCopy(Rule):
     text_test_spares_only_parsing = True
 
     valid_examples = (
+        # Filled once, on the first call: later calls return the buffer before the copy.
+        Valid("import torch\nclass Loss(torch.nn.Module):\n    def target(self, value, device):\n"
+              "        if 'target' in self._buffers:\n            return self.target\n"
+              "        self.register_buffer('target', torch.tensor(value, device=device))\n        return self.target\n"),
+        Valid("import torch\nluts = {}\ndef forward(x, values):\n    lut = luts.get(x.device)\n    if lut is None:\n"
+              "        lut = luts[x.device] = torch.tensor(values, device=x.device)\n    return lut[x]\n"),
         # `ends` was moved to the host first: a tensor made on its device is a host tensor, nothing is copied.
         Valid("import torch\ndef forward(done, cursor):\n    ends = done.cpu().nonzero(as_tuple=True)[0]\n"
               "    return torch.cat([ends, torch.tensor([cursor], device=ends.device)])\n"),

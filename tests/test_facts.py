@@ -5,7 +5,7 @@ import ast
 import pytest
 
 from h2dlint.facts import Data, Device, FileFacts, Placement, is_other_accelerator_path
-from h2dlint.hotness import context_at, fills_a_cache, is_hot_function, periodic_test
+from h2dlint.hotness import context_at, fills_a_cache, is_hot_function, periodic_test, statements_run_on_a_miss
 from h2dlint.placement import classify_data, classify_device, classify_placement
 from h2dlint.source import LineIndex
 
@@ -567,9 +567,34 @@ def test_periodic_guards_are_told_from_per_step_ones(test, periodic):
     ("if self.training:\n    loss = make()\n", False),
     ("if self._dirty:\n    self._dirty = compute()\n", False),  # not a constant: may stay set
     ("if uninitialized:\n    uninitialized = False\n", False),  # a local: every call
+    # nn.Module stores attributes by registering them too
+    ("if not hasattr(self, 'freqs'):\n    self.register_buffer('freqs', make(), persistent=False)\n", True),
+    ("if self._t is None:\n    setattr(self, '_t', make())\n", True),
+    ("if self._t is None:\n    self.register_buffer('_other', make())\n", False),
 ])
 def test_an_if_that_fills_a_cache_is_told_from_one_that_makes_a_default(code, fills):
     assert fills_a_cache(ast.parse(code).body[0]) is fills
+
+
+@pytest.mark.parametrize(("body", "lines"), [
+    # after an early return on a hit, what fills the cache runs once per key
+    ("if '_t' in self._buffers:\n    return self._t\nt = make()\nself.register_buffer('_t', t)\nreturn self._t\n",
+     [4, 5, 6]),
+    ("if key in _CACHE:\n    return _CACHE[key]\n_CACHE[key] = make()\nreturn _CACHE[key]\n", [4, 5]),
+    ("if self._done is not None:\n    return\nself._done = make()\n", [4]),
+    # a local read from a cache, filled when it is None
+    ("t = self.buf\nif t is None:\n    self.register_buffer('buf', make())\n    return self.buf\nreturn t\n", [3]),
+    ("g = gumbel_map.get(device)\nif g is None:\n    g = make()\n    gumbel_map[device] = g\nreturn g\n", [3]),
+    # not caches: a default made per call, the caller's container, an early return that fills nothing
+    ("if mask is None:\n    mask = make()\nreturn mask\n", []),
+    ("v = cache.get(key)\nif v is None:\n    cache[key] = make()\nreturn cache[key]\n", []),
+    ("if self.y is not None:\n    return self.y\nreturn make()\n", []),
+    ("g = gumbel_map.get(device)\nif g is None:\n    g = make()\n    gumbel_map = {device: g}\nreturn g\n", []),
+])
+def test_the_statements_that_run_when_a_cache_misses(body, lines):
+    code = "def f(self, key, device, mask, cache):\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    function = ast.parse(code).body[0]
+    assert [statement.lineno for statement in statements_run_on_a_miss(function)] == lines
 
 
 @pytest.mark.parametrize(("path", "other"), [
