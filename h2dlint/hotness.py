@@ -318,66 +318,63 @@ _ATTRIBUTE_DICTS = frozenset({"_buffers", "_parameters", "__dict__"})
 def statements_run_on_a_miss(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
     """The statements of a function's body that run only when a cache kept beyond the call misses, so once per
     key: all those after an early return on a hit, when one of them fills what the hit tested (`if key in _CACHE:
-    return _CACHE[key]`, then `_CACHE[key] = t`; `if "_x" in self._buffers: return`, then
-    `self.register_buffer("_x", t)`); and an `if x is None:` whose body fills the place `x` was read from
+    return _CACHE[key]`, then `_CACHE[key] = t`; `if "_t" in self._buffers: return`, then
+    `self.register_buffer("_t", t)`); and an `if x is None:` whose body fills the place `x` was read from
     (`x = self._x`, `x = cache.get(key)` or `x = getattr(self, "_x", None)`, then `self._x = ...`,
     `cache[key] = ...` or `self.register_buffer("_x", ...)`). A cache is an attribute of `self`, or a container
     the function neither binds nor takes (a module's or a closure's: `gumbel_map`)."""
     body = function.body
-    # Most functions have no `if` of those shapes: the rest (which walks the function) is skipped.
-    if not any(isinstance(statement, ast.If) and _may_test_a_hit_or_miss(statement.test) for statement in body):
-        return []
-    bound = _bound_names(function)
     read_from: dict[str, tuple[str, str]] = {}  # a local name -> the place it was read from
     found: list[ast.stmt] = []
     for index, statement in enumerate(body):
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
-                and isinstance(statement.targets[0], ast.Name):
-            place = _read_place(statement.value, bound)
-            if place is None:
-                read_from.pop(statement.targets[0].id, None)
-            else:
-                read_from[statement.targets[0].id] = place
-        elif isinstance(statement, ast.If) and not statement.orelse:
-            hit = _hit_place(statement.test, bound, read_from)
-            if hit is not None and isinstance(statement.body[-1], ast.Return) \
-                    and any(hit in _places_stored(later, bound) for later in body[index + 1:]):
+        if isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    read_from.pop(target.id, None)
+            if len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+                place = _read_place(statement.value)
+                if place is not None:
+                    read_from[statement.targets[0].id] = place
+            continue
+        if not isinstance(statement, ast.If) or statement.orelse:
+            continue
+        test = statement.test
+        if isinstance(statement.body[-1], ast.Return):
+            hit = _hit_place(test, read_from)
+            if hit is not None and any(hit in _places_stored(later) for later in body[index + 1:]) \
+                    and _kept_beyond_the_call(hit, function):
                 return [*found, *body[index + 1:]]
-            test = statement.test
-            if isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Is) and _is_none(test.comparators[0]) \
-                    and isinstance(test.left, ast.Name) and test.left.id in read_from \
-                    and read_from[test.left.id] in _places_stored(statement, bound):
+        if isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Is) and _is_none(test.comparators[0]) \
+                and isinstance(test.left, ast.Name) and test.left.id in read_from:
+            miss = read_from[test.left.id]
+            if miss in _places_stored(statement) and _kept_beyond_the_call(miss, function):
                 found.append(statement)
     return found
 
 
-def _may_test_a_hit_or_miss(test: ast.expr) -> bool:
-    if isinstance(test, ast.Compare):
-        return len(test.ops) == 1 and (isinstance(test.ops[0], ast.In) or isinstance(test.ops[0], (ast.Is, ast.IsNot))
-                                       and _is_none(test.comparators[0]))
-    return isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "hasattr"
-
-
-def _bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
-    """The names a function takes or binds anywhere (a container among them is the caller's, or a new one)."""
+def _kept_beyond_the_call(place: tuple[str, str], function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """An attribute of `self` is; a container named alone is unless the function takes or binds that name."""
+    kind, name = place
+    if kind == "self" or "." in name:
+        return True
     arguments = function.args
-    names = {arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                                  *(arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None))}
-    names.update(node.id for node in ast.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
-    return frozenset(names)
+    if any(arg.arg == name for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                       arguments.vararg, arguments.kwarg) if arg is not None):
+        return False
+    return not any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+                   for node in ast.walk(function))
 
 
-def _container(expr: ast.expr, bound: frozenset[str]) -> tuple[str, str] | None:
-    """The place `expr[...]` stands for when `expr` is a cache kept beyond the call."""
+def _container(expr: ast.expr) -> tuple[str, str] | None:
+    """The place `expr[...]` stands for: an item of `self.<x>` or of a container named alone (a cache when the
+    function neither takes nor binds it, see `_kept_beyond_the_call`)."""
     name = dotted_name(expr)
-    if name is None:
-        return None
-    if name.startswith("self.") or "." not in name and name not in bound:
+    if name is not None and (name.startswith("self.") or "." not in name):
         return ("item", name)
     return None
 
 
-def _read_place(expr: ast.expr, bound: frozenset[str]) -> tuple[str, str] | None:
+def _read_place(expr: ast.expr) -> tuple[str, str] | None:
     """The place an expression reads a cached value from: `self._x`, `getattr(self, "_x", None)`,
     `self._buffers.get("_x")` (the attribute `self._x`), or `cache.get(key)` (an item of `cache`)."""
     if _is_self_attribute(expr):
@@ -390,11 +387,11 @@ def _read_place(expr: ast.expr, bound: frozenset[str]) -> tuple[str, str] | None
     if isinstance(func, ast.Attribute) and func.attr == "get":
         if _is_self_attribute(func.value) and func.value.attr in _ATTRIBUTE_DICTS:  # type: ignore[attr-defined]
             return _named_attribute(first)
-        return _container(func.value, bound)
+        return _container(func.value)
     return None
 
 
-def _hit_place(test: ast.expr, bound: frozenset[str], read_from: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
+def _hit_place(test: ast.expr, read_from: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
     """The place a test finds filled: `x is not None` (of a place, or of a local read from one),
     `hasattr(self, "_x")`, `"_x" in self._buffers`, `key in cache`."""
     if isinstance(test, ast.Call):
@@ -406,24 +403,22 @@ def _hit_place(test: ast.expr, bound: frozenset[str], read_from: dict[str, tuple
         return None
     op, left, right = test.ops[0], test.left, test.comparators[0]
     if isinstance(op, ast.IsNot) and _is_none(right):
-        if isinstance(left, ast.Name):
-            return read_from.get(left.id)
-        return _read_place(left, bound)
+        return read_from.get(left.id) if isinstance(left, ast.Name) else _read_place(left)
     if isinstance(op, ast.In):
         if _is_self_attribute(right) and right.attr in _ATTRIBUTE_DICTS:  # type: ignore[attr-defined]
             return _named_attribute(left)
-        return _container(right, bound)
+        return _container(right)
     return None
 
 
-def _places_stored(statement: ast.stmt, bound: frozenset[str]) -> set[tuple[str, str]]:
+def _places_stored(statement: ast.stmt) -> set[tuple[str, str]]:
     places = set()
     for inner in statements([statement]):
         for target in _stored_targets(inner):
             if _is_self_attribute(target):
                 places.add(("self", target.attr))  # type: ignore[attr-defined]
             elif isinstance(target, ast.Subscript):
-                place = _container(target.value, bound)
+                place = _container(target.value)
                 if place is not None:
                     places.add(place)
     return places
