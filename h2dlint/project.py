@@ -60,10 +60,11 @@ from .hotness import (
 from .syntax import dotted_name, name_words
 
 # Functions hotness does not flow into: those that run once or are no per-step work (the sync rules' own sets),
-# and, besides, saving and functions named for loading, checkpointing or building, which per-step code may call
-# while what they reach stays set-up.
+# and, besides, saving and functions named for loading, checkpointing or registering, which per-step code may call
+# while what they reach stays set-up. Not building or creating: an inference engine builds every step's metadata
+# (`_build_attention_metadata`, an attention metadata builder's `build`).
 RUN_ONCE_NAMES = RUN_ONCE_FUNCTIONS | {"state_dict", "save_pretrained", "main"}
-NOT_PER_STEP_NAME_WORDS = NOT_PER_STEP_WORDS | {"load", "checkpoint", "build", "create", "register", "configure"}
+NOT_PER_STEP_NAME_WORDS = NOT_PER_STEP_WORDS | {"load", "checkpoint", "register", "configure"}
 # A call through a receiver of unknown type resolves by the method's name only when so few classes define it
 # that the name itself says which ones are meant.
 MAX_CLASSES_BY_NAME = 3

@@ -106,6 +106,19 @@ def test_code_called_only_from_a_constructor_is_not_hot(tmp_path):
     assert 12 not in lines  # warm_up's `.tolist()`: called from ModelRunner.__init__ only
 
 
+def test_hotness_flows_into_functions_named_for_building_but_not_for_loading(tmp_path):
+    # An inference engine builds every step's metadata (`_build_attention_metadata`, a builder's `build`); loading
+    # from a checkpoint stays set-up even when per-step code calls it.
+    runner = RUNNER.replace("        return self.backend.plan_later(batch)\n",
+                            "        self._build_metadata(batch)\n        self._load_pages(batch)\n\n"
+                            "    def _build_metadata(self, batch):\n        return batch.seq_lens.tolist()\n\n"
+                            "    def _load_pages(self, batch):\n        return batch.seq_lens.tolist()\n")
+    make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=runner)
+    runner_findings = [finding for finding in check(tmp_path) if finding["filename"].endswith("runner.py")]
+    assert [(finding["location"]["row"], finding["code"]) for finding in runner_findings] == [(15, "HDL201")]
+    assert "hot: ModelRunner.forward -> ModelRunner._build_metadata" in runner_findings[0]["message"]
+
+
 def test_a_change_to_a_class_in_one_file_changes_findings_in_another_with_the_cache(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)
