@@ -907,7 +907,7 @@ class FileFacts:
         return self.sites.get((start.line, start.column, end.line, end.column))
 
 
-_SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool"})
+SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool"})
 _SEQUENCE_ANNOTATIONS = frozenset({"list", "tuple", "List", "Tuple", "Sequence", "typing.List", "typing.Tuple",
                                    "typing.Sequence", "collections.abc.Sequence"})
 
@@ -918,7 +918,7 @@ def _annotated_value(annotation: ast.expr | None) -> ast.expr | None:
         return None
     base = annotation.value if isinstance(annotation, ast.Subscript) else annotation
     name = dotted_name(base)
-    if name in _SCALAR_ANNOTATIONS and base is annotation:
+    if name in SCALAR_ANNOTATIONS and base is annotation:
         return ast.copy_location(ast.Constant(0), annotation)
     if name in _SEQUENCE_ANNOTATIONS:
         return ast.copy_location(ast.List(elts=[], ctx=ast.Load()), annotation)
@@ -1088,7 +1088,11 @@ def _bind(node: ast.AST, scope: Scope) -> None:
         for target in node.targets:
             _bind_target(scope, target, node.value, node.lineno)
     elif isinstance(node, ast.AnnAssign):
-        _bind_target(scope, node.target, node.value, node.lineno)
+        # `n: int = config.rank` holds a Python number, whatever the value reads as: bind the annotation's stand-in.
+        stand_in = _annotated_value(node.annotation) if node.value is not None else None
+        scalar = isinstance(stand_in, ast.Constant)
+        _bind_target(scope, node.target, ast.copy_location(stand_in, node.value) if scalar else node.value,
+                     node.lineno)
     elif isinstance(node, ast.AugAssign):
         # `x += y` binds x to `x + y`: classifiers see an operation on x, as they would for `x = x + y`
         update = node.target

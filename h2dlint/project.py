@@ -40,6 +40,7 @@ from .facts import (
     NON_TENSOR_METHODS,
     NON_TENSOR_TORCH_FUNCTIONS,
     SAME_DEVICE_ATTRIBUTES,
+    SCALAR_ANNOTATIONS,
     TORCH_DTYPES,
     FileGate,
     TreeEvidence,
@@ -1341,8 +1342,8 @@ class ProjectModel:
         return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")
 
     def answer(self, question: tuple) -> AttributePlacement | str | None:
-        """The answer to a question a file's rules asked, as FileView asks and keys record them: a placement, or
-        for "once" where the function is called from."""
+        """The answer to a question a file's rules asked, as FileView asks and keys record them: a placement; for
+        "once" where the function is called from; for "scalar" the attribute's number annotation."""
         kind, first, second = question
         if kind in ("once", "parameter", "result") and first not in self.functions:
             return None  # asked of a function the project no longer has: a question kept from an earlier run
@@ -1352,6 +1353,9 @@ class ProjectModel:
             return self.parameter(first, second)
         if kind == "result":
             return self.call_result(first, second)
+        if kind == "scalar":
+            annotation = self.attribute_annotation(first, second) if first in self.classes else None
+            return annotation if annotation in SCALAR_ANNOTATIONS else None
         return self.attribute(first or None, second)
 
     def value_names(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
@@ -1445,6 +1449,15 @@ class ProjectModel:
             if written:
                 resolved = self._resolve_name(self.classes[owner]["module"], written)
                 return resolved if resolved in self.classes else None
+        return None
+
+    def attribute_annotation(self, class_name: str, attr: str) -> str | None:
+        """The annotation written for `attr` (a dataclass field, `self.x: int = ...`) by the first class of
+        `class_name`'s MRO that writes one, as written (`int`; `Optional[int]` is kept as `Optional`)."""
+        for owner in self.mro(class_name):
+            written = self.classes[owner]["types"].get(attr)
+            if written:
+                return written
         return None
 
     def placement_digest(self) -> str:
@@ -1592,6 +1605,12 @@ class FileView:
         """The class of `<object of class_name>.attr`, when the project defines it (`self.x = Buffer(...)`, or an
         annotation)."""
         return self.model.attribute_type(class_name, attr) if class_name else None
+
+    def scalar_attribute(self, class_name: str | None, attr: str) -> str | None:
+        """`int`, `float` or `bool` when `<object of class_name>.attr` is annotated so in the project (a config
+        dataclass's field): a Python number, never a tensor."""
+        answer = self._ask(("scalar", class_name, attr)) if class_name else None
+        return answer if isinstance(answer, str) else None
 
     def parameter(self, local_qualname: str, name: str) -> AttributePlacement | None:
         """Where parameter `name` of the function lives, by what every call of it in the project passes."""

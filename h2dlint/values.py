@@ -136,12 +136,25 @@ def is_python_int(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
         return True
     if isinstance(node, ast.Name) and depth < 4:
         return _counter_or_bound_only_to(facts, node, line, lambda value: is_python_int(facts, value, line, depth + 1))
+    if isinstance(node, ast.IfExp):
+        return is_python_int(facts, node.body, line, depth) and is_python_int(facts, node.orelse, line, depth)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" and depth < 4:
         bindings = facts.self_attribute_bindings(node.attr, line)
         return bool(bindings) and all(binding.value is not None and
                                       is_python_int(facts, binding.value, binding.line, depth + 1)
                                       for binding in bindings)
-    return False
+    return _annotated_field(facts, node, line) == "int"
+
+
+def _annotated_field(facts, node: ast.expr, line: int) -> str | None:
+    """`config.rank`, with `config` a parameter annotated with a project class whose `rank` is annotated `int`,
+    `float` or `bool` (a config dataclass's field): that annotation. Asked of the project model."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and facts.project is not None):
+        return None
+    annotation = facts.parameter_annotation(node.value.id, line)
+    dotted = dotted_name(annotation) if annotation is not None else None
+    class_name = facts.project.resolve_type(dotted) if dotted else None
+    return facts.project.scalar_attribute(class_name, node.attr) if class_name else None
 
 
 def _counter_or_bound_only_to(facts, name: ast.Name, line: int, accepts) -> bool:
@@ -183,8 +196,11 @@ def is_python_number(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
                 (func.id != "abs" or all(is_python_number(facts, arg, line, depth) for arg in node.args))
         return isinstance(func, ast.Attribute) and func.attr == "item" and not node.args or \
             (facts.qualify(dotted_name(func)) or "").startswith("math.")
+    if isinstance(node, ast.IfExp):
+        return is_python_number(facts, node.body, line, depth) and is_python_number(facts, node.orelse, line, depth)
     if isinstance(node, ast.Attribute):
-        return (facts.qualify(dotted_name(node)) or "") in ("math.inf", "math.pi", "math.e", "math.nan")
+        return (facts.qualify(dotted_name(node)) or "") in ("math.inf", "math.pi", "math.e", "math.nan") \
+            or _annotated_field(facts, node, line) is not None
     if isinstance(node, ast.Name) and depth < 4:
         return _counter_or_bound_only_to(facts, node, line,
                                          lambda value: is_python_number(facts, value, line, depth + 1))

@@ -17,7 +17,7 @@ class ScalarWriteIntoCudaTensor(Rule):
     """
     ## What it does
     Finds an assignment of a Python number (`0`, `-1.5`, `True`, a name bound only to
-    numbers, `len(...)`, `x.item()`) to one element of a tensor known to be on a CUDA
+    numbers, `len(...)`, `x.item()`, `1 if flag else 0`) to one element of a tensor known to be on a CUDA
     device (made there, or passed to a `torch.distributed` collective such as
     `dist.all_reduce`, which NCCL runs on CUDA tensors), `cuda_t[i] = v` or
     `cuda_t[i, j] = v`, where it runs often: in a loop, a `forward`, a step function.
@@ -43,7 +43,9 @@ class ScalarWriteIntoCudaTensor(Rule):
     which copies the 0-d CPU value with `.to(device)`: a blocking copy too, but a name
     used as an index may also be a slice or a boolean mask, so indices must be integer
     literals or names (or `self.x`) bound only to integers (`for i in range(...)`,
-    `n = len(x)`).
+    `n = len(x)`, `rank: int = ...`, a parameter annotated `int`), or the field of a
+    project class annotated `int` read through a parameter annotated with that class
+    (`config.rank`, `rank: int = 0` in a config dataclass; asked of the project model).
     The number of dimensions must be known from where the tensor is made
     (`torch.zeros(n, device="cuda")`, `torch.empty((b, s), device=...)`,
     `torch.tensor([0, 0], device=...)`); a lone size argument counts as one dimension
@@ -129,6 +131,9 @@ class ScalarWriteIntoCudaTensor(Rule):
         Invalid("import torch\nimport torch.distributed as dist\ndef count(n: int, slots, device, group):\n"
                 "    counts = torch.zeros(slots, device=device)\n    for i in range(slots):\n        counts[i] = n\n"
                 "    dist.all_reduce(counts, group=group)\n", None),
+        Invalid("import torch\ndef forward(ready: bool, rank_of):\n    rank: int = rank_of()\n"
+                "    flags = torch.zeros(8, device='cuda')\n    flags[rank] = 1 if ready else 0\n",
+                message_contains="in `forward`"),
     )
 
     @classmethod

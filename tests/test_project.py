@@ -119,6 +119,50 @@ def test_hotness_flows_into_functions_named_for_building_but_not_for_loading(tmp
     assert "hot: ModelRunner.forward -> ModelRunner._build_metadata" in runner_findings[0]["message"]
 
 
+CONFIG = '''\
+from dataclasses import dataclass
+
+
+@dataclass
+class ParallelConfig:
+    rank: int = 0
+    world_size: int = 1
+'''
+
+ALL_REDUCE = '''\
+import torch
+import torch.distributed as dist
+from pkg.config import ParallelConfig
+
+
+def exchange(count: int, ready: bool, config: ParallelConfig):
+    rank = config.rank
+    tensor = torch.zeros(2, config.world_size, dtype=torch.int32, device="cuda")
+    tensor[0][rank] = count
+    tensor[1][rank] = 1 if ready else 0
+    dist.all_reduce(tensor)
+    return tensor
+
+
+class Runner:
+    def execute_model(self, count, config):
+        return exchange(count, True, config)
+'''
+
+
+def test_a_config_field_annotated_int_in_another_file_is_a_python_int_index(tmp_path, monkeypatch):
+    # `config.rank` picks one element because ParallelConfig (config.py) annotates it `int`; without that, a name
+    # used as an index might be a slice or a mask, and the element writes go unreported.
+    monkeypatch.chdir(tmp_path)
+    make_project(tmp_path, config=CONFIG, dp=ALL_REDUCE)
+    findings = check(tmp_path, cache=True)
+    assert by_file(findings) == {"dp.py": [(9, "HDL106"), (10, "HDL106")]}
+    assert "hot: Runner.execute_model -> exchange" in findings[0]["message"]
+    # dp.py is unchanged; the field's annotation changes in config.py.
+    (tmp_path / "pkg" / "config.py").write_text(CONFIG.replace("    rank: int = 0\n", "    rank: slice = slice(0, 1)\n"))
+    assert check(tmp_path, cache=True) == []
+
+
 def test_a_change_to_a_class_in_one_file_changes_findings_in_another_with_the_cache(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)
