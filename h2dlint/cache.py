@@ -13,6 +13,7 @@ h2dlint versions, or of settings no longer run). `h2dlint clean` deletes it all.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -34,16 +35,25 @@ STALE_AFTER_SECONDS = 7 * 24 * 3600
 _CACHE_FILE_NAME = re.compile(r"[0-9a-f]{32}\.json|tmp\w+\.tmp")  # what save() writes: all that pruning deletes
 
 
-def build_fingerprint(settings, enabled_codes: tuple[str, ...]) -> str:
-    """Changes whenever a finding could change: h2dlint's own code, the rules run, the settings."""
+@functools.cache
+def code_fingerprint() -> str:
+    """Changes whenever h2dlint's own code does (the engine and the rules): what every cache built from that code,
+    findings and the project model's answers alike, must be keyed by, as a development build keeps its version."""
     digest = hashlib.blake2b(digest_size=16)
     digest.update(__version__.encode())
-    digest.update(repr((enabled_codes, settings.cache_key())).encode())
     from . import rules as catalogue
 
     folders = [Path(__file__).parent, *map(Path, catalogue.__path__)]
     for source in sorted(source for folder in folders for source in folder.glob("*.py")):
         digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
+def build_fingerprint(settings, enabled_codes: tuple[str, ...]) -> str:
+    """Changes whenever a finding could change: h2dlint's own code, the rules run, the settings."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(code_fingerprint().encode())
+    digest.update(repr((enabled_codes, settings.cache_key())).encode())
     return digest.hexdigest()
 
 

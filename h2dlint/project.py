@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from . import __version__
-from .cache import make_cache_folder
+from .cache import code_fingerprint, make_cache_folder
 from .facts import (
     JOINING_FUNCTIONS,
     NEW_TENSOR_METHODS,
@@ -1343,7 +1343,8 @@ class ProjectModel:
 
     def answer(self, question: tuple) -> AttributePlacement | str | None:
         """The answer to a question a file's rules asked, as FileView asks and keys record them: a placement; for
-        "once" where the function is called from; for "scalar" the attribute's number annotation."""
+        "once" where the function is called from; for "scalar" the attribute's number annotation; for
+        "attribute_type" and "type" a project class; for "module" whether the class is an `nn.Module`."""
         kind, first, second = question
         if kind in ("once", "parameter", "result") and first not in self.functions:
             return None  # asked of a function the project no longer has: a question kept from an earlier run
@@ -1356,6 +1357,13 @@ class ProjectModel:
         if kind == "scalar":
             annotation = self.attribute_annotation(first, second) if first in self.classes else None
             return annotation if annotation in SCALAR_ANNOTATIONS else None
+        if kind == "attribute_type":
+            return self.attribute_type(first, second) if first in self.classes else None
+        if kind == "type":
+            resolved = self._resolve_name(first, second)
+            return resolved if resolved in self.classes else None
+        if kind == "module":
+            return "module" if first in self.classes and self._is_module_class(first) else None
         return self.attribute(first or None, second)
 
     def value_names(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
@@ -1583,28 +1591,27 @@ class FileView:
     def class_of(self, local_class: str) -> str | None:
         return self.qualified(local_class) if self.module is not None else None
 
-    @_journaled
     def is_module_class(self, local_class: str) -> bool:
         """Whether the class (`Outer.Inner` in this file) is an `nn.Module`: one object per model."""
         qualified = self.class_of(local_class)
-        return qualified is not None and self.model._is_module_class(qualified)
+        return qualified is not None and self._ask(("module", qualified, "")) == "module"
 
-    @_journaled
     def resolve_type(self, dotted: str) -> str | None:
+        """The project class `dotted`, as written in this file, names (through imports and re-exports)."""
         if self.module is None:
             return None
-        resolved = self.model._resolve_name(self.module, dotted)
-        return resolved if resolved in self.model.classes else None
+        resolved = self._ask(("type", self.module, dotted))
+        return resolved if isinstance(resolved, str) else None
 
     def attribute(self, class_name: str | None, attr: str) -> AttributePlacement | None:
         placed = self._ask(("attribute", class_name or "", attr))
         return placed if isinstance(placed, AttributePlacement) else None
 
-    @_journaled
     def attribute_type(self, class_name: str | None, attr: str) -> str | None:
         """The class of `<object of class_name>.attr`, when the project defines it (`self.x = Buffer(...)`, or an
         annotation)."""
-        return self.model.attribute_type(class_name, attr) if class_name else None
+        held = self._ask(("attribute_type", class_name, attr)) if class_name else None
+        return held if isinstance(held, str) else None
 
     def scalar_attribute(self, class_name: str | None, attr: str) -> str | None:
         """`int`, `float` or `bool` when `<object of class_name>.attr` is annotated so in the project (a config
@@ -1974,7 +1981,8 @@ class Project:
         self._model: ProjectModel | None = None
         self._keys: dict[str, tuple] = {}  # by file: the questions its rules asked, and its key
         self._summaries: SummaryCache | None = None
-        self._settings = repr((SUMMARY_VERSION, str(self.root), self.settings.hot_functions,
+        # The model's answers come from h2dlint's code as much as from the files: a run of other code starts afresh.
+        self._settings = repr((SUMMARY_VERSION, code_fingerprint(), str(self.root), self.settings.hot_functions,
                                self.settings.gpu_attributes, self.settings.source_roots,
                                self.settings.module_inputs_on_gpu))
         self._stamps = self._file_stamps()

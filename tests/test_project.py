@@ -163,6 +163,105 @@ def test_a_config_field_annotated_int_in_another_file_is_a_python_int_index(tmp_
     assert check(tmp_path, cache=True) == []
 
 
+TYPED_BASE = '''\
+import torch
+
+
+class GpuBuf:
+    def __init__(self, n):
+        self.table = torch.zeros(n, device="cuda")
+
+
+class HostBuf:
+    def __init__(self, n):
+        self.table = torch.zeros(n)
+
+
+class Base:
+    buf: GpuBuf
+'''
+
+TYPED_RUNNER = '''\
+from pkg.base import Base
+
+
+class Runner(Base):
+    def forward(self, x):
+        return self.buf.table.tolist()
+'''
+
+MODULE_BASE = '''\
+from torch import nn
+
+
+class Base(nn.Module):
+    pass
+'''
+
+MODULE_RUNNER = '''\
+import torch
+from pkg.base import Base
+
+
+class Runner(Base):
+    def __init__(self, tables):
+        super().__init__()
+        self.parts = []
+        for table in tables:
+            self.parts.append(torch.tensor(table).cuda())
+'''
+
+RE_EXPORTED_RUNNER = '''\
+import torch
+from pkg import ParallelConfig
+
+
+def forward(config: ParallelConfig):
+    flags = torch.zeros(8, device="cuda")
+    flags[config.rank] = 1
+    return flags
+'''
+
+
+@pytest.mark.parametrize(("files", "other", "changed"), [
+    # the type of an attribute another file annotates: `self.buf.table` is a CUDA tensor, then a host one
+    ({"base": TYPED_BASE, "runner": TYPED_RUNNER}, "base", ("    buf: GpuBuf\n", "    buf: HostBuf\n")),
+    # whether a base class is an `nn.Module` (one object per model: the copy rules stay quiet in its constructor)
+    ({"base": MODULE_BASE, "runner": MODULE_RUNNER}, "base", ("class Base(nn.Module):", "class Base(object):")),
+    # which class a name re-exported by the package stands for
+    ({"__init__": "from pkg.config import ParallelConfig\n", "config": CONFIG,
+      "other": CONFIG.replace("rank: int = 0", "rank: slice = slice(0, 1)"), "runner": RE_EXPORTED_RUNNER},
+     "__init__", ("pkg.config", "pkg.other")),
+])
+def test_what_a_file_asks_of_another_files_classes_is_keyed_in_the_cache(tmp_path, monkeypatch, files, other,
+                                                                         changed):
+    # A cached run after a change to another file finds what a run without the cache finds, whichever of the
+    # model's answers changed.
+    monkeypatch.chdir(tmp_path)
+    make_project(tmp_path, **files)
+    before = by_file(check(tmp_path, "--select", "ALL", cache=True))
+    path = tmp_path / "pkg" / f"{other}.py"
+    old, new = changed
+    path.write_text(path.read_text().replace(old, new))
+    after = by_file(check(tmp_path, "--select", "ALL", cache=True))
+    assert after == by_file(check(tmp_path, "--select", "ALL"))
+    assert after != before
+
+
+def test_the_models_cached_answers_are_not_taken_by_a_run_of_other_h2dlint_code(tmp_path, monkeypatch):
+    # A development build keeps its version; the model's answers (hotness here) come from its code.
+    monkeypatch.chdir(tmp_path)
+    runner = RUNNER.replace("        return self.backend.plan_later(batch)\n",
+                            "        return self._build_metadata(batch)\n\n"
+                            "    def _build_metadata(self, batch):\n        return batch.seq_lens.tolist()\n")
+    make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=runner)
+    assert by_file(check(tmp_path, cache=True))["runner.py"] == [(14, "HDL201")]
+    # Other code: functions named for building run once, as they did before hotness flowed into them.
+    monkeypatch.setattr(project, "NOT_PER_STEP_NAME_WORDS", project.NOT_PER_STEP_NAME_WORDS | {"build"})
+    monkeypatch.setattr(project, "code_fingerprint", lambda: "other code")
+    assert by_file(check(tmp_path, cache=True)) == by_file(check(tmp_path)) == {}
+
+
 def test_a_change_to_a_class_in_one_file_changes_findings_in_another_with_the_cache(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)
