@@ -908,6 +908,7 @@ class FileFacts:
 
 
 SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool"})
+_SCALAR_STAND_INS = {"int": 0, "float": 0.0, "bool": False}
 _SEQUENCE_ANNOTATIONS = frozenset({"list", "tuple", "List", "Tuple", "Sequence", "typing.List", "typing.Tuple",
                                    "typing.Sequence", "collections.abc.Sequence"})
 
@@ -919,7 +920,7 @@ def _annotated_value(annotation: ast.expr | None) -> ast.expr | None:
     base = annotation.value if isinstance(annotation, ast.Subscript) else annotation
     name = dotted_name(base)
     if name in SCALAR_ANNOTATIONS and base is annotation:
-        return ast.copy_location(ast.Constant(0), annotation)
+        return ast.copy_location(ast.Constant(_SCALAR_STAND_INS[name]), annotation)
     if name in _SEQUENCE_ANNOTATIONS:
         return ast.copy_location(ast.List(elts=[], ctx=ast.Load()), annotation)
     return None
@@ -1088,8 +1089,11 @@ def _bind(node: ast.AST, scope: Scope) -> None:
         for target in node.targets:
             _bind_target(scope, target, node.value, node.lineno)
     elif isinstance(node, ast.AnnAssign):
-        # `n: int = config.rank` holds a Python number, whatever the value reads as: bind the annotation's stand-in.
-        stand_in = _annotated_value(node.annotation) if node.value is not None else None
+        # `n: int = config.rank` holds a Python number, which the value read alone does not show: bind the
+        # annotation's stand-in. Not for a computed value, which shows itself and may contradict the annotation
+        # (`has_nan: bool = torch.isnan(x).any()` is a tensor).
+        stand_in = _annotated_value(node.annotation) if isinstance(node.value, (ast.Name, ast.Attribute,
+                                                                                ast.Subscript)) else None
         scalar = isinstance(stand_in, ast.Constant)
         _bind_target(scope, node.target, ast.copy_location(stand_in, node.value) if scalar else node.value,
                      node.lineno)

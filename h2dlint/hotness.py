@@ -341,13 +341,12 @@ def statements_run_on_a_miss(function: ast.FunctionDef | ast.AsyncFunctionDef) -
         test = statement.test
         if isinstance(statement.body[-1], ast.Return):
             hit = _hit_place(test, read_from)
-            if hit is not None and any(hit in _places_stored(later) for later in body[index + 1:]) \
-                    and _kept_beyond_the_call(hit, function):
+            if hit is not None and hit in _places_filled(body[index + 1:]) and _kept_beyond_the_call(hit, function):
                 return [*found, *body[index + 1:]]
         if isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Is) and _is_none(test.comparators[0]) \
                 and isinstance(test.left, ast.Name) and test.left.id in read_from:
             miss = read_from[test.left.id]
-            if miss in _places_stored(statement) and _kept_beyond_the_call(miss, function):
+            if miss in _places_filled(statement.body) and _kept_beyond_the_call(miss, function):
                 found.append(statement)
     return found
 
@@ -411,10 +410,23 @@ def _hit_place(test: ast.expr, read_from: dict[str, tuple[str, str]]) -> tuple[s
     return None
 
 
-def _places_stored(statement: ast.stmt) -> set[tuple[str, str]]:
+def _always_run(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of `body` that run whenever it runs to its end: its own, and those of the `with` blocks and
+    `try` bodies in it (not those under an `if` or in a loop, which may not run at all)."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            yield from _always_run(statement.body)
+        elif isinstance(statement, ast.Try):
+            yield from _always_run([*statement.body, *statement.finalbody])
+
+
+def _places_filled(body: list[ast.stmt]) -> set[tuple[str, str]]:
+    """The places `body` always stores into when it runs (`_CACHE[key] = t`, `self._x = t`): a store under a
+    condition (`if self.capture: self._out = out`) may leave the cache empty, so it is not a fill."""
     places = set()
-    for inner in statements([statement]):
-        for target in _stored_targets(inner):
+    for statement in _always_run(body):
+        for target in _stored_targets(statement):
             if _is_self_attribute(target):
                 places.add(("self", target.attr))  # type: ignore[attr-defined]
             elif isinstance(target, ast.Subscript):

@@ -103,17 +103,20 @@ def classify_device(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0)
 
 
 _OPEN_DEVICE_OWNERS = threading.local()  # the `x.device` expressions being classified, per thread
+_MOST_OPEN_DEVICE_OWNERS = 3
 
 
 def _placement_of_device_owner(facts: FileFacts, expr: ast.Attribute, line: int, depth: int) -> Placement:
     """Where the tensor whose `.device` `expr` reads lives. A name may be bound to a tensor made on its own device
     (`x = torch.cat([x, torch.zeros(1, device=x.device)])` in a loop): an expression met again while it is being
-    classified is unknown, which ends the cycle."""
+    classified is unknown, which ends the cycle; so is one met under three others."""
     open_owners = getattr(_OPEN_DEVICE_OWNERS, "keys", None)
     if open_owners is None:
         open_owners = _OPEN_DEVICE_OWNERS.keys = set()
     key = (id(expr), line)
-    if key in open_owners:
+    # A device is classified afresh (depth 0) wherever a tensor is made on it, so a chain of tensors made on each
+    # other's devices is bounded here, by how many `.device` reads are open at once.
+    if key in open_owners or len(open_owners) >= _MOST_OPEN_DEVICE_OWNERS:
         return Placement.UNKNOWN
     open_owners.add(key)
     try:

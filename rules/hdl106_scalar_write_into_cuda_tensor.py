@@ -131,7 +131,7 @@ class ScalarWriteIntoCudaTensor(Rule):
         Invalid("import torch\nimport torch.distributed as dist\ndef count(n: int, slots, device, group):\n"
                 "    counts = torch.zeros(slots, device=device)\n    for i in range(slots):\n        counts[i] = n\n"
                 "    dist.all_reduce(counts, group=group)\n", None),
-        Invalid("import torch\ndef forward(ready: bool, rank_of):\n    rank: int = rank_of()\n"
+        Invalid("import torch\ndef forward(ready: bool, config):\n    rank: int = config.rank\n"
                 "    flags = torch.zeros(8, device='cuda')\n    flags[rank] = 1 if ready else 0\n",
                 message_contains="in `forward`"),
     )

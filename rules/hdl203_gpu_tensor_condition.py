@@ -66,6 +66,9 @@ class GpuTensorCondition(SyncReporter, Rule):
         Invalid("import torch\ndef forward(x):\n    y = x.cuda()\n    if torch.isnan(y).any():\n"
                 "        y = y.nan_to_num()\n    return y\n",
                 None, message_contains="used as a condition"),
+        # an annotation does not make a tensor a Python bool
+        Invalid("import torch\ndef forward(x):\n    y = x.cuda()\n    has_nan: bool = torch.isnan(y).any()\n"
+                "    if has_nan:\n        y = y.nan_to_num()\n    return y\n", None),
         Invalid("import torch\ndef solve(x):\n    err = torch.ones((), device='cuda')\n"
                 "    while err > 1e-3:\n        err = err / 2\n",
                 None, message_contains="(in a loop)"),

@@ -4,6 +4,7 @@ import ast
 
 import pytest
 
+from h2dlint import placement
 from h2dlint.facts import Data, Device, FileFacts, Placement, is_other_accelerator_path
 from h2dlint.hotness import context_at, fills_a_cache, is_hot_function, periodic_test, statements_run_on_a_miss
 from h2dlint.placement import classify_data, classify_device, classify_placement
@@ -590,9 +591,15 @@ def test_an_if_that_fills_a_cache_is_told_from_one_that_makes_a_default(code, fi
     ("v = cache.get(key)\nif v is None:\n    cache[key] = make()\nreturn cache[key]\n", []),
     ("if self.y is not None:\n    return self.y\nreturn make()\n", []),
     ("g = gumbel_map.get(device)\nif g is None:\n    g = make()\n    gumbel_map = {device: g}\nreturn g\n", []),
+    # a store under a condition may leave the cache empty: what follows the hit runs every call
+    ("if self.out is not None:\n    return self.out\nout = make()\nif self.capture:\n    self.out = out\nreturn out\n",
+     []),
+    ("t = self.buf\nif t is None:\n    t = make()\n    if keep:\n        self.buf = t\nreturn t\n", []),
+    # `with` blocks and `try` bodies run whenever what holds them runs
+    ("if key in _CACHE:\n    return _CACHE[key]\nwith lock:\n    _CACHE[key] = make()\nreturn _CACHE[key]\n", [4, 6]),
 ])
 def test_the_statements_that_run_when_a_cache_misses(body, lines):
-    code = "def f(self, key, device, mask, cache):\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    code = "def f(self, key, device, mask, cache, keep):\n" + "".join(f"    {line}\n" for line in body.splitlines())
     function = ast.parse(code).body[0]
     assert [statement.lineno for statement in statements_run_on_a_miss(function)] == lines
 
@@ -608,3 +615,25 @@ def test_the_statements_that_run_when_a_cache_misses(body, lines):
 ])
 def test_modules_for_another_accelerator_are_told_by_their_path(path, other):
     assert is_other_accelerator_path(path) is other
+
+
+def test_a_chain_of_devices_read_from_tensors_is_classified_in_bounded_work(monkeypatch):
+    # Each tensor is made on the devices of two others: followed without a bound, the work doubles per name.
+    names = 14
+    lines = [f"    v{i} = torch.zeros(1, device=v{i + 1}.device) + torch.zeros(1, device=v{i + 2}.device)\n"
+             for i in range(names - 2)]
+    code = ("import torch\ndef forward(xs, steps):\n    " + " = ".join(f"v{i}" for i in range(names)) + " = xs\n"
+            "    for _ in range(steps):\n" + "".join("    " + line for line in lines) + "    return v0\n")
+    facts = facts_for(code)
+    calls = 0
+    real = placement.classify_placement
+
+    def counted(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(placement, "classify_placement", counted)
+    read = [node for node in ast.walk(facts.tree) if isinstance(node, ast.Name) and node.id == "v0"][-1]
+    assert real(facts, read, read.lineno) is Placement.UNKNOWN
+    assert calls < 500
