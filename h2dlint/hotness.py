@@ -328,15 +328,14 @@ def statements_run_on_a_miss(function: ast.FunctionDef | ast.AsyncFunctionDef) -
     found: list[ast.stmt] = []
     for index, statement in enumerate(body):
         if isinstance(statement, ast.Assign):
-            for target in statement.targets:
-                if isinstance(target, ast.Name):
-                    read_from.pop(target.id, None)
+            _forget_rebound(statement, read_from)
             if len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
                 place = _read_place(statement.value)
                 if place is not None:
                     read_from[statement.targets[0].id] = place
             continue
         if not isinstance(statement, ast.If) or statement.orelse:
+            _forget_rebound(statement, read_from)
             continue
         test = statement.test
         if isinstance(statement.body[-1], ast.Return):
@@ -348,7 +347,16 @@ def statements_run_on_a_miss(function: ast.FunctionDef | ast.AsyncFunctionDef) -
             miss = read_from[test.left.id]
             if miss in _places_filled(statement.body) and _kept_beyond_the_call(miss, function):
                 found.append(statement)
+        _forget_rebound(statement, read_from)
     return found
+
+
+def _forget_rebound(statement: ast.stmt, read_from: dict[str, tuple[str, str]]) -> None:
+    """A name the statement binds anywhere (`x, y = ...`, `x += 1`, `for x in ...`, `with ... as x`) no longer
+    holds what it was read from."""
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            read_from.pop(node.id, None)
 
 
 def _kept_beyond_the_call(place: tuple[str, str], function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -104,7 +104,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 16
+SUMMARY_VERSION = 18
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -226,7 +226,10 @@ class _Summarizer:
 
     def _class(self, node: ast.ClassDef, prefix: str) -> None:
         name = f"{prefix}{node.name}"
-        self.classes[name] = {"bases": [_dotted(base) or "" for base in node.bases],
+        # A generic base is the class subscripted (`Builder[M]` is a `Builder`), not what an annotation's subscript
+        # holds (`Optional[Foo]` is a `Foo`).
+        self.classes[name] = {"bases": [dotted_name(base.value if isinstance(base, ast.Subscript) else base) or ""
+                                        for base in node.bases],
                               "attrs": {}, "types": {}, "scalars": [], "unplaced": []}
         self._body(node.body, prefix=f"{name}.", class_name=name)
         attrs, scalars = self.classes[name]["attrs"], set(self.classes[name]["scalars"])
@@ -287,6 +290,9 @@ class _Summarizer:
         params = {name: annotation for name, annotation in params.items() if annotation}
         record = {"class": class_name, "calls": [],
                   "params": params, "replay": False}
+        returned = _dotted(node.returns) if node.returns is not None else None
+        if returned:
+            record["rtype"] = returned  # the class a call's result is an object of, when the project defines it
         if any(caches_results(decorator) for decorator in node.decorator_list):
             record["cached"] = True
         self.functions[qualname] = record
@@ -328,6 +334,12 @@ class _Summarizer:
                 passes[index] = [positional, keywords]
         if passes:
             record["passes"] = passes
+        receivers = {reference[2:].partition(".")[0] for reference in record["calls"]
+                     if reference.startswith("d:") and reference.count(".") == 1}
+        local_types = {name: typed for name in receivers if name in pending.typed and name not in params
+                       and (typed := _local_type(name, pending, self_name))}
+        if local_types:
+            record["locals"] = local_types
         flows = self.classes[pending.class_name].setdefault("flows", {}) if pending.attributes else {}
         for attr, value in pending.attributes:
             flows.setdefault(attr, []).append([qualname, values.of(value)])
@@ -345,8 +357,11 @@ class _Summarizer:
         while stack:
             node, in_device_context, nested, occasional = stack.pop()
             kind = node.__class__
-            if kind in _NOTED and pending is not None and not nested:
-                pending.note(node)
+            if kind in _NOTED and pending is not None:
+                if nested:
+                    pending.note_for_types(node)
+                else:
+                    pending.note(node)
             if kind is ast.Attribute:
                 if node.ctx.__class__ is ast.Load:
                     reads.add(node.attr)
@@ -447,6 +462,13 @@ class _Pending:
         self.assigned: dict[str, list[ast.expr | None]] = {}  # None: bound in a way values do not follow
         self.calls: list[tuple[int, ast.Call]] = []
         self.attributes: list[tuple[str, ast.expr]] = []
+        # The assignments of the function's nested functions too: what object a local holds (its class) does not
+        # depend on the call, so a helper defined inside the function types its locals alike.
+        self.typed: dict[str, list[ast.expr | None]] = {}
+
+    def note_for_types(self, node) -> None:
+        if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
+            self.typed.setdefault(node.targets[0].id, []).append(node.value)
 
     def note(self, node) -> None:
         kind = node.__class__
@@ -473,6 +495,7 @@ class _Pending:
     def _bind(self, target: ast.expr, value: ast.expr | None) -> None:
         if target.__class__ is ast.Name:
             self.assigned.setdefault(target.id, []).append(value)
+            self.typed.setdefault(target.id, []).append(value)
         elif target.__class__ in (ast.Tuple, ast.List):
             for element in target.elts:
                 self._bind(element.value if element.__class__ is ast.Starred else element, None)
@@ -699,6 +722,44 @@ def _is_device_context(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Call) and (_dotted(expr.func) or "").endswith("device") \
         and (_dotted(expr.func) or "").split(".")[0] in ("torch", "device") \
         and not (expr.args and _device_kind(expr.args[0]) == HOST)
+
+
+def _local_type(name: str, pending: _Pending, self_name: str | None, depth: int = 0) -> str | None:
+    """How to find the class of the object a local name holds, for the model to resolve (`ProjectModel._class_of`),
+    when every assignment to it agrees: `sa:attr` (the type of `self.attr`, or of its elements), `p:param` (an
+    annotated parameter), `c:Name` (a class made, or a function whose result is annotated), `r:method:<how>`
+    (the annotated result of `method` called on an object found so). None when unknown."""
+    values = pending.typed.get(name)
+    if not values or depth > 3:
+        return None
+    found = {_type_of(value, pending, self_name, depth) if value is not None else None for value in values}
+    typed = found.pop() if len(found) == 1 else None
+    return typed
+
+
+def _type_of(expr: ast.expr, pending: _Pending, self_name: str | None, depth: int) -> str | None:
+    while isinstance(expr, ast.Subscript):  # an element of a typed container (`list[Group]` records `Group`)
+        expr = expr.value
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == self_name:
+        return f"sa:{expr.attr}"
+    if isinstance(expr, ast.Name):
+        if expr.id in pending.typed:
+            return _local_type(expr.id, pending, self_name, depth + 1)
+        return f"p:{expr.id}" if expr.id in pending.parameters else None
+    if not isinstance(expr, ast.Call):
+        return None
+    func = expr.func
+    if isinstance(func, ast.Attribute):
+        receiver = func.value
+        if isinstance(receiver, ast.Name) and receiver.id == self_name:
+            return f"r:{func.attr}:self"
+        named_alone = isinstance(receiver, ast.Name) and receiver.id not in pending.typed \
+            and receiver.id not in pending.parameters  # a module or a class: `mod.make()`, `Config.load()`
+        if not named_alone:
+            inner = _type_of(receiver, pending, self_name, depth + 1)
+            return f"r:{func.attr}:{inner}" if inner else None
+    dotted = _dotted(func)
+    return f"c:{dotted}" if dotted else None
 
 
 def _dotted(node: ast.expr | None) -> str | None:
@@ -942,7 +1003,12 @@ class ProjectModel:
         if kind in ("n", "d"):
             target = self._resolve_name(module, name)
             if target is None and kind == "d" and name.split(".")[0] not in self._imports(module):
-                return self._by_method_name(name.rpartition(".")[2])  # `<object>.method(...)`
+                holder, _, method = name.rpartition(".")
+                typed = record.get("locals", {}).get(holder)
+                held = self._class_of(record, typed) if typed else None
+                if held is not None:  # `builder = group.get_builder(); builder.build(...)`: a typed local
+                    return self._methods(held, method, overrides=True)
+                return self._by_method_name(method)  # `<object>.method(...)`
             if target is None or target in self.classes:
                 return []  # a constructor runs once per object: no hotness flows into it
             return [target]
@@ -973,6 +1039,44 @@ class ProjectModel:
         if kind == "a":
             return self._by_method_name(name)
         return []
+
+    def _class_of(self, record: dict, typed: str, depth: int = 0) -> str | None:
+        """The project class a local of the function (`record`) holds, by how the summary says to find it (see
+        `_local_type`)."""
+        kind, _, rest = typed.partition(":")
+        module, class_name = record["module"], record["class"]
+        own_class = f"{module}.{class_name}" if class_name else ""
+        if depth > 3:
+            return None
+        if kind == "sa":
+            if own_class not in self.classes:
+                return None
+            owner = next((owner for owner in self.mro(own_class) if rest in self.classes[owner]["types"]), None)
+            if owner is None:
+                return None
+            resolved = self._resolve_name(self.classes[owner]["module"], self.classes[owner]["types"][rest])
+        elif kind == "p":
+            annotation = record["params"].get(rest)
+            resolved = self._resolve_name(module, annotation) if annotation else None
+        elif kind == "c":
+            resolved = self._resolve_name(module, rest)
+            if resolved in self.functions:
+                resolved = self._result_class(resolved)
+        elif kind == "r":
+            method, _, inner = rest.partition(":")
+            holder = own_class if inner == "self" else self._class_of(record, inner, depth + 1)
+            found = self._methods(holder, method, overrides=False) if holder in self.classes else []
+            resolved = self._result_class(found[0]) if found else None
+        else:
+            return None
+        return resolved if resolved in self.classes else None
+
+    def _result_class(self, function: str) -> str | None:
+        """The project class `function`'s result is annotated with."""
+        record = self.functions[function]
+        returned = record.get("rtype")
+        resolved = self._resolve_name(record["module"], returned) if returned else None
+        return resolved if resolved in self.classes else None
 
     def _methods(self, class_name: str, method: str, overrides: bool) -> list[str]:
         """`method` as found on `class_name` (its own or inherited) and, with `overrides`, as overridden in its
@@ -1781,6 +1885,9 @@ def _write_cached(file: Path, data) -> None:
         os.replace(temp, file)
 
 
+_CODE_KEY = ""  # in the summary cache's file, beside the paths: the fingerprint of the code that made them
+
+
 class SummaryCache:
     """Summaries by file, valid while the file's size and modification time are unchanged; one marshal file.
 
@@ -1795,8 +1902,9 @@ class SummaryCache:
         self.entries: dict[str, tuple[int, int, bytes]] = {}
         self.changed = False
         cached = _read_cached(self.file)
-        if isinstance(cached, dict):
-            self.entries = cached
+        # Summaries made by other h2dlint code are not taken, whatever its version says (a development build).
+        if isinstance(cached, dict) and cached.get(_CODE_KEY) == code_fingerprint():
+            self.entries = {path: entry for path, entry in cached.items() if path != _CODE_KEY}
 
     def lookup(self, path: str, size: int, mtime_ns: int) -> dict | None:
         entry = self.entries.get(path)
@@ -1831,7 +1939,7 @@ class SummaryCache:
             self.changed = True
         if not self.changed:
             return
-        _write_cached(self.file, self.entries)
+        _write_cached(self.file, {**self.entries, _CODE_KEY: code_fingerprint()})
         self.changed = False
 
 

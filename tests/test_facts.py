@@ -595,6 +595,9 @@ def test_an_if_that_fills_a_cache_is_told_from_one_that_makes_a_default(code, fi
     ("if self.out is not None:\n    return self.out\nout = make()\nif self.capture:\n    self.out = out\nreturn out\n",
      []),
     ("t = self.buf\nif t is None:\n    t = make()\n    if keep:\n        self.buf = t\nreturn t\n", []),
+    # a name rebound since it was read holds something else
+    ("t = self.buf\nt, n = make()\nif t is None:\n    self.buf = make()\nreturn t\n", []),
+    ("t = self.buf\nfor t in make():\n    pass\nif t is None:\n    self.buf = make()\nreturn t\n", []),
     # `with` blocks and `try` bodies run whenever what holds them runs
     ("if key in _CACHE:\n    return _CACHE[key]\nwith lock:\n    _CACHE[key] = make()\nreturn _CACHE[key]\n", [4, 6]),
 ])

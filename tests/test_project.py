@@ -262,6 +262,69 @@ def test_the_models_cached_answers_are_not_taken_by_a_run_of_other_h2dlint_code(
     assert by_file(check(tmp_path, cache=True)) == by_file(check(tmp_path)) == {}
 
 
+BUILDERS = '''\
+from typing import Generic, TypeVar
+
+import torch
+
+M = TypeVar("M")
+
+
+class MetadataBuilder(Generic[M]):
+    def build(self, lens) -> M:
+        raise NotImplementedError
+
+
+class MambaBuilder(MetadataBuilder[dict]):
+    def build(self, lens):
+        has_initial = torch.zeros(8, device="cuda") > 0
+        return {"prep": bool(torch.any(has_initial).item())}
+
+
+class AttentionGroup:
+    def __init__(self, builders: list[MetadataBuilder]):
+        self.metadata_builders = builders
+
+    def get_metadata_builder(self, ubatch_id: int = 0) -> MetadataBuilder:
+        return self.metadata_builders[ubatch_id]
+'''
+
+GROUP_RUNNER = '''\
+from pkg.builders import AttentionGroup
+
+
+class GPUModelRunner:
+    def __init__(self):
+        self.attn_groups: list[list[AttentionGroup]] = []
+
+    def execute_model(self, lens):
+        return self._build_attention_metadata(lens)
+
+    def _build_attention_metadata(self, lens):
+        def build_group(group_id, index):
+            attn_group = self.attn_groups[group_id][index]
+            builder = attn_group.get_metadata_builder()
+            return builder.build(lens)
+
+        return [build_group(0, index) for index in range(2)]
+'''
+
+
+def test_a_call_on_a_local_typed_through_annotations_reaches_every_override(tmp_path):
+    # `builder` holds what `AttentionGroup.get_metadata_builder` returns (annotated `MetadataBuilder`), an element
+    # of `self.attn_groups` (annotated `list[list[AttentionGroup]]`), read in a helper nested in the hot function;
+    # `MambaBuilder` overrides `build` through a generic base (`MetadataBuilder[dict]` is a `MetadataBuilder`).
+    make_project(tmp_path, builders=BUILDERS, runner=GROUP_RUNNER)
+    findings = check(tmp_path)
+    assert by_file(findings) == {"builders.py": [(16, "HDL201")]}
+    assert "hot: GPUModelRunner.execute_model -> GPUModelRunner._build_attention_metadata -> MambaBuilder.build" \
+        in findings[0]["message"]
+    # Without the annotation on the method's result, what `builder` holds is unknown: `build` is not reached.
+    (tmp_path / "pkg" / "builders.py").write_text(BUILDERS.replace("ubatch_id: int = 0) -> MetadataBuilder:",
+                                                                   "ubatch_id: int = 0):"))
+    assert check(tmp_path) == []
+
+
 def test_a_change_to_a_class_in_one_file_changes_findings_in_another_with_the_cache(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     make_project(tmp_path, batch=BATCH, backend=BACKEND, runner=RUNNER)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from h2dlint import project as project_module
 from h2dlint.project import ProjectModel, SummaryCache
 
 from .test_project import BACKEND, BATCH, RUNNER, by_file, check, make_project
@@ -93,6 +94,15 @@ def test_a_new_file_builds_the_model_again(project):
     expected = by_file(check(project))
     assert (12, "HDL201") in expected.get("backend.py", [])  # warm_up is hot now, through other.forward
     assert by_file(check(project, cache=True)) == expected
+
+
+def test_summaries_made_by_other_h2dlint_code_are_not_taken(tmp_path, monkeypatch):
+    cache = SummaryCache(tmp_path)
+    cache.store("a.py", 1, 2, {"module": "a"})
+    cache.save({"a.py"})
+    assert SummaryCache(tmp_path).lookup("a.py", 1, 2) == {"module": "a"}
+    monkeypatch.setattr(project_module, "code_fingerprint", lambda: "other code")
+    assert SummaryCache(tmp_path).lookup("a.py", 1, 2) is None
 
 
 def test_a_summary_the_cache_cannot_decode_is_made_again(tmp_path):
