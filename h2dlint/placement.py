@@ -487,10 +487,15 @@ def _model_attribute(facts: FileFacts, expr: ast.Attribute, line: int, device: b
         if receiver.id == "self":
             class_name = facts.class_at(line)
         else:
-            annotation = facts.parameter_annotation(receiver.id, line)
-            dotted = dotted_name(annotation) if annotation is not None else None
-            class_name = facts.project.resolve_type(dotted) if dotted else None
+            class_name = annotated_class(facts, receiver.id, line)
     return _inferred(facts, facts.project.attribute(class_name, expr.attr), device)
+
+
+def annotated_class(facts: FileFacts, name: str, line: int) -> str | None:
+    """The project class the parameter `name`, read at `line`, is annotated with (asked of the project model)."""
+    annotation = facts.parameter_annotation(name, line)
+    dotted = dotted_name(annotation) if annotation is not None else None
+    return facts.project.resolve_type(dotted) if dotted and facts.project is not None else None
 
 
 def _model_parameter(facts: FileFacts, name: str, line: int, device: bool = False) -> Placement:

@@ -733,8 +733,7 @@ def _local_type(name: str, pending: _Pending, self_name: str | None, depth: int 
     if not values or depth > 3:
         return None
     found = {_type_of(value, pending, self_name, depth) if value is not None else None for value in values}
-    typed = found.pop() if len(found) == 1 else None
-    return typed
+    return found.pop() if len(found) == 1 else None
 
 
 def _type_of(expr: ast.expr, pending: _Pending, self_name: str | None, depth: int) -> str | None:
@@ -1025,15 +1024,8 @@ class ProjectModel:
             return next((found for base in bases if (found := self._methods(base, name, overrides=False))), [])
         if kind in ("sa", "p"):
             holder, _, method = name.partition(".")
-            if kind == "sa":
-                type_name = next((self.classes[owner]["types"].get(holder) for owner in self.mro(own_class)
-                                  if holder in self.classes[owner]["types"]), None)
-                type_module = next((self.classes[owner]["module"] for owner in self.mro(own_class)
-                                    if holder in self.classes[owner]["types"]), module)
-            else:
-                type_name, type_module = record["params"].get(holder), module
-            resolved = self._resolve_name(type_module, type_name) if type_name else None
-            if resolved in self.classes:
+            resolved = self._class_of(record, f"{kind}:{holder}")  # the type of `self.holder`, or an annotation
+            if resolved is not None:
                 return self._methods(resolved, method, overrides=True)
             return self._by_method_name(method)
         if kind == "a":
@@ -1043,18 +1035,13 @@ class ProjectModel:
     def _class_of(self, record: dict, typed: str, depth: int = 0) -> str | None:
         """The project class a local of the function (`record`) holds, by how the summary says to find it (see
         `_local_type`)."""
+        if depth > 3:
+            return None
         kind, _, rest = typed.partition(":")
         module, class_name = record["module"], record["class"]
         own_class = f"{module}.{class_name}" if class_name else ""
-        if depth > 3:
-            return None
         if kind == "sa":
-            if own_class not in self.classes:
-                return None
-            owner = next((owner for owner in self.mro(own_class) if rest in self.classes[owner]["types"]), None)
-            if owner is None:
-                return None
-            resolved = self._resolve_name(self.classes[owner]["module"], self.classes[owner]["types"][rest])
+            resolved = self.attribute_type(own_class, rest)
         elif kind == "p":
             annotation = record["params"].get(rest)
             resolved = self._resolve_name(module, annotation) if annotation else None
@@ -1556,20 +1543,23 @@ class ProjectModel:
         return self._holders
 
     def attribute_type(self, class_name: str, attr: str) -> str | None:
-        for owner in self.mro(class_name):
-            written = self.classes[owner]["types"].get(attr)
-            if written:
-                resolved = self._resolve_name(self.classes[owner]["module"], written)
-                return resolved if resolved in self.classes else None
-        return None
+        """The project class of `<object of class_name>.attr`, by its annotation or the class assigned to it."""
+        written = self._written_type(class_name, attr)
+        resolved = self._resolve_name(written[0], written[1]) if written else None
+        return resolved if resolved in self.classes else None
 
     def attribute_annotation(self, class_name: str, attr: str) -> str | None:
         """The annotation written for `attr` (a dataclass field, `self.x: int = ...`) by the first class of
         `class_name`'s MRO that writes one, as written (`int`; `Optional[int]` is kept as `Optional`)."""
+        written = self._written_type(class_name, attr)
+        return written[1] if written else None
+
+    def _written_type(self, class_name: str, attr: str) -> tuple[str, str] | None:
+        """(the module of the first class of the MRO that writes a type for `attr`, that type as written)."""
         for owner in self.mro(class_name):
             written = self.classes[owner]["types"].get(attr)
             if written:
-                return written
+                return self.classes[owner]["module"], written
         return None
 
     def placement_digest(self) -> str:

@@ -16,7 +16,7 @@ from .facts import (
     Placement,
 )
 from .gaps import TokensApart
-from .placement import classify_data, classify_placement
+from .placement import annotated_class, classify_data, classify_placement
 from .syntax import dotted_name
 
 # Factories whose result's number of dimensions can be read off their arguments.
@@ -151,9 +151,7 @@ def _annotated_field(facts, node: ast.expr, line: int) -> str | None:
     `float` or `bool` (a config dataclass's field): that annotation. Asked of the project model."""
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and facts.project is not None):
         return None
-    annotation = facts.parameter_annotation(node.value.id, line)
-    dotted = dotted_name(annotation) if annotation is not None else None
-    class_name = facts.project.resolve_type(dotted) if dotted else None
+    class_name = annotated_class(facts, node.value.id, line)
     return facts.project.scalar_attribute(class_name, node.attr) if class_name else None
 
 
