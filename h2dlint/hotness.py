@@ -354,6 +354,8 @@ def statements_run_on_a_miss(function: ast.FunctionDef | ast.AsyncFunctionDef) -
 def _forget_rebound(statement: ast.stmt, read_from: dict[str, tuple[str, str]]) -> None:
     """A name the statement binds anywhere (`x, y = ...`, `x += 1`, `for x in ...`, `with ... as x`) no longer
     holds what it was read from."""
+    if not read_from:  # nothing to forget: most functions read no cache, and walking every statement is costly
+        return
     for node in ast.walk(statement):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             read_from.pop(node.id, None)
