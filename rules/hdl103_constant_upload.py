@@ -47,7 +47,11 @@ class ConstantUpload(Rule):
     the project model, a function only they call), once per test (a test module or
     a `test_*` function), or once in a while (under a periodic guard, filling a
     cache or setting up lazily behind a flag, see HDL101) is not reported: the copy
-    does not repeat every step.
+    does not repeat every step. Nor is a constant that is a fallback: returned by an
+    early exit (`if not mask.any(): return torch.tensor(0.0, device=d)`, with the
+    function's own work after the `if`) or made in an `except` handler. Such a branch
+    serves a degenerate input (nothing to count, an empty batch, a failed search), not
+    the step's usual work.
 
     ## Example
     ```python
@@ -98,10 +102,22 @@ class ConstantUpload(Rule):
         Valid("import torch\nx = torch.tensor(0)\n"),
         Valid("import torch\nx = torch.tensor(0, device='cuda', pin_memory=False)\n"),
         Valid("import torch\nx = torch.tensor(1j, device='cuda')\n"),
+        Valid("import torch\ndef loss(x, mask):\n    if not mask.any():\n"
+              "        return torch.tensor(0.0, device=x.device)\n    return x[mask].mean()\n"),
+        Valid("import torch\ndef best(x):\n    try:\n        t = x.argmax()\n    except ValueError:\n"
+              "        t = torch.tensor(0, device=x.device)\n    return t\n"),
     )
     invalid_examples = (
         Invalid("import torch\ndef f(h):\n    return torch.tensor(0, device=h.device)\n",
                 "import torch\ndef f(h):\n    return torch.zeros((), dtype=torch.int64, device=h.device)\n"),
+        Invalid("import torch\ndef loss(x, weight):\n    if weight is None:\n"
+                "        return x.sum()\n    return torch.tensor(0.0, device=x.device)\n",
+                "import torch\ndef loss(x, weight):\n    if weight is None:\n"
+                "        return x.sum()\n    return torch.zeros((), device=x.device)\n"),
+        Invalid("import torch\ndef loss(x, enabled):\n    if not enabled:\n"
+                "        return torch.tensor(0.0, device=x.device)\n",
+                "import torch\ndef loss(x, enabled):\n    if not enabled:\n"
+                "        return torch.zeros((), device=x.device)\n"),
         Invalid("import torch\nx = torch.tensor([1.0], device='cuda')\n",
                 "import torch\nx = torch.ones((1,), device='cuda')\n",
                 message_contains="constant"),
@@ -141,9 +157,12 @@ class ConstantUpload(Rule):
         if fill is None:
             return
         keywords = keywords_of(node)
-        start, _ = self.position(node)
+        start, end = self.position(node)
         device = classify_device(facts, to_ast(keywords["device"].value), start.line)
         if device is Device.NOT_CUDA or runs_once(facts, start.line) is not None:
+            return
+        site = facts.site_at(start, end)
+        if site is not None and _fallback(site.node, facts.parents):
             return
         where = context_at(facts, start.line).describe()
         target = "a CUDA device" if device is Device.CUDA else f"`{shown(keywords['device'].value)}`"
@@ -180,3 +199,32 @@ class ConstantUpload(Rule):
 
 
 _LITERAL_LOOKING = (ast.Constant, ast.UnaryOp, ast.List, ast.Tuple)
+
+
+def _fallback(call: ast.Call, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Whether the constant is a fallback value: in a statement of an `except` handler, or returned by the last
+    statement of an `if` branch that more statements of the function follow (an early exit)."""
+    statement: ast.AST = call
+    while not isinstance(statement, ast.stmt):
+        statement = parents[statement]
+    branch = parents.get(statement)
+    if isinstance(branch, ast.ExceptHandler):
+        return True
+    if not (isinstance(statement, ast.Return) and isinstance(branch, ast.If)
+            and statement in (branch.body[-1], branch.orelse[-1] if branch.orelse else None)):
+        return False
+    inner: ast.AST = branch
+    while not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)):
+        outer = parents[inner]
+        if any(inner in body and body[-1] is not inner for body in _bodies(outer)):
+            return True
+        inner = outer
+    return False
+
+
+def _bodies(node: ast.AST):
+    """The statement lists of a compound statement (or a function)."""
+    for field in ("body", "orelse", "finalbody"):
+        body = getattr(node, field, None)
+        if isinstance(body, list):
+            yield body
