@@ -145,6 +145,7 @@ def run(args) -> dict:
             hits = near(merged[mode].get(before.resolve(), []), lo, hi)
             left = near(merged[mode].get(after.resolve(), []), a_lo, a_hi)
             row[mode] = {"hit": bool(hits), "gone": not left, "rules": sorted({f["code"] for f in hits}),
+                         "hot": sorted({f.get("evidence", {}).get("hot", "") for f in hits}),
                          "on_the_lines": bool(near(hits, lo, hi, 0)),
                          "after_rules": sorted({f["code"] for f in left})}
         rows.append(row)
@@ -202,6 +203,8 @@ def main() -> None:
                         help="only cases whose id contains this (or of this project)")
     parser.add_argument("--split", choices=("tuning", "held-out"), help="only the cases of this split")
     parser.add_argument("--verbose", "-v", action="store_true", help="one line per fixed place")
+    parser.add_argument("--evidence", action="store_true",
+                        help="with --verbose: the hot evidence of the default findings that hit each place")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args()
     res = run(args)
@@ -224,6 +227,8 @@ def main() -> None:
         for r in rows:
             print(f"{r['case']:48} {r['line']:>5}-{r['end']:<5} {r['kind']:9} default: {cell(r, 'default'):24} "
                   f"ALL: {cell(r, 'ALL'):30} {r['what']}")
+            if args.evidence and r["default"]["hit"]:
+                print(f"{'':66} default hit's hot evidence: {' | '.join(r['default']['hot']) or '(none)'}")
 
 
 if __name__ == "__main__":
