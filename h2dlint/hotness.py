@@ -565,6 +565,10 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
         if not context.in_loop or _loops_run_once(facts, line, function):
             return f"in `{function}`"
         return None
+    # A function named for set-up, I/O, printing, a test or a benchmark (`setup_model`, `export_engine`,
+    # `profile_kernels`) is not the step's work, loops and all, unless the model finds it hot.
+    if named_off_the_step(function):
+        return f"in `{function}`, named for work outside the step"
     # Elsewhere a loop repeats: `main`'s training loop, or a function called only from code that runs once in a
     # while (an evaluation every so many steps copies per batch while it runs).
     if context.in_loop:
@@ -576,6 +580,16 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     if callers is not None:
         return f"in `{function}`, called only from run-once code: `{callers}`"
     return None
+
+
+def named_off_the_step(function: str | None) -> bool:
+    """Whether a function's name says set-up, I/O, printing, a test or a benchmark (NOT_PER_STEP_WORDS, but for
+    `init` and `initialize`, which name per-step code as often: sglang's `ForwardBatch.init_new` and an attention
+    backend's `_init_local_attn_metadata` run every step, a watermark's `init_from_prompt` every request)."""
+    return any(word in _OFF_THE_STEP_WORDS for word in name_words(function or ""))
+
+
+_OFF_THE_STEP_WORDS = NOT_PER_STEP_WORDS - {"init", "initialize"}
 
 
 def _loops_run_once(facts: FileFacts, line: int, function: str) -> bool:

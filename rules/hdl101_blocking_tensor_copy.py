@@ -58,7 +58,10 @@ class BlockingTensorCopy(Rule):
     `from_pretrained`; their loops too, except in the constructor of a class that is
     no `nn.Module`, which may be built every step; `main` outside its loops; or, by
     the project model, a function that only such code calls): the copy waits once, at
-    start-up; nor test code (a test module or a
+    start-up; nor a function the project model does not find hot whose name says
+    set-up, I/O, printing, a test or a benchmark (`setup_model`, `export_engine`,
+    `profile_kernels`, loops and all; not `init_*`, which names per-step code as often);
+    nor test code (a test module or a
     `test_*` function), which runs once per test; nor code that runs once in a
     while: under a periodic guard (`if step % eval_interval == 0:`, see HDL201), in a
     function cached with `functools.cache` / `lru_cache` / `cached_property`, filling a
@@ -144,6 +147,9 @@ class BlockingTensorCopy(Rule):
     text_test_spares_only_parsing = True
 
     valid_examples = (
+        # A function named for set-up (or I/O, printing, a test, a benchmark) is no per-step work.
+        Valid("import torch\ndef setup_model(model, values, device):\n"
+              "    model.mean = torch.tensor(values, device=device)\n"),
         # Filled once, on the first call: later calls return the buffer before the copy.
         Valid("import torch\nclass Loss(torch.nn.Module):\n    def target(self, value, device):\n"
               "        if 'target' in self._buffers:\n            return self.target\n"

@@ -83,8 +83,9 @@ class BlockingHostTensorCopy(Rule):
     variable") on a CUDA machine too. No rewrite is offered (the copy is reported,
     with the reason) when the data is a numpy array where it is made. Code that runs
     once per model (a constructor, `main`, a loading function, or, by the project
-    model, a function only they call), once per test, or once in a while (under a
-    periodic guard, filling a cache or setting up lazily behind a flag, see HDL101) is
+    model, a function only they call), once per test, once in a while (under a
+    periodic guard, filling a cache or setting up lazily behind a flag, see HDL101), or
+    in a function named for set-up, I/O, a test or a benchmark (see HDL101) is
     not reported: the copy does not repeat every step. A
     fresh factory under a default-device context this
     file sets up (`torch.set_default_device`, `with torch.device(...)` and the

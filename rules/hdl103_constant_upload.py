@@ -45,8 +45,9 @@ class ConstantUpload(Rule):
 
     Code that runs once per model (a constructor, `main`, a loading function, or, by
     the project model, a function only they call), once per test (a test module or
-    a `test_*` function), or once in a while (under a periodic guard, filling a
-    cache or setting up lazily behind a flag, see HDL101) is not reported: the copy
+    a `test_*` function), once in a while (under a periodic guard, filling a
+    cache or setting up lazily behind a flag, see HDL101), or in a function named for
+    set-up, I/O, a test or a benchmark (see HDL101) is not reported: the copy
     does not repeat every step. Nor is a constant that is a fallback: returned by an
     early exit (`if not mask.any(): return torch.tensor(0.0, device=d)`, with the
     function's own work after the `if`) or made in an `except` handler. Such a branch

@@ -53,7 +53,10 @@ class GpuValueRead(SyncReporter, Rule):
     `raise` statements, in branches about logging (`if self.log_stats:`) and in the
     branch taken while CUDA graphs are captured (`x.cpu() if in_capture else x_cpu`)
     are not reported: they run once (per captured graph), or only when someone asked
-    for the output. The same holds for every sync rule.
+    for the output. Nor are reads in a function the project model does not find hot
+    whose name says set-up, I/O, printing, a test or a benchmark (`setup_model`,
+    `export_stats`, `profile_kernels`), loops and all. The same holds for every sync
+    rule.
 
     ## Why is this bad?
     The value is computed by kernels still queued on the GPU stream, so the host must
@@ -98,6 +101,8 @@ class GpuValueRead(SyncReporter, Rule):
     evidence = "gpu"
 
     valid_examples = (
+        Valid("import torch\ndef profile_scales(scales, x, times):\n    x = x.cuda()\n    for scale in scales:\n"
+              "        times.append((x * scale).sum().item())\n"),
         Valid("import torch\ndef train(xs, log_interval):\n    total = 0\n    for step, x in enumerate(xs):\n"
               "        loss = (x.cuda() ** 2).mean()\n        if step % log_interval == 0:\n"
               "            total += loss.item()\n"),
