@@ -565,8 +565,8 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
         if not context.in_loop or _loops_run_once(facts, line, function):
             return f"in `{function}`"
         return None
-    # A function named for set-up, I/O, printing, a test or a benchmark (`setup_model`, `export_engine`,
-    # `profile_kernels`) is not the step's work, loops and all, unless the model finds it hot.
+    # A function named for set-up, export, a test or a benchmark (`setup_model`, `export_engine`, `profile_kernels`)
+    # is not the step's work, loops and all, unless hot by its own name (hotness does not flow into such names).
     if named_off_the_step(function):
         return f"in `{function}`, named for work outside the step"
     # Elsewhere a loop repeats: `main`'s training loop, or a function called only from code that runs once in a
@@ -583,13 +583,16 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
 
 
 def named_off_the_step(function: str | None) -> bool:
-    """Whether a function's name says set-up, I/O, printing, a test or a benchmark (NOT_PER_STEP_WORDS, but for
-    `init` and `initialize`, which name per-step code as often: sglang's `ForwardBatch.init_new` and an attention
-    backend's `_init_local_attn_metadata` run every step, a watermark's `init_from_prompt` every request)."""
+    """Whether a function's name says set-up, export, a test, a benchmark, a profile, a warm-up, a CUDA graph's
+    capture or a plot (`setup_model`, `export_engine`, `profile_kernels`, `capture_one_shape`)."""
     return any(word in _OFF_THE_STEP_WORDS for word in name_words(function or ""))
 
 
-_OFF_THE_STEP_WORDS = NOT_PER_STEP_WORDS - {"init", "initialize"}
+# Of NOT_PER_STEP_WORDS, the words that name no per-step work. Not `init`, nor the words of I/O (`save`, `dump`,
+# `load`, `print`): they name per-step code as often (sglang's `ForwardBatch.init_new`, a KV connector's
+# `save_kv_layer` every layer, a watermark's `init_from_prompt` every request).
+_OFF_THE_STEP_WORDS = frozenset({"setup", "export", "test", "tests", "bench", "benchmark", "profile", "capture",
+                                 "warmup", "plot"})
 
 
 def _loops_run_once(facts: FileFacts, line: int, function: str) -> bool:

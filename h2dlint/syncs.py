@@ -131,7 +131,7 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
     """The code of the rule that reports `site` where it is, or None when it costs nothing worth reporting.
 
     What costs nothing is decided here, for every rule: a host tensor, code that runs once, test code, a function
-    not hot whose name says set-up, I/O, printing, a test or a benchmark (`named_off_the_step`), a logging call, a branch taken only while CUDA graphs are captured or only on another device, a GPU kernel's body, a
+    not hot by its own name whose name says set-up, export, a test or a benchmark (`named_off_the_step`), a logging call, a branch taken only while CUDA graphs are captured or only on another device, a GPU kernel's body, a
     module whose path names another accelerator (`npu/`: its tensors are that accelerator's, whatever the
     project's CUDA code puts in the same attributes; a file that only names another accelerator's API may be
     one that supports several, `if device.type == "xpu":`).

@@ -58,9 +58,10 @@ class BlockingTensorCopy(Rule):
     `from_pretrained`; their loops too, except in the constructor of a class that is
     no `nn.Module`, which may be built every step; `main` outside its loops; or, by
     the project model, a function that only such code calls): the copy waits once, at
-    start-up; nor a function the project model does not find hot whose name says
-    set-up, I/O, printing, a test or a benchmark (`setup_model`, `export_engine`,
-    `profile_kernels`, loops and all; not `init_*`, which names per-step code as often);
+    start-up; nor a function not hot by its own name whose name says set-up, export,
+    a test, a benchmark, a profile, a warm-up, a CUDA graph's capture or a plot
+    (`setup_model`, `export_engine`, `profile_kernels`, loops and all; not `init_*` nor
+    I/O such as `save_*`, which name per-step code as often);
     nor test code (a test module or a
     `test_*` function), which runs once per test; nor code that runs once in a
     while: under a periodic guard (`if step % eval_interval == 0:`, see HDL201), in a
@@ -147,7 +148,7 @@ class BlockingTensorCopy(Rule):
     text_test_spares_only_parsing = True
 
     valid_examples = (
-        # A function named for set-up (or I/O, printing, a test, a benchmark) is no per-step work.
+        # A function named for set-up (or export, a test, a benchmark, ...) is no per-step work.
         Valid("import torch\ndef setup_model(model, values, device):\n"
               "    model.mean = torch.tensor(values, device=device)\n"),
         # Filled once, on the first call: later calls return the buffer before the copy.

@@ -85,7 +85,7 @@ class BlockingHostTensorCopy(Rule):
     once per model (a constructor, `main`, a loading function, or, by the project
     model, a function only they call), once per test, once in a while (under a
     periodic guard, filling a cache or setting up lazily behind a flag, see HDL101), or
-    in a function named for set-up, I/O, a test or a benchmark (see HDL101) is
+    in a function named for set-up, export, a test or a benchmark (see HDL101) is
     not reported: the copy does not repeat every step. A
     fresh factory under a default-device context this
     file sets up (`torch.set_default_device`, `with torch.device(...)` and the

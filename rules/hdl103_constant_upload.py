@@ -47,7 +47,7 @@ class ConstantUpload(Rule):
     the project model, a function only they call), once per test (a test module or
     a `test_*` function), once in a while (under a periodic guard, filling a
     cache or setting up lazily behind a flag, see HDL101), or in a function named for
-    set-up, I/O, a test or a benchmark (see HDL101) is not reported: the copy
+    set-up, export, a test or a benchmark (see HDL101) is not reported: the copy
     does not repeat every step. Nor is a constant that is a fallback: returned by an
     early exit (`if not mask.any(): return torch.tensor(0.0, device=d)`, with the
     function's own work after the `if`) or made in an `except` handler. Such a branch
@@ -115,6 +115,10 @@ class ConstantUpload(Rule):
                 "        return x.sum()\n    return torch.tensor(0.0, device=x.device)\n",
                 "import torch\ndef loss(x, weight):\n    if weight is None:\n"
                 "        return x.sum()\n    return torch.zeros((), device=x.device)\n"),
+        Invalid("import torch\ndef scale(kind, d):\n    if kind == 'a':\n        return torch.tensor(2.0, device=d)\n"
+                "    raise ValueError(kind)\n",
+                "import torch\ndef scale(kind, d):\n    if kind == 'a':\n        return torch.full((), 2.0, device=d)\n"
+                "    raise ValueError(kind)\n"),
         Invalid("import torch\ndef loss(x, enabled):\n    if not enabled:\n"
                 "        return torch.tensor(0.0, device=x.device)\n",
                 "import torch\ndef loss(x, enabled):\n    if not enabled:\n"
@@ -204,7 +208,9 @@ _LITERAL_LOOKING = (ast.Constant, ast.UnaryOp, ast.List, ast.Tuple)
 
 def _fallback(call: ast.Call, parents: dict[ast.AST, ast.AST]) -> bool:
     """Whether the constant is a fallback value: in a statement of an `except` handler, or returned by the last
-    statement of an `if` branch that more statements of the function follow (an early exit)."""
+    statement of an `if` branch that more work of the function follows (an early exit). Not when only a `raise`
+    follows (`if kind == "a": return ...` then `raise ValueError(kind)`: each branch is a normal result), nor in
+    a loop (a search's `return` on a hit is how the loop ends)."""
     statement: ast.AST = call
     while not isinstance(statement, ast.stmt):
         statement = parents[statement]
@@ -217,8 +223,11 @@ def _fallback(call: ast.Call, parents: dict[ast.AST, ast.AST]) -> bool:
     inner: ast.AST = branch
     while not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)):
         outer = parents[inner]
-        if any(inner in body and body[-1] is not inner for body in _bodies(outer)):
-            return True
+        if isinstance(outer, (ast.For, ast.AsyncFor, ast.While)):
+            return False
+        for body in _bodies(outer):
+            if inner in body and any(not isinstance(after, ast.Raise) for after in body[body.index(inner) + 1:]):
+                return True
         inner = outer
     return False
 

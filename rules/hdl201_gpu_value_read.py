@@ -53,9 +53,9 @@ class GpuValueRead(SyncReporter, Rule):
     `raise` statements, in branches about logging (`if self.log_stats:`) and in the
     branch taken while CUDA graphs are captured (`x.cpu() if in_capture else x_cpu`)
     are not reported: they run once (per captured graph), or only when someone asked
-    for the output. Nor are reads in a function the project model does not find hot
-    whose name says set-up, I/O, printing, a test or a benchmark (`setup_model`,
-    `export_stats`, `profile_kernels`), loops and all. The same holds for every sync
+    for the output. Nor are reads in a function not hot by its own name whose name
+    says set-up, export, a test, a benchmark, a profile, a warm-up, a capture or a plot
+    (`setup_model`, `export_stats`, `profile_kernels`, see HDL101), loops and all. The same holds for every sync
     rule.
 
     ## Why is this bad?
