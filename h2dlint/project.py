@@ -334,8 +334,10 @@ class _Summarizer:
                 passes[index] = [positional, keywords]
         if passes:
             record["passes"] = passes
-        receivers = {reference[2:].partition(".")[0] for reference in record["calls"]
-                     if reference.startswith("d:") and reference.count(".") == 1}
+        # In the order of the calls, not a set's: a summary must not depend on the process's hash seed (the next
+        # run compares it, in order, with this one's to tell whether the model is the same).
+        receivers = dict.fromkeys(reference[2:].partition(".")[0] for reference in record["calls"]
+                                  if reference.startswith("d:") and reference.count(".") == 1)
         local_types = {name: typed for name in receivers if name in pending.typed and name not in params
                        and (typed := _local_type(name, pending, self_name))}
         if local_types:

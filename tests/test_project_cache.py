@@ -3,7 +3,10 @@ taken again only while the model they came from is the one the files make now.""
 
 from __future__ import annotations
 
+import marshal
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,3 +118,18 @@ def test_a_summary_the_cache_cannot_decode_is_made_again(tmp_path):
     cache.changed = True
     cache.save({"a.py"})
     assert SummaryCache(tmp_path).lookup("a.py", 1, 2) is None
+
+
+def test_a_summary_does_not_depend_on_the_hash_seed(tmp_path):
+    # The next run compares summaries in order to tell whether the model is the same: one built from a set (whose
+    # order follows the process's string hashes) would look changed in every run, and the model be built again.
+    names = [f"builder_{index}" for index in range(12)]
+    body = "".join(f"        {name} = Builder()\n        {name}.build()\n" for name in names)
+    source = tmp_path / "runner.py"
+    source.write_text(f"class Builder:\n    def build(self):\n        pass\n\n\nclass Runner:\n    def step(self):\n{body}")
+    script = ("import marshal, sys; from h2dlint.project import summarize_file; "
+              f"sys.stdout.buffer.write(marshal.dumps(summarize_file({str(source)!r}, (), {str(tmp_path)!r})))")
+    summaries = {subprocess.run([sys.executable, "-c", script], capture_output=True, check=True,
+                                env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(summaries) == 1
+    assert "builder_0" in marshal.loads(summaries.pop())["functions"]["Runner.step"]["locals"]
