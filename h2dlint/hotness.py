@@ -609,6 +609,7 @@ _CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__"})
 
 
 def runs_once_by_name(context: CodeContext) -> bool:
-    """Module-level code (outside a loop, or in one only once in a while), or a run-once function by its name."""
+    """Module-level code (outside a loop, or in one only once in a while), a run-once function by its name, or a
+    function not hot by its own name whose name says it is no per-step work (`named_off_the_step`)."""
     return context.function is None and (not context.in_loop or context.occasional) \
-        or context.function in RUN_ONCE_FUNCTIONS
+        or context.function in RUN_ONCE_FUNCTIONS or not context.hot_function and named_off_the_step(context.function)

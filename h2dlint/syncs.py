@@ -19,14 +19,7 @@ import libcst as cst
 
 from .facts import NON_TENSOR_METHODS, OPEN_GATE, SYNC_BUILTINS, SYNC_METHODS, Data, FileFacts, Placement
 from .gaps import TokensApart
-from .hotness import (
-    NOT_PER_STEP_WORDS,
-    CodeContext,
-    context_at,
-    in_test_code,
-    named_off_the_step,
-    runs_once_by_name,
-)
+from .hotness import NOT_PER_STEP_WORDS, CodeContext, context_at, in_test_code, runs_once_by_name
 from .placement import classify_data, classify_placement
 from .syntax import dotted_name, name_words
 from .values import TENSOR_ONLY_METHODS, is_certainly_tensor, on_gpu_as_tensor
@@ -130,18 +123,17 @@ _CACHE: weakref.WeakKeyDictionary[FileFacts, dict] = weakref.WeakKeyDictionary()
 def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
     """The code of the rule that reports `site` where it is, or None when it costs nothing worth reporting.
 
-    What costs nothing is decided here, for every rule: a host tensor, code that runs once, test code, a function
-    not hot by its own name whose name says set-up, export, a test or a benchmark (`named_off_the_step`), a logging call, a branch taken only while CUDA graphs are captured or only on another device, a GPU kernel's body, a
-    module whose path names another accelerator (`npu/`: its tensors are that accelerator's, whatever the
-    project's CUDA code puts in the same attributes; a file that only names another accelerator's API may be
-    one that supports several, `if device.type == "xpu":`).
+    What costs nothing is decided here, for every rule: a host tensor, code that runs once (by its name too, see
+    `runs_once_by_name`), test code, a logging call, a branch taken only while CUDA graphs are captured or only on
+    another device, a GPU kernel's body, a module whose path names another accelerator (`npu/`: its tensors are
+    that accelerator's, whatever the project's CUDA code puts in the same attributes; a file that only names
+    another accelerator's API may be one that supports several, `if device.type == "xpu":`).
     Otherwise each sync rule says what it reports (`kinds`, and `where` by placement), and the first that reports
     the site owns it; the declarations are disjoint, so there is at most one."""
     if site.placement is Placement.HOST or facts.other_accelerator_path:
         return None
     if not context.in_graph_capture and (
             runs_once_by_name(context) or in_test_code(facts, context) or _only_for_logging(site.node, facts)
-            or not context.hot_function and named_off_the_step(context.function)
             or _only_while_capturing(site.node, facts)
             or _only_on_other_devices(site.node, facts) or _in_device_kernel(site.node, facts)):
         return None

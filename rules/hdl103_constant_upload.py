@@ -9,6 +9,7 @@ from h2dlint.copies import (
     code_of,
     constant_upload,
     dotted,
+    enclosing_statement,
     join_args,
     keyword,
     keywords_of,
@@ -167,7 +168,7 @@ class ConstantUpload(Rule):
         if device is Device.NOT_CUDA or runs_once(facts, start.line) is not None:
             return
         site = facts.site_at(start, end)
-        if site is not None and _fallback(site.node, facts.parents):
+        if site is not None and _fallback(facts, site.node):
             return
         where = context_at(facts, start.line).describe()
         target = "a CUDA device" if device is Device.CUDA else f"`{shown(keywords['device'].value)}`"
@@ -206,14 +207,13 @@ class ConstantUpload(Rule):
 _LITERAL_LOOKING = (ast.Constant, ast.UnaryOp, ast.List, ast.Tuple)
 
 
-def _fallback(call: ast.Call, parents: dict[ast.AST, ast.AST]) -> bool:
+def _fallback(facts, call: ast.Call) -> bool:
     """Whether the constant is a fallback value: in a statement of an `except` handler, or returned by the last
     statement of an `if` branch that more work of the function follows (an early exit). Not when only a `raise`
     follows (`if kind == "a": return ...` then `raise ValueError(kind)`: each branch is a normal result), nor in
     a loop (a search's `return` on a hit is how the loop ends)."""
-    statement: ast.AST = call
-    while not isinstance(statement, ast.stmt):
-        statement = parents[statement]
+    parents = facts.parents
+    statement = enclosing_statement(facts, call)
     branch = parents.get(statement)
     if isinstance(branch, ast.ExceptHandler):
         return True
