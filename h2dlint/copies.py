@@ -10,14 +10,18 @@ import ast
 import re
 import weakref
 from dataclasses import dataclass
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from .facts import Device, FileFacts, Placement
 from .placement import classify_device, classify_placement
 from .project import short_name
 from .syntax import dotted_name
 from .values import PinData, pin_data_kind
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    from .deferred import libcst as cst
 
 # torch factories that accept `pin_memory=` (checked against torch 2.13: `as_tensor` and the `*_like` do not).
 PINNABLE_FACTORIES = frozenset({"tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint",

@@ -7,15 +7,13 @@ files can be spread over worker processes and results cached by content.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import libcst as cst
-from libcst.metadata import MetadataWrapper
 
 from .facts import OPEN_GATE, FileFacts, FileGate, Site, is_other_accelerator_path, word_gate
 from .hotness import is_hot_function, is_test_path
@@ -28,7 +26,12 @@ from .suppression import add_noqa_edits, is_file_exempt, suppress
 from .textdiff import unified_diff
 
 if TYPE_CHECKING:
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
     from .project import FileView, Project
+else:
+    from .deferred import libcst as cst
 
 MAX_FIX_ROUNDS = 10
 
@@ -120,10 +123,10 @@ class Linter:
             try:
                 module, origin = _parse_unit(code, origin, snippet=not self.settings.full_parse)
                 context = RuleContext(source, line_index, facts, self.settings, module, origin)
-                wrapper = _Wrapper(module, unsafe_skip_copy=True)
+                wrapper = _wrapper_class()(module, unsafe_skip_copy=True)
                 for rule in active:
                     if rule.code in codes:
-                        wrapper.visit(rule(context))
+                        wrapper.visit(rule.visitor()(context))
             except (RecursionError, cst.ParserSyntaxError) as error:
                 # Valid Python that LibCST cannot handle: say so for this piece, check the rest.
                 why = "nested too deeply" if isinstance(error, RecursionError) else "not parsed by LibCST"
@@ -132,6 +135,13 @@ class Linter:
                 continue
             findings.extend(context.findings)
         return findings
+
+    def prepare_visitors(self) -> None:
+        """Make the rules' LibCST visitors now, importing LibCST, before worker processes are forked: they then
+        start with them, shared, instead of each importing LibCST on its own."""
+        _wrapper_class()
+        for rule in self.rules:
+            rule.visitor()
 
     def model_key(self, path: str | os.PathLike[str], asked: tuple = ()) -> str:
         """What the findings of the file at `path` depend on in the project model (see FileView.key), with the
@@ -216,15 +226,19 @@ class Linter:
         return fix is not None and (fix.applicability is Applicability.SAFE or self.settings.unsafe_fixes)
 
 
-class _Wrapper(MetadataWrapper):
+@functools.cache
+def _wrapper_class() -> type[MetadataWrapper]:
     """LibCST resolves metadata in rounds, and each round walks the whole module for the batchable providers
     among those asked for, even when there are none, as with the positions the rules ask for. That empty walk
-    (a sizeable part of a snippet's visit) is skipped."""
+    (a sizeable part of a snippet's visit) is skipped. (A class made at first use: defining it imports LibCST.)"""
 
-    def visit_batched(self, visitors: Any, before_visit: Any = None, after_leave: Any = None) -> Any:
-        if isinstance(visitors, (list, tuple)) and not visitors:
-            return self.module
-        return super().visit_batched(visitors, before_visit, after_leave)
+    class Wrapper(cst.metadata.MetadataWrapper):
+        def visit_batched(self, visitors: Any, before_visit: Any = None, after_leave: Any = None) -> Any:
+            if isinstance(visitors, (list, tuple)) and not visitors:
+                return self.module
+            return super().visit_batched(visitors, before_visit, after_leave)
+
+    return Wrapper
 
 
 def _parse_unit(code: str, origin: Position, snippet: bool) -> tuple[cst.Module, Position]:

@@ -14,13 +14,18 @@ touch. When no stand-in parses, the syntax error says which Python the file need
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Callable
-
-import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from typing import TYPE_CHECKING
 
 from .source import LineIndex
+
+if TYPE_CHECKING:
+    import libcst as cst
+    from libcst.metadata import CodeRange
+else:
+    from .deferred import libcst as cst
 
 # The constructs replaced in a stand-in text, with the Python that introduced them.
 TYPE_PARAMETERS = "type parameter lists"
@@ -60,8 +65,8 @@ def _stand_in(text: str) -> tuple[str | None, set[str]]:
         module = cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError, ValueError):
         return None, set()
-    finder = _NewerConstructs(module)
-    MetadataWrapper(module, unsafe_skip_copy=True).visit(finder)
+    finder = _newer_constructs()(module)
+    cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True).visit(finder)
     if not finder.replacements:
         return None, finder.features
     index = LineIndex(text)
@@ -77,34 +82,40 @@ def _stand_in(text: str) -> tuple[str | None, set[str]]:
     return "".join(pieces), finder.features
 
 
-class _NewerConstructs(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
+@functools.cache
+def _newer_constructs() -> type:
+    """The visitor that finds the newer constructs (a class made at first use: defining it imports LibCST)."""
 
-    def __init__(self, module: cst.Module) -> None:
-        super().__init__()
-        self.module = module
-        self.features: set[str] = set()
-        self.replacements: list[tuple[CodeRange, Callable[[str], str]]] = []
+    class NewerConstructs(cst.CSTVisitor):
+        METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
 
-    def _replace(self, node: cst.CSTNode, feature: str, replace: Callable[[str], str]) -> None:
-        self.features.add(feature)
-        self.replacements.append((self.get_metadata(PositionProvider, node), replace))
+        def __init__(self, module: cst.Module) -> None:
+            super().__init__()
+            self.module = module
+            self.features: set[str] = set()
+            self.replacements: list[tuple[CodeRange, Callable[[str], str]]] = []
 
-    def visit_TypeParameters(self, node: cst.TypeParameters) -> bool:
-        self._replace(node, TYPE_PARAMETERS, _blank_continued)
-        return False
+        def _replace(self, node: cst.CSTNode, feature: str, replace: Callable[[str], str]) -> None:
+            self.features.add(feature)
+            self.replacements.append((self.get_metadata(cst.metadata.PositionProvider, node), replace))
 
-    def visit_TypeAlias(self, node: cst.TypeAlias) -> bool:
-        name = node.name.value
-        self._replace(node, TYPE_ALIAS, lambda code: _as_assignment(code, name))
-        return False
+        def visit_TypeParameters(self, node: cst.TypeParameters) -> bool:
+            self._replace(node, TYPE_PARAMETERS, _blank_continued)
+            return False
 
-    def visit_FormattedString(self, node: cst.FormattedString) -> bool:
-        try:
-            ast.parse(f"({self.module.code_for_node(node)})", mode="eval")
-        except SyntaxError:
-            self._replace(node, NEW_FSTRINGS, _blank_string)
-        return False
+        def visit_TypeAlias(self, node: cst.TypeAlias) -> bool:
+            name = node.name.value
+            self._replace(node, TYPE_ALIAS, lambda code: _as_assignment(code, name))
+            return False
+
+        def visit_FormattedString(self, node: cst.FormattedString) -> bool:
+            try:
+                ast.parse(f"({self.module.code_for_node(node)})", mode="eval")
+            except SyntaxError:
+                self._replace(node, NEW_FSTRINGS, _blank_string)
+            return False
+
+    return NewerConstructs
 
 
 def _blank(code: str) -> str:

@@ -14,10 +14,7 @@ import re
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar, cast
-
-import libcst as cst
-from libcst.metadata import PositionProvider
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from .facts import OPEN_GATE, FileFacts, FileGate, Site
 from .gaps import TokensApart, spans_across_gaps
@@ -25,6 +22,17 @@ from .hotness import context_at
 from .model import Edit, Finding, Fix, Position
 from .settings import Settings
 from .source import LineIndex, SourceFile
+
+if TYPE_CHECKING:
+    import libcst as cst
+    import libcst.metadata  # `cst.metadata`
+
+    # To type checkers a rule is the LibCST visitor it runs as (see `Rule.visitor`).
+    _VisitorBase = cst.CSTVisitor
+else:
+    from .deferred import libcst as cst
+
+    _VisitorBase = object
 
 _CODE = re.compile(r"[A-Z]+[0-9]+")
 
@@ -111,8 +119,12 @@ class RuleContext:
         return Edit(at, at, content + self.source.newline)
 
 
-class Rule(cst.CSTVisitor):
-    """Base class of every rule. Subclasses define the ClassVars below and visit_* methods."""
+class Rule(_VisitorBase):
+    """Base class of every rule. Subclasses define the ClassVars below and LibCST's visit_* / leave_* methods.
+
+    A rule class is not itself a LibCST visitor: defining one must not import LibCST, which a run whose findings
+    all come from the cache never uses. The engine visits with `Rule.visitor()`, the rule joined to
+    `libcst.CSTVisitor`, made at the first file the rule visits."""
 
     code: ClassVar[str]
     name: ClassVar[str]
@@ -137,11 +149,13 @@ class Rule(cst.CSTVisitor):
     valid_examples: ClassVar[tuple[Valid, ...]] = ()
     invalid_examples: ClassVar[tuple[Invalid, ...]] = ()
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
     registry: ClassVar[dict[str, type[Rule]]] = {}
+    _visitors: ClassVar[dict[type[Rule], type[Rule]]] = {}  # by rule: the rule joined to LibCST's visitor
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
+        if "visits_for" in cls.__dict__:
+            return  # a rule's visitor (see `visitor`), not another rule
         if not _CODE.fullmatch(cls.code):
             raise TypeError(f"{cls.__name__}: rule code {cls.code!r} must be letters then digits")
         if cls.code in Rule.registry:
@@ -167,6 +181,17 @@ class Rule(cst.CSTVisitor):
         (except with --full-parse), so a rule must never report outside them."""
         return facts.calls_named(cls.call_names)
 
+    @classmethod
+    def visitor(cls) -> type[Rule]:
+        """The rule as a LibCST visitor class: a subclass of the rule and of `libcst.CSTVisitor`, asking for the
+        positions of nodes. Made once per rule, importing LibCST."""
+        made = Rule._visitors.get(cls)
+        if made is None:
+            namespace = {"visits_for": cls, "METADATA_DEPENDENCIES": (cst.metadata.PositionProvider,),
+                         "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
+            made = Rule._visitors[cls] = cast(type[Rule], type(cls.__name__, (cls, cst.CSTVisitor), namespace))
+        return made
+
     def __init__(self, context: RuleContext) -> None:
         super().__init__()
         self.context = context
@@ -181,7 +206,7 @@ class Rule(cst.CSTVisitor):
         return (cls.__doc__ or "").strip()
 
     def position(self, node: cst.CSTNode) -> tuple[Position, Position]:
-        code_range = self.get_metadata(PositionProvider, node)
+        code_range = self.get_metadata(cst.metadata.PositionProvider, node)
         to_file = self.context.file_position
         return (to_file(code_range.start.line, code_range.start.column),
                 to_file(code_range.end.line, code_range.end.column))

@@ -113,6 +113,7 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
         # The largest files first, in small chunks: no worker is left with a big file while the others idle.
         to_process.sort(key=_size, reverse=True)
         chunksize = max(1, min(16, len(to_process) // (jobs * 16)))
+        linter.prepare_visitors()
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(linter,)) as pool:
             work = [(path, mode, known.get(path), cache is not None) for path in to_process]
             for result in pool.map(_work, work, chunksize=chunksize):

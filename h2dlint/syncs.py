@@ -14,8 +14,7 @@ import ast
 import functools
 import weakref
 from dataclasses import dataclass
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from .facts import NON_TENSOR_METHODS, OPEN_GATE, SYNC_BUILTINS, SYNC_METHODS, Data, FileFacts, Placement
 from .gaps import TokensApart
@@ -23,6 +22,11 @@ from .hotness import NOT_PER_STEP_WORDS, CodeContext, context_at, in_test_code, 
 from .placement import classify_data, classify_placement
 from .syntax import dotted_name, name_words
 from .values import TENSOR_ONLY_METHODS, is_certainly_tensor, on_gpu_as_tensor
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    from .deferred import libcst as cst
 
 BOOLEAN_METHODS = frozenset({
     "bool", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isin",

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import ast
 import re
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from h2dlint.copies import (
     constant_upload,
@@ -28,6 +27,11 @@ from h2dlint.placement import classify_data, classify_device, classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syntax import dotted_name
 from h2dlint.values import PinData, pin_data_kind
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    from h2dlint.deferred import libcst as cst
 
 
 class BlockingTensorCopy(Rule):

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import ast
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from h2dlint.copies import (
     copy_device,
@@ -30,6 +29,11 @@ from h2dlint.hotness import context_at, runs_once
 from h2dlint.model import Applicability, Fix
 from h2dlint.placement import classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    from h2dlint.deferred import libcst as cst
 
 
 class BlockingHostTensorCopy(Rule):

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import ast
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from h2dlint.copies import (
     CONSTANT_UPLOAD_KEYWORDS,
@@ -24,6 +23,11 @@ from h2dlint.model import Applicability, Fix
 from h2dlint.placement import classify_device
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syntax import dotted_name
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    from h2dlint.deferred import libcst as cst
 
 # The dtype torch.tensor infers from a Python literal. Floats follow torch.get_default_dtype(), as the
 # factories do, so no dtype is written for them.

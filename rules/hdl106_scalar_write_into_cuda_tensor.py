@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import ast
 import re
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from h2dlint.facts import OPEN_GATE, Placement
 from h2dlint.hotness import context_at
@@ -11,6 +10,11 @@ from h2dlint.model import Applicability, Edit, Fix, Position
 from h2dlint.placement import classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.values import ELEMENT_WRITE, is_int_literal, is_python_int, is_python_number, tensor_dimensions
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    from h2dlint.deferred import libcst as cst
 
 
 class ScalarWriteIntoCudaTensor(Rule):

@@ -1,14 +1,18 @@
 from __future__ import annotations
 
 import ast
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from h2dlint.facts import OPEN_GATE, Placement
 from h2dlint.hotness import context_at
 from h2dlint.placement import classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.values import has_index_list
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    from h2dlint.deferred import libcst as cst
 
 
 class ListIndexIntoCudaTensor(Rule):

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import ast
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from h2dlint.facts import OPEN_GATE, Placement
 from h2dlint.hotness import RUN_ONCE_FUNCTIONS, context_at
@@ -20,6 +19,11 @@ from h2dlint.values import (
     is_tensor_annotation,
     tensor_dimensions,
 )
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    from h2dlint.deferred import libcst as cst
 
 # Last words of names that read as an int (`last_token_id`, `req_idx`); parts anywhere in, and last words of, names
 # that read as an integer index tensor (`expanded_idx_mapping`, `seq_indices`, `input_ids`).

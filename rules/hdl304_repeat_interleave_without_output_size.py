@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import ast
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from h2dlint.facts import Data, FileFacts, Placement
 from h2dlint.model import Applicability, Fix
@@ -10,6 +9,11 @@ from h2dlint.placement import classify_data
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import ANYWHERE, REPEAT, SyncReporter, receiver_words, where
 from h2dlint.syntax import dotted_name
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    from h2dlint.deferred import libcst as cst
 
 
 class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):

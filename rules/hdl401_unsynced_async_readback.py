@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import ast
 import re
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from h2dlint.copies import (
     code_of,
@@ -17,6 +16,11 @@ from h2dlint.copies import (
 )
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syntax import dotted_name
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    from h2dlint.deferred import libcst as cst
 
 READ_METHODS = frozenset({"tolist", "item", "numpy"})
 READ_BUILTINS = frozenset({"int", "float", "bool", "print", "list", "tuple", "sum", "max", "min"})

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 import ast
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from h2dlint.copies import enclosing_function, enclosing_statement, statements_after, walk_in_order
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syntax import dotted_name
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    from h2dlint.deferred import libcst as cst
 
 # Calls after which the copy has certainly finished, or which show the author orders the buffer's reuse
 # against the copy on purpose (an event or stream wait, `record_stream`): the search stops there.

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import ast
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from h2dlint.copies import copy_of, fresh_host_factory, is_literal, join_args, keywords_of, shown
 from h2dlint.facts import Device
@@ -10,6 +9,11 @@ from h2dlint.gaps import TokensApart
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syntax import dotted_name
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    from h2dlint.deferred import libcst as cst
 
 # A closing parenthesis, then `.to` / `.cuda`: a copy of a call's result (or of a parenthesized one), which a
 # candidate is.

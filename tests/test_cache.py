@@ -238,3 +238,32 @@ def test_saving_deletes_no_file_it_did_not_write_and_nothing_through_a_symbolic_
         (project / "a.py").write_text(BLOCKING + change)
         run(project)
     assert (project / CACHE_DIR_NAME / "notes.txt").read_text() == "mine"
+
+
+def _modules_imported_by_a_run(folder: Path, *arguments: str) -> tuple[str, set[str]]:
+    """The output of `h2dlint check .` in `folder`, run in a fresh interpreter, and the modules it imported."""
+    import subprocess
+    import sys
+
+    driver = ("import sys\nfrom h2dlint.cli import main\ntry:\n    main(sys.argv[1:], standalone_mode=False)\n"
+              "except SystemExit:\n    pass\nsys.stdout.flush()\nprint(*sorted(sys.modules), file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", driver, "check", ".", *arguments], cwd=folder,
+                          capture_output=True, text=True, check=False)
+    return done.stdout, set(done.stderr.split())
+
+
+def test_a_run_whose_findings_all_come_from_the_cache_does_not_import_libcst(tmp_path):
+    """Importing LibCST takes about as long as the rest of a warm run: only a run that parses with it imports it."""
+    (tmp_path / "step.py").write_text(BLOCKING)
+    (tmp_path / "quiet.py").write_text("def f(x):\n    return x + 1\n")
+    first, imported = _modules_imported_by_a_run(tmp_path, "--jobs", "1")
+    assert "HDL101" in first and "libcst" in imported
+    again, imported = _modules_imported_by_a_run(tmp_path, "--jobs", "1")
+    assert again == first
+    assert "libcst" not in imported and "h2dlint.rules.hdl101_blocking_tensor_copy" in imported
+    # An edit with nothing for LibCST to parse does not import it either; one with a finding does.
+    (tmp_path / "quiet.py").write_text("def f(x):\n    return x + 2\n")
+    assert "libcst" not in _modules_imported_by_a_run(tmp_path, "--jobs", "1")[1]
+    (tmp_path / "quiet.py").write_text(BLOCKING.replace("def f", "def g"))
+    edited, imported = _modules_imported_by_a_run(tmp_path, "--jobs", "1")
+    assert "quiet.py" in edited and "libcst" in imported

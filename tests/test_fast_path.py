@@ -509,10 +509,10 @@ def test_the_snippet_wrapper_skips_only_the_empty_metadata_walk():
     import libcst as cst
     from libcst.metadata import ParentNodeProvider, PositionProvider
 
-    from h2dlint.engine import _Wrapper
+    from h2dlint.engine import _wrapper_class
 
     module = cst.parse_module("x = f(\n    1)\n")
-    wrapper = _Wrapper(module, unsafe_skip_copy=True)
+    wrapper = _wrapper_class()(module, unsafe_skip_copy=True)
     call = module.body[0].body[0].value
     assert wrapper.resolve(PositionProvider)[call].end == cst.metadata.CodePosition(2, 6)
     assert wrapper.resolve(ParentNodeProvider)[call] is module.body[0].body[0]

@@ -50,7 +50,9 @@ def hooks_config(tmp_path_factory):
     base = tmp_path_factory.mktemp("hooks")
     shadow = base / "h2dlint"
     git(base, "clone", "-q", str(REPO), str(shadow))
-    changed = git(REPO, "ls-files", "--modified", "--others", "--exclude-standard", "-z").split("\0")
+    # Changed, new (staged or not) and deleted files.
+    changed = (git(REPO, "ls-files", "--modified", "--others", "--exclude-standard", "-z")
+               + git(REPO, "diff", "--cached", "--name-only", "-z")).split("\0")
     for name in filter(None, changed):
         if (REPO / name).is_file():
             (shadow / name).parent.mkdir(parents=True, exist_ok=True)
