@@ -104,7 +104,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 18
+SUMMARY_VERSION = 19
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -122,7 +122,9 @@ _SUMMARY_CACHE_FORMAT = 2
 #               "params": {parameter: dotted annotation}, "replay": bool, "order": [positional parameter],
 #               "returns": [value], "passes": {index into calls: [[value of each positional argument],
 #               {keyword: value}]}, "occasional": [index into calls of each call made once in a while: under
-#               `if step % log_interval == 0:` or filling a cache], "cached": bool (`functools.cache`)}}
+#               `if step % log_interval == 0:` or filling a cache], "cached": bool (`functools.cache`),
+#               "defaults": {parameter: value} (only in the `__init__` written for a dataclass, ["none"] for
+#               None)}}; a `passes` entry's keywords hold "*" when the call also passes `*args` or `**kwargs`
 #   classes' "flows": {attr: [[function qualname, value], ...]} for attributes assigned what only the model can place
 #
 # A value (see `_Values`) says symbolically where a tensor or a device comes from, for the model to resolve across
@@ -177,6 +179,9 @@ class _Summarizer:
         # What the function being summarized does with values, turned into values (`_Values`) at its end.
         self._pending: _Pending | None = None
         self._flags_armed: Callable[[], dict[str, set[str]]] = dict  # facts.flags_armed of the tree, on first use
+        # In a classmethod: its first parameter (`cls`) and its class, so that `cls(...)` is written as a call of
+        # the class, which builds an object of it.
+        self._constructs: tuple[str, str] | None = None
 
     def run(self, tree: ast.Module) -> dict:
         self._flags_armed = functools.cache(functools.partial(flags_armed, tree))
@@ -232,6 +237,7 @@ class _Summarizer:
                                         for base in node.bases],
                               "attrs": {}, "types": {}, "scalars": [], "unplaced": []}
         self._body(node.body, prefix=f"{name}.", class_name=name)
+        self._dataclass_init(node, name)
         attrs, scalars = self.classes[name]["attrs"], set(self.classes[name]["scalars"])
         if "gpu" in attrs and attrs["gpu"][0] == "" and ("cpu" in attrs or "np" in attrs):
             # A buffer kept on both sides (`self.cpu`, `self.gpu`, `self.np`): `gpu` is the device copy.
@@ -243,6 +249,57 @@ class _Summarizer:
                 mirror = attrs.get(attr + suffix)
                 if mirror is not None and attrs[attr][0] == "" and mirror[0] != GPU:
                     attrs[attr] = [GPU, f"has a host mirror `{attr}{suffix}`"]
+
+    def _dataclass_init(self, node: ast.ClassDef, name: str) -> None:
+        """The `__init__` a dataclass decorator writes, as if the class defined it: a parameter per field, each
+        field assigned its parameter, so that what the calls building objects of the class pass places the
+        fields. Positional parameters only where their order is certain: no base class (its fields come first),
+        no `KW_ONLY` marker nor `kw_only=True`. A field's default is what a call that leaves it out passes."""
+        options = next((_dataclass_options(decorator) for decorator in node.decorator_list
+                        if _dataclass_options(decorator) is not None), None)
+        if options is None or not options.get("init", True) or f"{name}.__init__" in self.functions:
+            return
+        fields, defaults, types = [], {}, {}
+        positional = not node.bases and not options.get("kw_only", False)
+        order: list[str] = []
+        values = _Values(set(), {}, None, lambda call: call_reference(call, {}, None), self.imports, {})
+        for statement in node.body:
+            if not (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)):
+                continue
+            annotation = _dotted(statement.annotation.value if isinstance(statement.annotation, ast.Subscript)
+                                 else statement.annotation) or ""
+            kind = annotation.rpartition(".")[2]
+            if kind == "ClassVar":
+                continue
+            if kind in ("KW_ONLY", "InitVar"):
+                positional = positional and kind == "KW_ONLY"
+                if kind == "KW_ONLY":
+                    order, positional = list(fields), False  # the fields after the marker are keyword-only
+                continue
+            field_name, default = statement.target.id, statement.value
+            if isinstance(default, ast.Call) and (_dotted(default.func) or "").rpartition(".")[2] == "field":
+                keywords = {keyword.arg: keyword.value for keyword in default.keywords}
+                if _false(keywords.get("init")):
+                    continue
+                default = keywords.get("default")
+                if default is None and "default_factory" in keywords:
+                    default = ast.Call(func=keywords["default_factory"], args=[], keywords=[])
+            fields.append(field_name)
+            if statement.annotation is not None and (written := _dotted(statement.annotation)):
+                types[field_name] = written
+            if default is not None:
+                defaults[field_name] = ["none"] if isinstance(default, ast.Constant) and default.value is None \
+                    else values.of(default)
+        if positional:
+            order = list(fields)
+        init = f"{name}.__init__"
+        self.functions[init] = {"class": name, "calls": [], "params": types, "replay": False, "order": order,
+                                "bound": True, "self": "self", "defaults": defaults}
+        flows = self.classes[name].setdefault("flows", {})
+        for field_name in fields:
+            # The class-level default is no assignment of its own: a call leaving the field out passes it.
+            flows[field_name] = [[init, ["p", field_name]],
+                                 *(flow for flow in flows.get(field_name, ()) if flow[0])]
 
     def _class_statement(self, statement: ast.stmt, class_name: str) -> None:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
@@ -304,13 +361,16 @@ class _Summarizer:
         record["bound"] = bound
         record["self"] = self_name or ""
         outer, self._pending = self._pending, _Pending(class_name, {arg.arg for arg in arguments} - {self_name})
+        outer_constructs = self._constructs
+        classmethod = bound and any(_dotted(decorator) == "classmethod" for decorator in node.decorator_list)
+        self._constructs = (self_name, class_name) if classmethod and self_name else None
         try:
             on_a_miss = {id(statement) for statement in statements_run_on_a_miss(node)}
             for statement in node.body:
                 self._scan(qualname, class_name, statement, params, self_name, id(statement) in on_a_miss)
             self._settle(qualname, record, params, self_name)
         finally:
-            self._pending = outer
+            self._pending, self._constructs = outer, outer_constructs
 
     def _settle(self, qualname: str, record: dict, params: dict, self_name: str | None) -> None:
         """Turn what the function's scan collected into values: what it returns, what it passes in its calls, what
@@ -330,6 +390,8 @@ class _Summarizer:
                     break  # the arguments after it land on parameters no one can tell
                 positional.append(values.of(argument))
             keywords = {kw.arg: values.of(kw.value) for kw in call.keywords if kw.arg is not None}
+            if len(positional) < len(call.args) or any(kw.arg is None for kw in call.keywords):
+                keywords["*"] = []  # `*args` or `**kwargs`: no parameter is certainly left out
             if any(positional) or any(keywords.values()):  # absent: passes nothing the model can place
                 passes[index] = [positional, keywords]
         if passes:
@@ -417,6 +479,8 @@ class _Summarizer:
                     stack.append((value, in_device_context, nested, occasional))
 
     def _call_reference(self, call: ast.Call, params: dict, self_name: str | None) -> str | None:
+        if self._constructs is not None and isinstance(call.func, ast.Name) and call.func.id == self._constructs[0]:
+            return f"n:{self._constructs[1]}"  # `cls(...)` in a classmethod builds an object of the class
         return call_reference(call, params, self_name)
 
 
@@ -712,6 +776,21 @@ def _describe(expr: ast.expr | None) -> str:
         return repr(expr.value)
     written = _dotted(expr) or ast.unparse(expr)
     return written if len(written) <= 40 else written[:37] + "..."
+
+
+def _dataclass_options(decorator: ast.expr) -> dict[str, bool] | None:
+    """For a dataclass decorator (`@dataclass`, `@dataclasses.dataclass(frozen=True)`), the options written as
+    constants (`init`, `kw_only`); None for another decorator."""
+    called = decorator.func if isinstance(decorator, ast.Call) else decorator
+    if (_dotted(called) or "").rpartition(".")[2] != "dataclass":
+        return None
+    keywords = decorator.keywords if isinstance(decorator, ast.Call) else []
+    return {keyword.arg: bool(keyword.value.value) for keyword in keywords
+            if keyword.arg in ("init", "kw_only") and isinstance(keyword.value, ast.Constant)}
+
+
+def _false(expr: ast.expr | None) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is False
 
 
 def _true(expr: ast.expr) -> bool:
@@ -1267,15 +1346,22 @@ class ProjectModel:
             if passed is None:
                 return None
             positional, keywords = passed
-            value = keywords.get(name)
+            value, where = keywords.get(name), caller
             if value is None:
                 position = order.index(name) if name in order else -1
                 if position >= 0 and not bound and record.get("bound"):
                     position += 1  # `Class.method(obj, x)`: the object comes first
-                if not 0 <= position < len(positional):
+                if 0 <= position < len(positional):
+                    value = positional[position]
+                elif name in record.get("defaults", {}) and "*" not in keywords and not positional[len(order):]:
+                    # Left out (written only for a dataclass's `__init__`): the default, unless it is None, which
+                    # holds no tensor and says nothing of where the others passed live.
+                    value, where = record["defaults"][name], function
+                    if value == ["none"]:
+                        continue
+                else:
                     return None
-                value = positional[position]
-            found = self._value(value, caller, depth + 1)
+            found = self._value(value, where, depth + 1)
             if found is None:
                 return None
             placed.append((caller, found))

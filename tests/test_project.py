@@ -1064,3 +1064,77 @@ def train(model, loader, keys):
 def test_a_loop_in_the_constructor_of_a_module_runs_once_and_of_a_batch_per_step(tmp_path):
     make_project(tmp_path, batch=PER_STEP_BATCH)
     assert by_file(check(tmp_path)) == {"batch.py": [(9, "HDL101")]}
+
+
+SCHEDULE = '''\
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class ScheduleBatch:
+    reqs: list
+    device: torch.device = torch.device("cuda")
+
+
+def schedule(reqs):
+    return ScheduleBatch(reqs=reqs)
+'''
+
+SAMPLING = '''\
+import dataclasses
+
+import torch
+
+from pkg.schedule import ScheduleBatch
+
+
+@dataclasses.dataclass
+class SamplingInfo:
+    top_ps: torch.Tensor
+    vocab_size: int = 32000
+
+    @classmethod
+    def from_batch(cls, batch: ScheduleBatch):
+        device = batch.device
+        top_ps = torch.tensor([r.top_p for r in batch.reqs], device=device)
+        return cls(top_ps=top_ps)
+'''
+
+VERIFIER = '''\
+import torch
+
+from pkg.sampling import SamplingInfo
+
+
+class Verifier(torch.nn.Module):
+    def forward(self, info: SamplingInfo, probs):
+        if not torch.all(info.top_ps == 1.0):
+            probs = probs / info.top_ps
+        return probs
+'''
+
+
+def test_dataclass_fields_are_placed_by_what_the_calls_building_objects_pass(tmp_path):
+    """A dataclass's fields are its constructor's parameters: `cls(top_ps=...)` in a classmethod passes a tensor
+    made on `batch.device`, a field whose default, `torch.device("cuda")`, the one call building a ScheduleBatch
+    leaves as it is."""
+    make_project(tmp_path, schedule=SCHEDULE, sampling=SAMPLING, verifier=VERIFIER)
+    findings = [finding for finding in check(tmp_path) if finding["filename"].endswith("verifier.py")]
+    assert by_file(findings) == {"verifier.py": [(8, "HDL203")]}
+    assert "`SamplingInfo.top_ps`" in findings[0]["message"]
+    summary = summarize(ast.parse(SAMPLING), "pkg.sampling")
+    assert summary["functions"]["SamplingInfo.__init__"]["order"] == ["top_ps", "vocab_size"]
+    assert summary["functions"]["SamplingInfo.from_batch"]["calls"][-1] == "n:SamplingInfo"
+
+
+@pytest.mark.parametrize("schedule", [
+    SCHEDULE.replace('torch.device("cuda")', 'torch.device("cpu")'),  # the default is the host
+    SCHEDULE.replace("ScheduleBatch(reqs=reqs)", "ScheduleBatch(reqs, *extra)"),  # a field passed, unseen
+    SCHEDULE.replace("@dataclass\n", ""),  # no dataclass: no constructor takes the fields
+    SCHEDULE.replace("@dataclass\n", "@dataclass(init=False)\n"),
+])
+def test_dataclass_fields_stay_unplaced_where_a_call_may_pass_anything(tmp_path, schedule):
+    make_project(tmp_path, schedule=schedule, sampling=SAMPLING, verifier=VERIFIER)
+    assert "verifier.py" not in by_file(check(tmp_path))
