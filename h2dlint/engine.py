@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .facts import OPEN_GATE, FileFacts, FileGate, Site, is_other_accelerator_path, word_gate
-from .hotness import is_hot_function, is_test_path
+from .hotness import is_hot_function, is_off_the_step_path
 from .model import SYNTAX_ERROR, UNREADABLE, Applicability, Edit, Finding, Fix, Position
 from .newer_syntax import parse_python
 from .rule import Rule, RuleContext
@@ -108,10 +108,12 @@ class Linter:
             active = [rule for rule in active if rule.text_test_spares_only_parsing
                       or rule.may_apply(text, self.settings, gate)]
         facts.active_codes = frozenset(rule.code for rule in active)
-        # By the path from the project root, not as spelled on the command line: the cache keys files by
-        # their absolute path, so the answer must not change with the spelling.
-        from_root = os.path.relpath(os.path.abspath(path), os.path.abspath(self.settings.project_root))
-        facts.test_file = is_test_path(from_root)
+        # By the path from the project root (the model's, else the configuration's folder), not as spelled on the
+        # command line: the cache keys files by their absolute path, so the answer must not change with the
+        # spelling, nor with the folders above the project.
+        root = self.project.root if self.project is not None else self.settings.project_root
+        from_root = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+        facts.off_step_module = is_off_the_step_path(from_root)
         facts.other_accelerator_path = is_other_accelerator_path(from_root)
         for rule in active:
             for node in rule.candidates(facts):

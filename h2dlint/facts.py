@@ -441,7 +441,7 @@ class FileFacts:
         self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
         self.active_codes: frozenset[str] | None = None  # the rules that may report in this file; None: any
         self.gpu_device_names: tuple[str, ...] = ()  # the run's configured CUDA device expressions
-        self.test_file = False  # a test module (see is_test_path), set by the engine
+        self.off_step_module = False  # a module of tests, benchmarks, ... (see is_off_the_step_path), set by the engine
         self.other_accelerator_path = False  # a module for another accelerator (is_other_accelerator_path), likewise
         self.sites: dict[tuple[int, int, int, int], Site] = {}  # by (line, column, end line, end column)
         # What the project model says about this file (h2dlint.project.FileView), when a model was built.

@@ -85,9 +85,10 @@ class CodeContext:
 
 
 def in_test_code(facts: FileFacts, context: CodeContext) -> bool:
-    """A test module (see `is_test_path`, as the engine tells `facts.test_file`), or a test function kept beside
-    the code it tests (`def test_kernel():` in a kernel's module): what it waits for is no step's cost."""
-    return facts.test_file or (context.function or "").startswith("test_")
+    """A module of tests, benchmarks, profiling or export (see `is_off_the_step_path`, as the engine tells
+    `facts.off_step_module`), or a test function kept beside the code it tests (`def test_kernel():` in a kernel's
+    module): what it waits for is no step's cost."""
+    return facts.off_step_module or (context.function or "").startswith("test_")
 
 
 def is_test_path(path: str) -> bool:
@@ -98,6 +99,22 @@ def is_test_path(path: str) -> bool:
     *folders, name = PurePath(path).parts or ("",)
     return any(folder in TEST_FOLDERS for folder in folders) \
         or name.startswith("test_") or name.endswith("_test.py") or name in ("conftest.py", "testing_utils.py")
+
+
+def is_off_the_step_path(path: str) -> bool:
+    """A module whose place says it does none of the project's per-step work: a test module (`is_test_path`), or
+    one in a folder, or of a name, for benchmarks, profiling or export (`benchmarks/forward/capture.py`,
+    `profiler/layerwise.py`, `utils/export/engine.py`, `engine/exporter.py`). What it waits for is no step's
+    cost, and a `forward` defined there is no root of hotness."""
+    return is_test_path(path) or any(word in _OFF_THE_STEP_PATH_WORDS for part in PurePath(path).parts
+                                     for word in name_words(PurePath(part).stem))
+
+
+# The words of folder and module names for work off the step. Of the function-name words (`_OFF_THE_STEP_WORDS`),
+# those a module is named with: not `setup`, `capture` or `warmup`, which name modules of per-step code too
+# (`cuda_graph_capture`), nor `convert`: a robot policy's `processor/converters.py` runs on every observation.
+_OFF_THE_STEP_PATH_WORDS = frozenset({"bench", "benchmark", "benchmarks", "benchmarking", "profiler", "profiling",
+                                      "export", "exporter", "exporters"})
 
 
 @functools.lru_cache(maxsize=8192)

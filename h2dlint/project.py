@@ -54,7 +54,7 @@ from .hotness import (
     fills_a_cache,
     flags_armed,
     is_hot_function,
-    is_test_path,
+    is_off_the_step_path,
     periodic_test,
     statements_run_on_a_miss,
 )
@@ -924,7 +924,7 @@ class ProjectModel:
     _project_names: dict[str, str | None] = field(default_factory=dict)
     _resolved: dict[tuple[str, str], str | None] = field(default_factory=dict)
     _roots_by_name: dict[str, str | None] = field(default_factory=dict)
-    _test_files: dict[str, bool] = field(default_factory=dict)
+    _off_step_files: dict[str, bool] = field(default_factory=dict)
     _placement_digest: str | None = None
     # Values (see `_Values`), resolved on demand: who calls each function (caller, index into its calls, whether
     # the callee's first parameter is bound), and what was found for parameters, results and attributes.
@@ -1174,11 +1174,12 @@ class ProjectModel:
 
     # -- hotness --
 
-    def _in_tests(self, path: str) -> bool:
-        """A test module, by its path from the project root, as the engine tells one (facts.is_test_path)."""
-        if path not in self._test_files:
-            self._test_files[path] = is_test_path(os.path.relpath(path, self.root) if self.root else path)
-        return self._test_files[path]
+    def _off_the_step(self, path: str) -> bool:
+        """A module of tests, benchmarks, profiling or export, by its path from the project root, as the engine
+        tells one (`is_off_the_step_path`)."""
+        if path not in self._off_step_files:
+            self._off_step_files[path] = is_off_the_step_path(os.path.relpath(path, self.root) if self.root else path)
+        return self._off_step_files[path]
 
     def _root_reason(self, qualified: str, record: dict) -> str | None:
         name = record["name"].rpartition(".")[2]
@@ -1198,7 +1199,7 @@ class ProjectModel:
     def _propagate_hotness(self) -> None:
         queue: deque[str] = deque()
         for qualified, record in self.functions.items():
-            if self._root_reason(qualified, record) and not self._in_tests(record["file"]):
+            if self._root_reason(qualified, record) and not self._off_the_step(record["file"]):
                 self.hot[qualified] = Hot((qualified,))
                 queue.append(qualified)
         while queue:  # breadth first: each function keeps the shortest chain from a root
@@ -1207,7 +1208,7 @@ class ProjectModel:
                 if callee in self.hot:
                     continue
                 record = self.functions[callee]
-                if runs_once(record["name"].rpartition(".")[2]) or self._in_tests(record["file"]):
+                if runs_once(record["name"].rpartition(".")[2]) or self._off_the_step(record["file"]):
                     continue
                 self.hot[callee] = Hot((*self.hot[caller].chain, callee))
                 queue.append(callee)
@@ -1385,7 +1386,7 @@ class ProjectModel:
         if self._gpu_project is None:
             self._gpu_project = any(summary["evidence"][0] for summary in self.summaries.values())
         return self._gpu_project and not self.summaries[record["file"]]["evidence"][6] \
-            and self._is_module_class(f"{record['module']}.{record['class']}") and not self._in_tests(record["file"])
+            and self._is_module_class(f"{record['module']}.{record['class']}") and not self._off_the_step(record["file"])
 
     def _module_input(self, function: str, record: dict, name: str) -> bool:
         """Whether `name` is a tensor input of such a `forward` (see `takes_module_inputs`): a parameter annotated

@@ -190,7 +190,7 @@ def outside_per_step_code(context: CodeContext, facts: FileFacts) -> bool:
     """Whether code that is not hot is still no candidate for per-step work: it runs once (see `_runs_once`), or
     sits in a test module or in a function whose name says set-up, I/O, printing, a test or a benchmark
     (NOT_PER_STEP_WORDS), or that hands a value to the host (`def tolist(self)`)."""
-    if runs_once_by_name(context) or facts.test_file:
+    if runs_once_by_name(context) or facts.off_step_module:
         return True
     return context.function in HOST_CONVERSION_FUNCTIONS or any(
         word in NOT_PER_STEP_WORDS for word in name_words(context.function or ""))

@@ -8,7 +8,7 @@ import pytest
 
 from h2dlint.engine import process_file
 from h2dlint.facts import FileFacts
-from h2dlint.hotness import is_test_path
+from h2dlint.hotness import is_off_the_step_path, is_test_path
 from h2dlint.source import LineIndex, decode_source
 from h2dlint.values import is_certainly_tensor
 
@@ -51,6 +51,17 @@ def test_test_modules_are_told_by_their_path(path, expected):
     assert is_test_path(path) is expected
 
 
+@pytest.mark.parametrize(("path", "expected"), [
+    ("tests/test_model.py", True), ("vllm/benchmarks/forward/capture.py", True), ("vllm/profiler/layerwise.py", True),
+    ("ultralytics/utils/export/engine.py", True), ("ultralytics/engine/exporter.py", True),
+    ("kv_connector/v1/decode_bench_connector.py", True), ("src/model.py", False),
+    ("lerobot/processor/converters.py", False),  # per observation
+    ("sglang/srt/model_executor/cuda_graph_capture.py", False), ("src/exported_names.py", False),
+])
+def test_modules_off_the_step_are_told_by_their_path(path, expected):
+    assert is_off_the_step_path(path) is expected
+
+
 SYNC_IN_A_HELPER = "import torch\ndef build(self, lens):\n    return torch.any(lens > 0).item()\n"
 
 
@@ -58,6 +69,7 @@ def test_the_audit_skips_test_modules():
     linter = linter_for("HDL204")
     assert [f.code for f in linter.lint(decode_source(SYNC_IN_A_HELPER.encode(), Path("src/builder.py")))] == ["HDL204"]
     assert linter.lint(decode_source(SYNC_IN_A_HELPER.encode(), Path("tests/builder_helpers.py"))) == []
+    assert linter.lint(decode_source(SYNC_IN_A_HELPER.encode(), Path("benchmarks/builder.py"))) == []
 
 
 def test_a_test_folder_above_the_project_root_does_not_make_a_test_module(tmp_path, monkeypatch):

@@ -894,12 +894,36 @@ def test_the_training_loop_of_main_is_per_step(tmp_path):
     assert by_file(check(tmp_path)) == {"trainer.py": [(8, "HDL103"), (16, "HDL103")]}
 
 
-@pytest.mark.parametrize("name", ["test_trainer", "trainer_test"])
+@pytest.mark.parametrize("name", ["test_trainer", "trainer_test", "trainer_benchmark", "exporter"])
 def test_copies_in_test_modules_and_test_functions_are_not_reported(tmp_path, name):
     make_project(tmp_path, **{name: TRAINER.replace("def main(", "def run_epoch(")},
                  other="import torch\n\n\ndef test_sum(device):\n    for i in range(3):\n"
                        "        assert torch.tensor([i], device=device).sum() == i\n")
     assert check(tmp_path) == []
+
+
+NORMALIZE = '''\
+import torch
+
+
+class Normalize(torch.nn.Module):
+    def forward(self, x):
+        return self.scale(x)
+
+    def scale(self, x):
+        return x / torch.tensor([640.0, 480.0], device="cuda")
+'''
+
+
+def test_a_module_for_export_is_no_root_of_hotness_and_reports_no_copy(tmp_path):
+    """A `forward` in an export package (a wrapper traced once to write the model out) is not per step."""
+    make_project(tmp_path, normalize=NORMALIZE)
+    assert by_file(check(tmp_path)) == {"normalize.py": [(9, "HDL101")]}
+    (tmp_path / "other").mkdir()
+    package = make_project(tmp_path / "other", **{"__init__": ""})
+    (package / "export").mkdir()
+    (package / "export" / "normalize.py").write_text(NORMALIZE)
+    assert check(tmp_path / "other") == []
 
 
 PROBE = '''\
