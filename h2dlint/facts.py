@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 from .hotness import (
     HOT_FUNCTION_NAMES,
     caches_results,
+    compile_time_block,
     fills_a_cache,
     flags_armed,
     periodic_test,
@@ -573,6 +574,8 @@ class FileFacts:
             elif kind is ast.If:
                 if periodic_test(node.test) or fills_a_cache(node, armed):
                     self.occasional.append((node.body[0].lineno, node.body[-1].end_lineno or node.lineno))
+                elif compiling := compile_time_block(node):
+                    self.occasional.append((compiling[0].lineno, compiling[-1].end_lineno or compiling[-1].lineno))
                 if node.orelse:
                     self.if_arms.append(((node.body[0].lineno, node.body[-1].end_lineno or node.lineno),
                                          (node.orelse[0].lineno, node.orelse[-1].end_lineno or node.lineno)))

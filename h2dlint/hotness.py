@@ -61,7 +61,8 @@ class CodeContext:
     hot_function: bool  # `forward`, `__call__`, a training/decoding step, configured as hot, or called from one
     hot_chain: str | None = None  # when hot through calls (the project model): `A.forward -> B.prepare`
     # Runs once in a while, not every time its function does: under `if step % log_interval == 0:` (every so many
-    # steps, see `periodic_test`), or filling a cache (once per key, see `fills_a_cache`).
+    # steps, see `periodic_test`), filling a cache (once per key, see `fills_a_cache`), or only while a model is
+    # traced or compiled (see `compile_time_block`).
     occasional: bool = False
 
     @property
@@ -171,6 +172,32 @@ def periodic_test(test: ast.expr) -> bool:
         if isinstance(left, ast.Constant) and left.value == 0:
             return _every_n_steps(right)
     return False
+
+
+def compile_time_block(node: ast.If) -> list[ast.stmt]:
+    """The statements of an `if` that run only while a model is traced, scripted, compiled or exported
+    (`if torch.jit.is_scripting():`, `if torch.compiler.is_compiling():`, the `else` of `if not
+    torch.jit.is_tracing():`), never in eager use: a tensor they make is a constant of the graph, not a copy
+    per step. Empty for any other `if`."""
+    test = node.test
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(map(_while_compiling, test.values)) \
+            or _while_compiling(test):
+        return node.body
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and _while_compiling(test.operand):
+        return node.orelse
+    return []
+
+
+def _while_compiling(test: ast.expr) -> bool:
+    return isinstance(test, ast.Call) and not test.args and (dotted_name(test.func) or "").rpartition(".")[2] in (
+        _COMPILE_TIME_TESTS)
+
+
+# torch.jit.is_scripting / is_tracing, torch.compiler.is_compiling / is_exporting, torch._dynamo.is_compiling,
+# torch.onnx.is_in_onnx_export, and the wrappers libraries write around them (transformers'
+# is_torchdynamo_compiling).
+_COMPILE_TIME_TESTS = frozenset({"is_scripting", "is_tracing", "is_compiling", "is_exporting", "is_in_onnx_export",
+                                 "is_dynamo_compiling", "is_torchdynamo_compiling"})
 
 
 def _every_n_steps(expr: ast.expr) -> bool:

@@ -51,6 +51,7 @@ from .hotness import (
     NOT_PER_STEP_WORDS,
     RUN_ONCE_FUNCTIONS,
     caches_results,
+    compile_time_block,
     fills_a_cache,
     flags_armed,
     is_hot_function,
@@ -104,7 +105,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 19
+SUMMARY_VERSION = 20
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -456,6 +457,12 @@ class _Summarizer:
                 stack.append((node.test, in_device_context, nested, False))
                 stack.extend((child, in_device_context, nested, True) for child in node.body)
                 stack.extend((child, in_device_context, nested, False) for child in node.orelse)
+                continue
+            elif kind is ast.If and not occasional and (compiling := compile_time_block(node)):
+                # Only the block that runs while tracing or compiling: the test and the other block run every time.
+                stack.append((node.test, in_device_context, nested, False))
+                stack.extend((child, in_device_context, nested, node.body is compiling) for child in node.body)
+                stack.extend((child, in_device_context, nested, node.orelse is compiling) for child in node.orelse)
                 continue
             elif kind is ast.With or kind is ast.AsyncWith:
                 if any(_is_device_context(item.context_expr) for item in node.items):

@@ -1162,3 +1162,30 @@ def test_dataclass_fields_are_placed_by_what_the_calls_building_objects_pass(tmp
 def test_dataclass_fields_stay_unplaced_where_a_call_may_pass_anything(tmp_path, schedule):
     make_project(tmp_path, schedule=schedule, sampling=SAMPLING, verifier=VERIFIER)
     assert "verifier.py" not in by_file(check(tmp_path))
+
+
+SCALE = '''\
+import torch
+
+
+class Scale(torch.nn.Module):
+    def forward(self, x):
+        if {test}:
+            factor = torch.tensor([2.0], device=x.device)
+        else:
+            factor = torch.tensor([3.0], device=x.device)
+        return x.cuda() * factor
+'''
+
+
+@pytest.mark.parametrize(("test", "reported"), [
+    ("torch.jit.is_scripting()", [9]),  # the `else` runs in eager use
+    ("torch.compiler.is_compiling() and x.dim() > 1", [9]),
+    ("not torch.jit.is_tracing()", [7]),
+    ("x.dim() > 1", [7, 9]),
+])
+def test_a_copy_made_only_while_a_model_is_traced_or_compiled_is_not_reported(tmp_path, test, reported):
+    """Code that runs only while the model is scripted, traced, compiled or exported makes a constant of the graph,
+    never a copy per step in eager use."""
+    make_project(tmp_path, scale=SCALE.format(test=test))
+    assert [row for row, _ in by_file(check(tmp_path)).get("scale.py", [])] == reported
