@@ -256,8 +256,8 @@ class _Summarizer:
         field assigned its parameter, so that what the calls building objects of the class pass places the
         fields. Positional parameters only where their order is certain: no base class (its fields come first),
         no `KW_ONLY` marker nor `kw_only=True`. A field's default is what a call that leaves it out passes."""
-        options = next((_dataclass_options(decorator) for decorator in node.decorator_list
-                        if _dataclass_options(decorator) is not None), None)
+        options = next((found for decorator in node.decorator_list
+                        if (found := _dataclass_options(decorator)) is not None), None)
         if options is None or not options.get("init", True) or f"{name}.__init__" in self.functions:
             return
         fields, defaults, types = [], {}, {}
@@ -273,9 +273,10 @@ class _Summarizer:
             if kind == "ClassVar":
                 continue
             if kind in ("KW_ONLY", "InitVar"):
-                positional = positional and kind == "KW_ONLY"
-                if kind == "KW_ONLY":
-                    order, positional = list(fields), False  # the fields after the marker are keyword-only
+                # The fields after a `KW_ONLY` marker are keyword-only; an `InitVar` is a parameter but no field.
+                # Either way, the positions of the fields before it still hold, and those after it are not kept.
+                if positional:
+                    order, positional = list(fields), False
                 continue
             field_name, default = statement.target.id, statement.value
             if isinstance(default, ast.Call) and (_dotted(default.func) or "").rpartition(".")[2] == "field":

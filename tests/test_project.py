@@ -1189,3 +1189,16 @@ def test_a_copy_made_only_while_a_model_is_traced_or_compiled_is_not_reported(tm
     never a copy per step in eager use."""
     make_project(tmp_path, scale=SCALE.format(test=test))
     assert [row for row, _ in by_file(check(tmp_path)).get("scale.py", [])] == reported
+
+
+@pytest.mark.parametrize(("body", "bases", "order"), [
+    ("a: int\n    b: int\n", "", ["a", "b"]),
+    ("a: int\n    _: KW_ONLY\n    b: int\n", "", ["a"]),
+    ("a: int\n    v: InitVar[int]\n    b: int\n", "", ["a"]),
+    ("a: int\n    _: KW_ONLY\n    b: int\n", "(Base)", []),  # the base's fields come first
+    ("a: int\n    n: ClassVar[int] = 0\n    b: int = field(init=False)\n    c: int = 1\n", "", ["a", "c"]),
+])
+def test_the_init_a_dataclass_gets_takes_its_fields_in_order_where_the_order_is_certain(body, bases, order):
+    code = f"from dataclasses import dataclass\n\n\n@dataclass\nclass Point{bases}:\n    {body}"
+    summary = summarize(ast.parse(code), "pkg.point")
+    assert summary["functions"]["Point.__init__"]["order"] == order
