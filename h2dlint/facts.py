@@ -22,10 +22,8 @@ from typing import TYPE_CHECKING, TypeVar
 from .hotness import (
     HOT_FUNCTION_NAMES,
     caches_results,
-    compile_time_block,
-    fills_a_cache,
     flags_armed,
-    periodic_test,
+    occasional_block,
     statements,
     statements_run_on_a_miss,
 )
@@ -572,10 +570,8 @@ class FileFacts:
                 first = node.body[0].lineno if node.body[0].lineno > node.lineno else node.lineno
                 self.loops.append((first, node.end_lineno or node.lineno))
             elif kind is ast.If:
-                if periodic_test(node.test) or fills_a_cache(node, armed):
-                    self.occasional.append((node.body[0].lineno, node.body[-1].end_lineno or node.lineno))
-                elif compiling := compile_time_block(node):
-                    self.occasional.append((compiling[0].lineno, compiling[-1].end_lineno or compiling[-1].lineno))
+                if block := occasional_block(node, armed):
+                    self.occasional.append((block[0].lineno, block[-1].end_lineno or block[-1].lineno))
                 if node.orelse:
                     self.if_arms.append(((node.body[0].lineno, node.body[-1].end_lineno or node.lineno),
                                          (node.orelse[0].lineno, node.orelse[-1].end_lineno or node.lineno)))

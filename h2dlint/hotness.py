@@ -174,6 +174,16 @@ def periodic_test(test: ast.expr) -> bool:
     return False
 
 
+def occasional_block(node: ast.If, armed: Callable[[], dict[str, set[str]]] | None = None) -> list[ast.stmt]:
+    """The block of an `if` that runs once in a while, not every time the `if` does: the body under a periodic
+    guard (`periodic_test`) or filling a cache (`fills_a_cache`), or the block that runs only while tracing or
+    compiling (`compile_time_block`); empty for any other `if`. The test and the other block run every time. The
+    file's index and the project model's summary both ask this. `armed`: as `fills_a_cache` takes it."""
+    if periodic_test(node.test) or fills_a_cache(node, armed):
+        return node.body
+    return compile_time_block(node)
+
+
 def compile_time_block(node: ast.If) -> list[ast.stmt]:
     """The statements of an `if` that run only while a model is traced, scripted, compiled or exported
     (`if torch.jit.is_scripting():`, `if torch.compiler.is_compiling():`, the `else` of `if not
@@ -590,7 +600,7 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     a function that only such code calls; or a test (a test module or a `test_*` function), which runs once per
     test, loops and all. A copy there waits once, at start-up: the copy rules do not report it. In a loop it
     waits once too where the function is a loading function of `RUN_ONCE_FUNCTIONS` or an `nn.Module`'s
-    constructor (see `_loops_run_once`). Nor one every so many steps (`facts.periodic_test`), once per key of a
+    constructor (see `_loops_run_once`). Nor one every so many steps (`periodic_test`), once per key of a
     cache or once per object behind a flag (`fills_a_cache`, `statements_run_on_a_miss`, `functools.cache`),
     whose wait is spread over many calls. None elsewhere."""
     context = context_at(facts, line)

@@ -51,12 +51,10 @@ from .hotness import (
     NOT_PER_STEP_WORDS,
     RUN_ONCE_FUNCTIONS,
     caches_results,
-    compile_time_block,
-    fills_a_cache,
     flags_armed,
     is_hot_function,
     is_off_the_step_path,
-    periodic_test,
+    occasional_block,
     statements_run_on_a_miss,
 )
 from .syntax import dotted_name, name_words
@@ -452,18 +450,11 @@ class _Summarizer:
             elif kind is ast.Import or kind is ast.ImportFrom:
                 self._import(node)
                 continue
-            elif kind is ast.If and not occasional and (periodic_test(node.test)
-                                                        or fills_a_cache(node, self._flags_armed)):
-                # Only the body runs once in a while; the test and the `else` run every time.
+            elif kind is ast.If and not occasional and (block := occasional_block(node, self._flags_armed)):
+                # Only that block runs once in a while; the test and the other block run every time.
                 stack.append((node.test, in_device_context, nested, False))
-                stack.extend((child, in_device_context, nested, True) for child in node.body)
-                stack.extend((child, in_device_context, nested, False) for child in node.orelse)
-                continue
-            elif kind is ast.If and not occasional and (compiling := compile_time_block(node)):
-                # Only the block that runs while tracing or compiling: the test and the other block run every time.
-                stack.append((node.test, in_device_context, nested, False))
-                stack.extend((child, in_device_context, nested, node.body is compiling) for child in node.body)
-                stack.extend((child, in_device_context, nested, node.orelse is compiling) for child in node.orelse)
+                stack.extend((child, in_device_context, nested, node.body is block) for child in node.body)
+                stack.extend((child, in_device_context, nested, node.orelse is block) for child in node.orelse)
                 continue
             elif kind is ast.With or kind is ast.AsyncWith:
                 if any(_is_device_context(item.context_expr) for item in node.items):
