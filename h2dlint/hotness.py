@@ -176,12 +176,47 @@ def periodic_test(test: ast.expr) -> bool:
 
 def occasional_block(node: ast.If, armed: Callable[[], dict[str, set[str]]] | None = None) -> list[ast.stmt]:
     """The block of an `if` that runs once in a while, not every time the `if` does: the body under a periodic
-    guard (`periodic_test`) or filling a cache (`fills_a_cache`), or the block that runs only while tracing or
-    compiling (`compile_time_block`); empty for any other `if`. The test and the other block run every time. The
-    file's index and the project model's summary both ask this. `armed`: as `fills_a_cache` takes it."""
+    guard (`periodic_test`) or filling a cache (`fills_a_cache`), the block that runs only while tracing or
+    compiling (`compile_time_block`), or the one that ends by failing (`failing_block`); empty for any other `if`.
+    The test and the other block run every time. The file's index and the project model's summary both ask this.
+    `armed`: as `fills_a_cache` takes it."""
     if periodic_test(node.test) or fills_a_cache(node, armed):
         return node.body
-    return compile_time_block(node)
+    return compile_time_block(node) or failing_block(node)
+
+
+def failing_block(node: ast.If) -> list[ast.stmt]:
+    """The block of an `if` whose last statement raises or fails an assertion (`raise ValueError(...)`, `assert
+    False, ...`, `torch._assert(False, ...)`): it runs only on bad input, to describe what is wrong, so a copy
+    or a read made there to build the message is not per-step work. Not a block that may leave otherwise (`if
+    backend == "direct": ...; return x; raise ValueError(...)` dispatches). Empty for any other `if`."""
+    for block in (node.body, node.orelse):
+        if block and _fails(block[-1]) and not any(_leaves(statement) for statement in block):
+            return block
+    return []
+
+
+def _leaves(node: ast.AST) -> bool:
+    """Whether `node` holds a `return`, `break`, `continue` or `yield` of the function it is in."""
+    if isinstance(node, (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)):
+        return True
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        return False
+    return any(_leaves(child) for child in ast.iter_child_nodes(node))
+
+
+def _fails(statement: ast.stmt) -> bool:
+    if isinstance(statement, ast.Raise):
+        return True
+    if isinstance(statement, ast.Assert):
+        return _is_false(statement.test)
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    return isinstance(call, ast.Call) and bool(call.args) and _is_false(call.args[0]) \
+        and (dotted_name(call.func) or "").rpartition(".")[2] in ("_assert", "_assert_async")
+
+
+def _is_false(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value in (False, None)  # 0 == False
 
 
 def compile_time_block(node: ast.If) -> list[ast.stmt]:
@@ -199,8 +234,9 @@ def compile_time_block(node: ast.If) -> list[ast.stmt]:
 
 
 def _while_compiling(test: ast.expr) -> bool:
-    return isinstance(test, ast.Call) and not test.args and (dotted_name(test.func) or "").rpartition(".")[2] in (
-        _COMPILE_TIME_TESTS)
+    # A library's private wrapper counts too (`torchvision._is_tracing()`).
+    return isinstance(test, ast.Call) and not test.args and (
+        (dotted_name(test.func) or "").rpartition(".")[2].lstrip("_") in _COMPILE_TIME_TESTS)
 
 
 # torch.jit.is_scripting / is_tracing, torch.compiler.is_compiling / is_exporting, torch._dynamo.is_compiling,
@@ -629,11 +665,28 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
         return None
     if function in _ENTRY_POINTS:
         return f"in `{function}`"
+    if _builds_a_data_loader(facts, line):
+        return f"in `{function}`, which builds a `DataLoader`"
     qualname = facts.qualname_at(line) if facts.project is not None else None
     callers = facts.project.called_only_from_run_once_code(qualname) if qualname else None
     if callers is not None:
         return f"in `{function}`, called only from run-once code: `{callers}`"
     return None
+
+
+def _builds_a_data_loader(facts: FileFacts, line: int) -> bool:
+    """Whether the function around `line` makes a `DataLoader`: it prepares the data a loop will read, once per
+    run or evaluation; the loop over the batches, where copies repeat, is elsewhere or is a loop of its own (the
+    caller of this test has ruled out lines in a loop)."""
+    function = next((node for node in reversed(facts.functions_around(line))
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if function is None:
+        return False
+    end = function.end_lineno or function.lineno
+    return any(function.lineno <= call.lineno <= end for call in facts.calls_named(_DATA_LOADERS))
+
+
+_DATA_LOADERS = frozenset({"DataLoader", "StatefulDataLoader"})
 
 
 def named_off_the_step(function: str | None) -> bool:

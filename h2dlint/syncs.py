@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from .facts import NON_TENSOR_METHODS, OPEN_GATE, SYNC_BUILTINS, SYNC_METHODS, Data, FileFacts, Placement
 from .gaps import TokensApart
-from .hotness import NOT_PER_STEP_WORDS, CodeContext, context_at, in_test_code, runs_once_by_name
+from .hotness import NOT_PER_STEP_WORDS, CodeContext, context_at, failing_block, in_test_code, runs_once_by_name
 from .placement import classify_data, classify_placement
 from .syntax import dotted_name, name_words
 from .values import TENSOR_ONLY_METHODS, is_certainly_tensor, on_gpu_as_tensor
@@ -211,9 +211,13 @@ def _in_device_kernel(node: ast.AST, facts: FileFacts) -> bool:
 
 
 def _only_for_logging(node: ast.AST, facts: FileFacts) -> bool:
-    """True inside a `print`/logger/warnings call, a `raise`, or an `if` branch about logging or debugging."""
+    """True inside a `print`/logger/warnings call, a `raise`, an `if` branch about logging or debugging, or one
+    that ends by raising (`hotness.failing_block`: it describes bad input before failing)."""
     for child, parent in _within_function(node, facts):
         if isinstance(parent, ast.Raise):
+            return True
+        if isinstance(parent, ast.If) and child is not parent.test and any(
+                child is statement for statement in failing_block(parent)):
             return True
         if isinstance(parent, ast.Call):
             name = dotted_name(parent.func) or ""

@@ -40,6 +40,17 @@ def is_int_literal(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int
 
 
+def holds_no_elements(data: ast.expr) -> bool:
+    """Python data that makes a tensor with no elements: `[]`, `[[], []]`, `[[]] * batch`. A copy of such a tensor
+    returns before it reaches the device."""
+    if isinstance(data, (ast.List, ast.Tuple)):
+        return all(holds_no_elements(element) for element in data.elts)
+    if isinstance(data, ast.BinOp) and isinstance(data.op, ast.Mult):
+        return any(isinstance(side, (ast.List, ast.Tuple)) and holds_no_elements(side)
+                   for side in (data.left, data.right))
+    return False
+
+
 def tensor_dimensions(facts, expr: ast.expr, line: int, depth: int = 0) -> int | None:
     """How many dimensions the tensor `expr` has, when where it is made says so; else None."""
     if depth > 4:

@@ -26,7 +26,7 @@ from h2dlint.model import Applicability, Fix
 from h2dlint.placement import classify_data, classify_device, classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syntax import dotted_name
-from h2dlint.values import PinData, pin_data_kind
+from h2dlint.values import PinData, holds_no_elements, pin_data_kind
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -55,8 +55,8 @@ class BlockingTensorCopy(Rule):
     waits anyway: h2dlint still reports the copy but offers no rewrite, since it
     would gain nothing.
     Inside TorchScript (`@torch.jit.script`, `@torch.jit.export`) the copy is reported
-    without a rewrite too: TorchScript's `torch.tensor` takes no `pin_memory`. An empty
-    list is not reported: a zero-element copy returns before it reaches the device.
+    without a rewrite too: TorchScript's `torch.tensor` takes no `pin_memory`. Data with no
+    elements (`[]`, `[[]] * batch`) is not reported: such a copy returns before it reaches the device.
     Nor is code that runs once per model (`__init__`, `__post_init__`, `setup`,
     `reset_parameters`, `_init_weights`, a loading function such as `load_weights` or
     `from_pretrained`; their loops too, except in the constructor of a class that is
@@ -65,7 +65,8 @@ class BlockingTensorCopy(Rule):
     start-up; nor a function not hot by its own name whose name says set-up, export,
     a test, a benchmark, a profile, a warm-up, a CUDA graph's capture or a plot
     (`setup_model`, `export_engine`, `profile_kernels`, loops and all; not `init_*` nor
-    I/O such as `save_*`, which name per-step code as often);
+    I/O such as `save_*`, which name per-step code as often); nor a function that builds
+    a `DataLoader`, outside its loops (it prepares the data once per run);
     nor test code (a test module or a
     `test_*` function), which runs once per test; nor code that runs once in a
     while: under a periodic guard (`if step % eval_interval == 0:`, see HDL201), in a
@@ -73,7 +74,9 @@ class BlockingTensorCopy(Rule):
     cache (`if key not in _CACHE: _CACHE[key] = ...`, `if self._x is None: self._x =
     ...`), setting up lazily behind a flag it clears and nothing but a constructor sets
     (`if self._uninitialized: ...; self._uninitialized = False`), or only called from
-    such code. A local made when it is None (`if mask is None: mask = ...`) is made on
+    such code; nor a block that ends by raising or failing an assertion (`if
+    boxes.any(): ...; raise ValueError(...)`, `torch._assert(False, ...)`), which runs only
+    on bad input. A local made when it is None (`if mask is None: mask = ...`) is made on
     every call: it is reported. A device of unknown kind in a module for another accelerator (`torch_tpu/`,
     `tpu_model_runner.py`, `npu/`, by the words of its path) is not a CUDA device.
 
@@ -174,6 +177,7 @@ class BlockingTensorCopy(Rule):
         Valid("import torch\nx = torch.tensor([1, 2], device=torch.device('cpu'))\n"),
         Valid("import torch\nx = torch.tensor([1, 2])\n"),
         Valid("import torch\ndef f(device):\n    return torch.tensor([], device=device)\n"),
+        Valid("import torch\ndef forward(batch, device):\n    return torch.tensor([[]] * batch, device=device)\n"),
         Valid("import torch\ndef f(idx, states):\n"
               "    return torch.tensor(idx, dtype=torch.int64, pin_memory=True).to(states.device, non_blocking=True)\n"),
         Valid("import torch\ndef f(t):\n    return torch.as_tensor(t, device='cuda')\n"),
@@ -343,7 +347,7 @@ class BlockingTensorCopy(Rule):
         if device is Device.NOT_CUDA or runs_once(facts, start.line) is not None:
             return
         data_ast = to_ast(data_arg.value)
-        if isinstance(data_ast, (ast.List, ast.Tuple)) and not data_ast.elts:
+        if holds_no_elements(data_ast):
             return  # an empty copy returns before the device copy: nothing waits
         data = classify_data(facts, data_ast, start.line)
         if data is Data.TENSOR or (is_as_tensor and data not in (Data.HOST, Data.LIKELY_HOST)) \
@@ -454,8 +458,7 @@ def _may_copy_to_device(facts, call: ast.Call) -> bool:
     keywords = {keyword.arg: keyword.value for keyword in call.keywords}
     if "pin_memory" in keywords or "device" not in keywords:
         return False
-    data = call.args[0]
-    if isinstance(data, (ast.List, ast.Tuple)) and not data.elts:
+    if holds_no_elements(call.args[0]):
         return False
     return classify_device(facts, keywords["device"], call.lineno) is not Device.NOT_CUDA
 

@@ -1182,6 +1182,7 @@ class Scale(torch.nn.Module):
     ("torch.jit.is_scripting()", [9]),  # the `else` runs in eager use
     ("torch.compiler.is_compiling() and x.dim() > 1", [9]),
     ("not torch.jit.is_tracing()", [7]),
+    ("torchvision._is_tracing()", [9]),  # a library's own wrapper
     ("x.dim() > 1", [7, 9]),
 ])
 def test_a_copy_made_only_while_a_model_is_traced_or_compiled_is_not_reported(tmp_path, test, reported):
@@ -1189,6 +1190,58 @@ def test_a_copy_made_only_while_a_model_is_traced_or_compiled_is_not_reported(tm
     never a copy per step in eager use."""
     make_project(tmp_path, scale=SCALE.format(test=test))
     assert [row for row, _ in by_file(check(tmp_path)).get("scale.py", [])] == reported
+
+
+CHECK_BOXES = '''\
+import torch
+
+
+class Detector(torch.nn.Module):
+    def forward(self, boxes):
+        boxes = boxes.cuda()
+        bad = boxes[:, 2:] <= boxes[:, :2]
+        if bad.any():
+            first = torch.where(bad.any(dim=1))[0][0]
+            floor = torch.tensor([0.0, 1.0], device=boxes.device)
+            {last}
+        return boxes
+'''
+
+
+@pytest.mark.parametrize(("last", "reported"), [
+    ("raise ValueError(f'bad box {first}, {floor}')", [8]),
+    ("torch._assert(False, f'bad box {first}, {floor}')", [8]),
+    ("assert False, (first, floor)", [8]),
+    ("boxes = boxes.clamp(min=floor[0])", [8, 9, 10]),  # a repair made every time the test holds
+    ("if boxes.dim() > 2:\n                return floor\n            raise ValueError", [8, 9, 10]),  # a dispatch
+])
+def test_the_block_that_describes_bad_input_before_failing_is_not_reported(tmp_path, last, reported):
+    """The test runs every step; the block that ends by raising runs only on bad input."""
+    make_project(tmp_path, detector=CHECK_BOXES.format(last=last))
+    assert [row for row, _ in by_file(check(tmp_path, "--select", "ALL")).get("detector.py", [])] == reported
+
+
+LOADERS = '''\
+import torch
+from torch.utils.data import DataLoader
+
+
+def get_loaders(values, gpu):
+    data = torch.tensor(values).to(f"cuda:{gpu}")
+    return DataLoader(data, batch_size=4)
+
+
+def train(model, values):
+    loader = DataLoader(values, batch_size=4)
+    for batch in loader:
+        model(torch.tensor(batch, device="cuda"))
+'''
+
+
+def test_a_copy_where_data_loaders_are_built_is_made_once_but_one_in_their_loop_is_not(tmp_path):
+    make_project(tmp_path, loaders=LOADERS)
+    findings = by_file(check(tmp_path))
+    assert [row for row, _ in findings["loaders.py"]] == [13]
 
 
 @pytest.mark.parametrize(("body", "bases", "order"), [
