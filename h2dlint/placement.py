@@ -189,8 +189,31 @@ def classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int =
     passes to a torch.distributed collective (not on a CPU or gloo group) is a CUDA
     tensor, as NCCL needs one. Tensor computations
     (torch functions, tensor methods, operators, indexing, `.to(dtype)`) keep the
-    placement of their known tensor operands.
+    placement of their known tensor operands. In code that prepares samples for a
+    data loader (`ProjectModel.runs_in_data_loading`), a tensor of unknown placement is
+    on the host: what is on the GPU there was put there in the code itself.
     """
+    placement = _classify_placement(facts, expr, line, depth)
+    if placement is Placement.UNKNOWN and facts.project is not None and _prepares_samples(facts, line):
+        return Placement.HOST
+    return placement
+
+
+def _prepares_samples(facts: FileFacts, line: int) -> bool:
+    """Whether the function around `line` runs in a data loader, preparing samples on the host."""
+    qualname = facts.qualname_at(line)
+    if qualname is None:
+        return False
+    known = _PREPARES_SAMPLES.setdefault(facts, {})
+    if qualname not in known:
+        known[qualname] = facts.project.runs_in_data_loading(qualname) is not None
+    return known[qualname]
+
+
+_PREPARES_SAMPLES: weakref.WeakKeyDictionary[FileFacts, dict[str, bool]] = weakref.WeakKeyDictionary()
+
+
+def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int) -> Placement:
     if depth > 6:
         return Placement.UNKNOWN
     if isinstance(expr, ast.Call):

@@ -939,6 +939,7 @@ class ProjectModel:
     _cuts: int = 0
     _value_names: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
     _run_once_callers: dict[str, str | None] = field(default_factory=dict)
+    _data_loading: dict[str, str | None] = field(default_factory=dict)
     _holders: dict[str, set[str]] | None = None
 
     @classmethod
@@ -1520,15 +1521,59 @@ class ProjectModel:
                 return None
         return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")
 
+    def runs_in_data_loading(self, function: str) -> str | None:
+        """The data loader's entry `function` runs under when it prepares samples on the host (in a loader's
+        workers, before the batch reaches the model): the `__getitem__` or `__getitems__` of a subclass of
+        `torch.utils.data.Dataset`, the `__iter__` of a sampler, or a function every call of which is in such code.
+        None when it is hot, has no caller, or one elsewhere. (Not a function named for collating: an inference
+        server collates requests too, on their way to the GPU.)"""
+        if function in self.hot:
+            return None
+        return self._memoized(self._data_loading, function, 0, lambda: self._data_loading_uncached(function))
+
+    def _data_loading_uncached(self, function: str) -> str | None:
+        record = self.functions[function]
+        name = record["name"].rpartition(".")[2]
+        kind = self._data_class_kind(f"{record['module']}.{record['class']}") if record["class"] else None
+        if kind == "Dataset" and name in ("__getitem__", "__getitems__") or kind == "Sampler" and name == "__iter__":
+            return short_name(function)
+        callers, unseen = self._callers(function)
+        if not callers or unseen:
+            return None
+        entries = [self.runs_in_data_loading(caller) for caller, _, _ in callers]
+        return entries[0] if all(entries) else None
+
+    def _data_class_kind(self, class_name: str) -> str | None:
+        """"Dataset" for a subclass of `torch.utils.data.Dataset` (however far up), "Sampler" for one of a sampler;
+        None for any other class, an `IterableDataset` among them: its `__iter__` may be a loop that runs a policy on
+        the GPU (torchrl's collectors), not a pipeline of host samples."""
+        for name in self.mro(class_name):
+            record = self.classes[name]
+            imports = self._imports(record["module"])
+            for base in record["bases"]:
+                head, _, rest = base.partition(".")
+                qualified = f"{imports.get(head, head)}.{rest}" if rest else imports.get(head, head)
+                if not qualified.startswith("torch.utils.data."):
+                    continue
+                last = qualified.rpartition(".")[2]
+                if last in ("Dataset", "TensorDataset", "Subset", "ConcatDataset"):
+                    return "Dataset"
+                if last.endswith("Sampler"):
+                    return "Sampler"
+        return None
+
     def answer(self, question: tuple) -> AttributePlacement | str | None:
         """The answer to a question a file's rules asked, as FileView asks and keys record them: a placement; for
-        "once" where the function is called from; for "scalar" the attribute's number annotation; for
-        "attribute_type" and "type" a project class; for "module" whether the class is an `nn.Module`."""
+        "once" where the function is called from; for "data" the data loader's entry it runs under; for "scalar"
+        the attribute's number annotation; for "attribute_type" and "type" a project class; for "module" whether
+        the class is an `nn.Module`."""
         kind, first, second = question
-        if kind in ("once", "parameter", "result") and first not in self.functions:
+        if kind in ("once", "data", "parameter", "result") and first not in self.functions:
             return None  # asked of a function the project no longer has: a question kept from an earlier run
         if kind == "once":
             return self.called_only_from_run_once_code(first)
+        if kind == "data":
+            return self.runs_in_data_loading(first)
         if kind == "parameter":
             return self.parameter(first, second)
         if kind == "result":
@@ -1826,6 +1871,14 @@ class FileView:
         if self.module is None:
             return None
         where = self._ask(("once", self.qualified(local_qualname), ""))
+        return where if isinstance(where, str) else None
+
+    def runs_in_data_loading(self, local_qualname: str) -> str | None:
+        """The data loader's entry the function runs under, when it prepares samples on the host (see
+        ProjectModel.runs_in_data_loading)."""
+        if self.module is None:
+            return None
+        where = self._ask(("data", self.qualified(local_qualname), ""))
         return where if isinstance(where, str) else None
 
     def _ask(self, question: tuple[str, str, str]) -> AttributePlacement | str | None:

@@ -1221,6 +1221,50 @@ def test_the_block_that_describes_bad_input_before_failing_is_not_reported(tmp_p
     assert [row for row, _ in by_file(check(tmp_path, "--select", "ALL")).get("detector.py", [])] == reported
 
 
+CLIPS = '''\
+import torch
+from torch.utils.data import Dataset
+
+from pkg.features import frames
+
+
+class Clips(Dataset):
+    def __getitem__(self, index):
+        return frames(self.audio[index])
+'''
+
+FEATURES = '''\
+import torch
+
+
+def frames(audio):
+    peak = audio.abs().max().item()
+    return torch.tensor([peak, 1.0], device=audio.device)
+'''
+
+
+def test_code_a_dataset_runs_to_prepare_samples_holds_host_tensors(tmp_path, monkeypatch):
+    """A data loader calls a dataset's `__getitem__` to prepare each sample on the host: a tensor there is not on
+    the GPU unless the code puts it there. A change of the dataset class in its own file changes the findings
+    in the file of the function it calls."""
+    monkeypatch.chdir(tmp_path)
+    make_project(tmp_path, clips=CLIPS, features=FEATURES)
+    assert by_file(check(tmp_path, "--select", "ALL", cache=True)) == {}
+    (tmp_path / "pkg" / "clips.py").write_text(CLIPS.replace("class Clips(Dataset):", "class Clips:"))
+    assert by_file(check(tmp_path, "--select", "ALL", cache=True)) == {"features.py": [(5, "HDL204"), (6, "HDL101")]}
+
+
+@pytest.mark.parametrize("clips", [
+    CLIPS.replace("Dataset", "IterableDataset").replace("__getitem__(self, index)", "__iter__(self)"),
+    CLIPS + "\n\nclass Model(torch.nn.Module):\n    def forward(self, audio):\n        return frames(audio.cuda())\n",
+])
+def test_an_iterable_dataset_or_a_caller_on_the_step_is_not_sample_preparation(tmp_path, clips):
+    """An `IterableDataset`'s `__iter__` may drive a policy on the GPU (torchrl's collectors); a function the
+    model's `forward` calls too runs on the step."""
+    make_project(tmp_path, clips=clips.replace("self.audio[index]", "self.audio"), features=FEATURES)
+    assert by_file(check(tmp_path, "--select", "ALL")).get("features.py")
+
+
 LOADERS = '''\
 import torch
 from torch.utils.data import DataLoader
