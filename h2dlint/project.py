@@ -28,7 +28,7 @@ import marshal
 import os
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -1052,15 +1052,18 @@ class ProjectModel:
 
     def _is_module_class(self, class_name: str) -> bool:
         """An `nn.Module` subclass: some base, however far up, is written `nn.Module` / `torch.nn.Module`."""
+        return any(qualified in ("torch.nn.Module", "torch.nn.modules.module.Module")
+                   for qualified in self._written_bases(class_name))
+
+    def _written_bases(self, class_name: str) -> Iterator[str]:
+        """The bases of the class and of its project bases, however far up, as written, with the module's imports
+        resolved (`nn.Module` under `from torch import nn` is `torch.nn.Module`)."""
         for name in self.mro(class_name):
             record = self.classes[name]
             imports = self._imports(record["module"])
             for base in record["bases"]:
                 head, _, rest = base.partition(".")
-                qualified = f"{imports.get(head, head)}.{rest}" if rest else imports.get(head, head)
-                if qualified in ("torch.nn.Module", "torch.nn.modules.module.Module"):
-                    return True
-        return False
+                yield f"{imports.get(head, head)}.{rest}" if rest else imports.get(head, head)
 
     # -- calls --
 
@@ -1547,19 +1550,14 @@ class ProjectModel:
         """"Dataset" for a subclass of `torch.utils.data.Dataset` (however far up), "Sampler" for one of a sampler;
         None for any other class, an `IterableDataset` among them: its `__iter__` may be a loop that runs a policy on
         the GPU (torchrl's collectors), not a pipeline of host samples."""
-        for name in self.mro(class_name):
-            record = self.classes[name]
-            imports = self._imports(record["module"])
-            for base in record["bases"]:
-                head, _, rest = base.partition(".")
-                qualified = f"{imports.get(head, head)}.{rest}" if rest else imports.get(head, head)
-                if not qualified.startswith("torch.utils.data."):
-                    continue
-                last = qualified.rpartition(".")[2]
-                if last in ("Dataset", "TensorDataset", "Subset", "ConcatDataset"):
-                    return "Dataset"
-                if last.endswith("Sampler"):
-                    return "Sampler"
+        for qualified in self._written_bases(class_name):
+            if not qualified.startswith("torch.utils.data."):
+                continue
+            last = qualified.rpartition(".")[2]
+            if last in ("Dataset", "TensorDataset", "Subset", "ConcatDataset"):
+                return "Dataset"
+            if last.endswith("Sampler"):
+                return "Sampler"
         return None
 
     def answer(self, question: tuple) -> AttributePlacement | str | None:
