@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from h2dlint.facts import Placement
-from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import ACCUMULATE, ANYWHERE, UNKNOWN_HOTNESS, SyncReporter, where
+from h2dlint.rule import Invalid, Rule, Valid, holds_one_of
+from h2dlint.syncs import ACCUMULATE, ANYWHERE, KIND_CALL_NAMES, UNKNOWN_HOTNESS, SyncReporter, where
 
 
 class GpuValueAccumulatedOnHost(SyncReporter, Rule):
@@ -103,8 +103,18 @@ class GpuValueAccumulatedOnHost(SyncReporter, Rule):
                 "        n += int(torch.count_nonzero(m))\n", None, message_contains="`int(<tensor>)`"),
     )
 
+    @classmethod
+    def may_apply(cls, text: str, settings, gate=None) -> bool:
+        # Both the running total and a read it may add up (`.item()`, `int()`, `float()`, `bool()`): `+=` alone is
+        # in most files.
+        return cls.prefilter_matches(text) and holds_one_of(text, _ADDED_READS)
+
     def report_site(self, node, site, context) -> None:
         total = "the total is a CUDA tensor, so the value goes to the host and back; " if site.total_on_gpu else ""
         self.report(node, f"{site.what} reads a tensor that may be on the GPU, added to a running total on the "
                           f"host{where(context)}: {total}if it is a CUDA tensor, the host waits for the GPU at every "
                           "addition; add it up on the device and read the total once")
+
+
+# The calls a read added to a total is written with: `.item(`, `int(`, `float(`, `bool(`.
+_ADDED_READS = tuple(sorted(f"{name}(" for name in KIND_CALL_NAMES[ACCUMULATE]))
