@@ -36,7 +36,8 @@ _DEVICE_WORD = re.compile("dev", re.IGNORECASE)
 def may_copy_to_a_named_device(text: str) -> bool:
     """False only when no `.to(...)` call in `text` can copy to a device that `copy_device` leaves unknown in a file
     without GPU evidence (where it finds no CUDA device): the target must then be a name such as `device`, `dev`,
-    `self.out_device`, `DEVICE_ID` or a `torch.device(...)` call, so the text holds `dev` in some case."""
+    `self.out_device`, `DEVICE_ID`, a `torch.device(...)` call or a call of a function named for a device
+    (`get_local_torch_device()`), so the text holds `dev` in some case."""
     return _DEVICE_WORD.search(text) is not None
 
 
@@ -234,8 +235,12 @@ def device_like(facts: FileFacts, node: ast.expr, line: int) -> Device | None:
             return None
         if last in ("device", "dev") or last.endswith(("_device", "_dev")) or last.startswith("device"):
             return Device.UNKNOWN
-    if isinstance(node, ast.Call) and (facts.qualify(dotted_name(node.func)) or "") == "torch.device":
-        return Device.UNKNOWN
+    if isinstance(node, ast.Call):
+        # `torch.device(...)`, or a function named for the device it returns (`get_local_torch_device()`).
+        called = dotted_name(node.func) or ""
+        last = called.rsplit(".", 1)[-1].lower()
+        if facts.qualify(called) == "torch.device" or last.endswith("_device") and "dtype" not in last:
+            return Device.UNKNOWN
     return None
 
 

@@ -218,6 +218,9 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
         return Placement.UNKNOWN
     if isinstance(expr, ast.Call):
         func = expr.func
+        if isinstance(func, ast.Name) and func.id == "next" and expr.args \
+                and _is_data_loader(facts, expr.args[0], line, depth + 1):
+            return Placement.HOST  # a batch a data loader hands out
         if isinstance(func, ast.Attribute):
             if func.attr in ("cuda", "to") and _is_module(facts, func.value):
                 return Placement.UNKNOWN  # `nn.Linear(...).cuda()` is a module, not a tensor
@@ -273,6 +276,8 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
                 return Placement.GPU
             if bound is not Placement.UNKNOWN:
                 return bound
+            if _batch_of_a_loader_loop(facts, expr.id, line, depth):
+                return Placement.HOST
             if facts.project is not None:
                 by_model = _model_parameter(facts, expr.id, line)
                 if by_model is not Placement.UNKNOWN:
@@ -318,6 +323,111 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
     if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
         return classify_placement(facts, expr.operand, line, depth)
     return Placement.UNKNOWN
+
+
+def drawn_from_a_data_loader(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -> bool:
+    """Whether `expr` is (part of) a batch a data loader handed out: the batch of a loop over one, `next()` of an
+    iterator over one, an item or slice of such a batch, or a name bound only to those. Pinned when the loader
+    was made with `pin_memory=True`, pageable otherwise: the fix is the loader's to make."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if depth > 4:
+        return False
+    if isinstance(expr, ast.Call):
+        return isinstance(expr.func, ast.Name) and expr.func.id == "next" and bool(expr.args) \
+            and _is_data_loader(facts, expr.args[0], line, depth + 1)
+    if not isinstance(expr, ast.Name):
+        return False
+    if _batch_of_a_loader_loop(facts, expr.id, line, depth):
+        return True
+    bindings = facts.reaching_bindings(expr.id, line)
+    return bool(bindings) and all(binding.value is not None
+                                  and drawn_from_a_data_loader(facts, binding.value, binding.line, depth + 1)
+                                  for binding in bindings)
+
+
+def _batch_of_a_loader_loop(facts: FileFacts, name: str, line: int, depth: int) -> bool:
+    """Whether every binding of `name` that reaches `line` is the batch of a loop over a data loader: `for batch in
+    loader:`, `for step, batch in enumerate(tqdm(loader)):`. A data loader hands out host tensors (pinned, with
+    `pin_memory=True`): what is on the GPU there was copied by the loop itself."""
+    bindings = facts.reaching_bindings(name, line)
+    if not bindings or any(binding.value is not None for binding in bindings):
+        return False
+    loops = _LOOPS.get(facts)
+    if loops is None:
+        loops = _LOOPS[facts] = {node.lineno: node for node in ast.walk(facts.tree)
+                                 if isinstance(node, (ast.For, ast.AsyncFor))}
+    return all(binding.line in loops and _batch_target(facts, loops[binding.line], name, line, depth)
+               for binding in bindings)
+
+
+_LOOPS: weakref.WeakKeyDictionary[FileFacts, dict[int, ast.For | ast.AsyncFor]] = weakref.WeakKeyDictionary()
+
+
+def _batch_target(facts: FileFacts, loop: ast.For | ast.AsyncFor, name: str, line: int, depth: int) -> bool:
+    target, iterable = loop.target, loop.iter
+    while isinstance(iterable, ast.Call) and iterable.args and _is_wrapper(iterable.func):
+        if dotted_name(iterable.func) == "enumerate":  # (index, batch)
+            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                return False
+            target = target.elts[1]
+        iterable = iterable.args[0]
+    return _binds(target, name) and _is_data_loader(facts, iterable, line, depth + 1)
+
+
+def _binds(target: ast.expr, name: str) -> bool:
+    """Whether a loop's target binds `name`, alone or unpacked (`for inputs, labels in loader:`)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_binds(element, name) for element in target.elts)
+    return isinstance(target, ast.Name) and target.id == name
+
+
+def _is_wrapper(func: ast.expr) -> bool:
+    """`enumerate`, `iter` or a progress bar (`tqdm`, `tqdm.auto.tqdm`): what it yields are its argument's items."""
+    name = dotted_name(func) or ""
+    return name in ("enumerate", "iter") or name.rpartition(".")[2] == "tqdm"
+
+
+def _is_data_loader(facts: FileFacts, expr: ast.expr, line: int, depth: int) -> bool:
+    """Whether `expr` is a data loader (a `DataLoader` or a class so named: `StatefulDataLoader`), or an iterator
+    over one: made here, a name or `self.x` only ever bound to one, or a parameter or field annotated with one."""
+    if depth > 6:
+        return False
+    if isinstance(expr, ast.Call):
+        if _is_wrapper(expr.func) and dotted_name(expr.func) != "enumerate":
+            return bool(expr.args) and _is_data_loader(facts, expr.args[0], line, depth + 1)
+        return _names_a_data_loader(facts.qualify(dotted_name(expr.func)))
+    if isinstance(expr, ast.Name):
+        bindings = facts.reaching_bindings(expr.id, line)
+        if bindings and all(binding.value is not None for binding in bindings):
+            return all(_is_data_loader(facts, binding.value, binding.line, depth + 1) for binding in bindings)
+        return _names_a_data_loader(dotted_name(facts.parameter_annotation(expr.id, line)))
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        bindings = facts.self_attribute_bindings(expr.attr, line) or []
+        made = [binding for binding in bindings if binding.value is not None]
+        declared = _field_annotations(facts, line).get(expr.attr, [])
+        if any(_names_a_data_loader(dotted_name(annotation)) for annotation in declared):
+            return all(_is_data_loader(facts, binding.value, binding.line, depth + 1) for binding in made)
+        return bool(bindings) and len(made) == len(bindings) and all(
+            _is_data_loader(facts, binding.value, binding.line, depth + 1) for binding in made)
+    return False
+
+
+def _names_a_data_loader(name: str | None) -> bool:
+    return bool(name) and name.rpartition(".")[2].endswith("DataLoader")
+
+
+def _field_annotations(facts: FileFacts, line: int) -> dict[str, list[ast.expr]]:
+    """The annotated fields declared in the body of the class around `line` (`train_loader: DataLoader`)."""
+    classes = [node for node in ast.walk(facts.tree) if isinstance(node, ast.ClassDef)
+               and node.lineno <= line <= (node.end_lineno or node.lineno)]
+    if not classes:
+        return {}
+    declared: dict[str, list[ast.expr]] = {}
+    for statement in max(classes, key=lambda node: node.lineno).body:
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            declared.setdefault(statement.target.id, []).append(statement.annotation)
+    return declared
 
 
 def _host_tensors(facts: FileFacts, tensors: ast.expr, line: int, depth: int) -> bool:

@@ -27,7 +27,7 @@ from h2dlint.facts import OPEN_GATE, Device, Placement
 from h2dlint.gaps import TokensApart
 from h2dlint.hotness import context_at, runs_once
 from h2dlint.model import Applicability, Fix
-from h2dlint.placement import classify_placement
+from h2dlint.placement import classify_placement, drawn_from_a_data_loader
 from h2dlint.rule import Invalid, Rule, Valid
 
 if TYPE_CHECKING:
@@ -45,8 +45,11 @@ class BlockingHostTensorCopy(Rule):
     `torch.stack` of such tensors only, a mask comparing one (`torch.arange(n) < lens`,
     which would raise if `lens` were on the GPU), a local name bound only to those (or
     named `*_cpu`), or `self.x` assigned only those in its class (or a property
-    returning them; not a registered buffer, which moves with its module), where the
-    target is, or may be, a CUDA device.
+    returning them; not a registered buffer, which moves with its module), or a batch a
+    data loader hands out (`for inputs, labels in loader:`, `next(iter(loader))`, over a
+    `DataLoader` made in the file or a name, parameter or field annotated with one), where
+    the target is, or may be, a CUDA device. For a batch the message says to make the
+    loader with `pin_memory=True` and copy with `non_blocking=True`.
 
     ## Why is this bad?
     A copy to the GPU with `non_blocking=False` is a `cudaMemcpyAsync` followed by a
@@ -137,6 +140,9 @@ class BlockingHostTensorCopy(Rule):
         Valid("import torch\ndef load_weights(model, n):\n    return torch.arange(n).cuda()\n"),
     )
     invalid_examples = (
+        Invalid("import torch\nfrom torch.utils.data import DataLoader\ndef train(model, dataset):\n"
+                "    for step, (inputs, labels) in enumerate(DataLoader(dataset, batch_size=8)):\n"
+                "        model(inputs.cuda(), labels)\n", None, message_contains="a batch from a data loader"),
         Invalid("import torch\ndef f(ids):\n    return torch.tensor([1, 2]).cuda()\n",
                 "import torch\ndef f(ids):\n    return torch.tensor([1, 2], pin_memory=True).cuda(non_blocking=True)\n"),
         Invalid("import torch\ndef forward(n, device):\n    return torch.arange(n).to(device)\n",
@@ -220,7 +226,10 @@ class BlockingHostTensorCopy(Rule):
             if why_not is not None:
                 self.report(node, f"{message}; {why_not}")
                 return
-        if fix is None:
+        if fix is None and drawn_from_a_data_loader(facts, to_ast(copy.source), start.line):
+            message += ("; the source is a batch from a data loader: make the loader with `pin_memory=True` and "
+                        "copy with `non_blocking=True`")
+        elif fix is None:
             message += ("; the source is pageable memory: copy from a pinned staging buffer with "
                         "`non_blocking=True`")
         self.report(node, message, fix)

@@ -432,8 +432,11 @@ DEVICE_STRINGS = [
                  "        return y.sum().item()\n", 1, id="escaped-device-string-beside-a-compared-one"),
 ]
 # Without GPU evidence, HDL102 needs a `.to(` whose target copy_device may take for a device: a name such as
-# `device`, `self.out_dev`, `DEVICE_ID`, or a `torch.device(...)` call, however imported.
+# `device`, `self.out_dev`, `DEVICE_ID`, a `torch.device(...)` call, however imported, or a call of a function named
+# for the device it returns.
 NAMED_DEVICES = [
+    pytest.param("HDL102", "import torch\ndef f():\n    return torch.arange(4).to(get_local_torch_device())\n", 1,
+                 id="to-a-call-named-for-a-device"),
     pytest.param("HDL102", "import torch\ndef f(device):\n    return torch.arange(4).to(device)\n", 1, id="to-device"),
     pytest.param("HDL102", "import torch\nclass M:\n    def f(self):\n        return torch.arange(4).to(self.out_dev)\n",
                  1, id="to-an-attribute-named-like-a-device"),
