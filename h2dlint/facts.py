@@ -436,6 +436,7 @@ class FileFacts:
         # The lines of the `:=` and comprehensions, for _may_bind_in_expressions; listed on first use.
         self._binding_expression_lines: list[int] | None = None
         self._class_nodes: list[ast.ClassDef] = []
+        self.for_loops: dict[int, ast.For | ast.AsyncFor] = {}  # by the line of the `for`, where its target is bound
         self._class_attributes: dict[int, dict[str, list[Binding]]] = {}  # by id of the class, on first use
         self.hot_functions: frozenset[str] = frozenset()  # the run's configured extra hot function names
         self.active_codes: frozenset[str] | None = None  # the rules that may report in this file; None: any
@@ -569,6 +570,7 @@ class FileFacts:
                 # A `for` evaluates its iterable once, before the first pass: its header is not in the loop.
                 first = node.body[0].lineno if node.body[0].lineno > node.lineno else node.lineno
                 self.loops.append((first, node.end_lineno or node.lineno))
+                self.for_loops[node.lineno] = node
             elif kind is ast.If:
                 if block := occasional_block(node, armed):
                     self.occasional.append((block[0].lineno, block[-1].end_lineno or block[-1].lineno))
@@ -747,10 +749,13 @@ class FileFacts:
 
     def self_attribute_bindings(self, attribute: str, line: int) -> list[Binding] | None:
         """What `self.<attribute>` may hold at `line`: the assignments to it in the innermost enclosing class."""
+        enclosing = self.class_node_at(line)
+        return None if enclosing is None else self._attributes_of(enclosing).get(attribute)
+
+    def class_node_at(self, line: int) -> ast.ClassDef | None:
+        """The innermost class whose lines hold `line`."""
         enclosing = [node for node in self._class_nodes if node.lineno <= line <= (node.end_lineno or node.lineno)]
-        if not enclosing:
-            return None
-        return self._attributes_of(max(enclosing, key=lambda node: node.lineno)).get(attribute)
+        return max(enclosing, key=lambda node: node.lineno) if enclosing else None
 
     def bindings_at(self, name: str, line: int) -> list[ast.expr | None] | None:
         """What `name` may hold when read at `line`, or None when it is not bound in this file.

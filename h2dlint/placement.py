@@ -218,8 +218,7 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
         return Placement.UNKNOWN
     if isinstance(expr, ast.Call):
         func = expr.func
-        if isinstance(func, ast.Name) and func.id == "next" and expr.args \
-                and _is_data_loader(facts, expr.args[0], line, depth + 1):
+        if _next_batch(facts, expr, line, depth):
             return Placement.HOST  # a batch a data loader hands out
         if isinstance(func, ast.Attribute):
             if func.attr in ("cuda", "to") and _is_module(facts, func.value):
@@ -334,8 +333,7 @@ def drawn_from_a_data_loader(facts: FileFacts, expr: ast.expr, line: int, depth:
     if depth > 4:
         return False
     if isinstance(expr, ast.Call):
-        return isinstance(expr.func, ast.Name) and expr.func.id == "next" and bool(expr.args) \
-            and _is_data_loader(facts, expr.args[0], line, depth + 1)
+        return _next_batch(facts, expr, line, depth)
     if not isinstance(expr, ast.Name):
         return False
     if _batch_of_a_loader_loop(facts, expr.id, line, depth):
@@ -346,6 +344,12 @@ def drawn_from_a_data_loader(facts: FileFacts, expr: ast.expr, line: int, depth:
                                   for binding in bindings)
 
 
+def _next_batch(facts: FileFacts, call: ast.Call, line: int, depth: int) -> bool:
+    """Whether `call` is `next()` of an iterator over a data loader (`next(iter(loader))`, `next(self.batches)`)."""
+    return isinstance(call.func, ast.Name) and call.func.id == "next" and bool(call.args) \
+        and _is_data_loader(facts, call.args[0], line, depth + 1)
+
+
 def _batch_of_a_loader_loop(facts: FileFacts, name: str, line: int, depth: int) -> bool:
     """Whether every binding of `name` that reaches `line` is the batch of a loop over a data loader: `for batch in
     loader:`, `for step, batch in enumerate(tqdm(loader)):`. A data loader hands out host tensors (pinned, with
@@ -353,15 +357,9 @@ def _batch_of_a_loader_loop(facts: FileFacts, name: str, line: int, depth: int) 
     bindings = facts.reaching_bindings(name, line)
     if not bindings or any(binding.value is not None for binding in bindings):
         return False
-    loops = _LOOPS.get(facts)
-    if loops is None:
-        loops = _LOOPS[facts] = {node.lineno: node for node in ast.walk(facts.tree)
-                                 if isinstance(node, (ast.For, ast.AsyncFor))}
+    loops = facts.for_loops
     return all(binding.line in loops and _batch_target(facts, loops[binding.line], name, line, depth)
                for binding in bindings)
-
-
-_LOOPS: weakref.WeakKeyDictionary[FileFacts, dict[int, ast.For | ast.AsyncFor]] = weakref.WeakKeyDictionary()
 
 
 def _batch_target(facts: FileFacts, loop: ast.For | ast.AsyncFor, name: str, line: int, depth: int) -> bool:
@@ -419,12 +417,11 @@ def _names_a_data_loader(name: str | None) -> bool:
 
 def _field_annotations(facts: FileFacts, line: int) -> dict[str, list[ast.expr]]:
     """The annotated fields declared in the body of the class around `line` (`train_loader: DataLoader`)."""
-    classes = [node for node in ast.walk(facts.tree) if isinstance(node, ast.ClassDef)
-               and node.lineno <= line <= (node.end_lineno or node.lineno)]
-    if not classes:
+    enclosing = facts.class_node_at(line)
+    if enclosing is None:
         return {}
     declared: dict[str, list[ast.expr]] = {}
-    for statement in max(classes, key=lambda node: node.lineno).body:
+    for statement in enclosing.body:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
             declared.setdefault(statement.target.id, []).append(statement.annotation)
     return declared
