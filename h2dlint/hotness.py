@@ -638,7 +638,9 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     waits once too where the function is a loading function of `RUN_ONCE_FUNCTIONS` or an `nn.Module`'s
     constructor (see `_loops_run_once`). Nor one every so many steps (`periodic_test`), once per key of a
     cache or once per object behind a flag (`fills_a_cache`, `statements_run_on_a_miss`, `functools.cache`),
-    whose wait is spread over many calls. None elsewhere."""
+    whose wait is spread over many calls. Nor, outside a loop, a function nothing in the project runs (`uncalled`):
+    in held-out trees such copies were mostly set-up, dead code or API the project itself never calls per step.
+    None elsewhere."""
     context = context_at(facts, line)
     function = context.function
     if in_test_code(facts, context):
@@ -671,7 +673,16 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     callers = facts.project.called_only_from_run_once_code(qualname) if qualname else None
     if callers is not None:
         return f"in `{function}`, called only from run-once code: `{callers}`"
+    if qualname and facts.project.uncalled(qualname):  # type: ignore[union-attr]
+        return f"in `{function}`, which nothing in the project calls"
     return None
+
+
+def nothing_calls(facts: FileFacts, line: int) -> bool:
+    """Whether `line` is in a function that nothing in the project runs (see ProjectModel.uncalled): the project
+    shows no sign that it runs at all. Checked only where the code is not hot."""
+    qualname = facts.qualname_at(line) if facts.project is not None else None
+    return bool(qualname) and facts.project.uncalled(qualname)  # type: ignore[union-attr]
 
 
 def _builds_a_data_loader(facts: FileFacts, line: int) -> bool:

@@ -103,7 +103,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 21
+SUMMARY_VERSION = 24
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -114,7 +114,7 @@ _SUMMARY_CACHE_FORMAT = 2
 # line numbers (a message names a definition by module and name): an edit that moves code without changing what it
 # does leaves the summary, and so the model, as they were (Project._take_last_run).
 #   module:   the file's dotted module name
-#   imports:  {local name: qualified name}
+#   imports:  {local name: qualified name}; star_imports: [module] of `from module import *`, when there are any
 #   classes:  {class qualname: {"bases": [dotted as written], "attrs": {attr: [placement, why]},
 #              "types": {attr: dotted type as written}}}
 #   functions: {qualname: {"class": class qualname or "", "calls": [call reference],
@@ -125,6 +125,9 @@ _SUMMARY_CACHE_FORMAT = 2
 #               "defaults": {parameter: value} (only in the `__init__` written for a dataclass, ["none"] for
 #               None)}}; a `passes` entry's keywords hold "*" when the call also passes `*args` or `**kwargs`
 #   classes' "flows": {attr: [[function qualname, value], ...]} for attributes assigned what only the model can place
+#   classes' "bound": {attr: [method name]} for `self.attr = self.method` (a call of `self.attr(...)` runs it)
+#   functions' "hands_out": [call reference] of the functions it hands on uncalled (`return _impl`, `f(self.cb)`);
+#   "decorated": true when a decorator may run it where no call shows (`@property`, `@register_model`)
 #
 # A value (see `_Values`) says symbolically where a tensor or a device comes from, for the model to resolve across
 # files: ["k", placement, why] (known), ["p", parameter], ["a", attr] (`self.attr`), ["sa", attr, attr]
@@ -175,6 +178,7 @@ class _Summarizer:
         self.functions: dict[str, dict] = {}
         self.device_context_calls: list[tuple[str, str]] = []
         self.reads: set[str] = set()  # attribute names read anywhere in the file
+        self.star_imports: list[str] = []  # `from .common import *`: the modules whose names the file re-exports
         # What the function being summarized does with values, turned into values (`_Values`) at its end.
         self._pending: _Pending | None = None
         self._flags_armed: Callable[[], dict[str, set[str]]] = dict  # facts.flags_armed of the tree, on first use
@@ -188,9 +192,12 @@ class _Summarizer:
         module_calls = self.functions.pop("<module>", None)
         if module_calls is not None and module_calls["calls"]:
             self.functions[""] = module_calls  # module-level code: only its device contexts matter
-        return {"module": self.module, "imports": self.imports, "classes": self.classes,
-                "functions": self.functions, "reads": sorted(self.reads),
-                "device_context_calls": self.device_context_calls}
+        summary = {"module": self.module, "imports": self.imports, "classes": self.classes,
+                   "functions": self.functions, "reads": sorted(self.reads),
+                   "device_context_calls": self.device_context_calls}
+        if self.star_imports:
+            summary["star_imports"] = self.star_imports
+        return summary
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
@@ -209,6 +216,8 @@ class _Summarizer:
         for alias in node.names:
             if alias.name != "*":
                 self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+            elif base and base not in self.star_imports:
+                self.star_imports.append(base)
 
     def _body(self, body: list[ast.stmt], prefix: str, class_name: str) -> None:
         for statement in body:
@@ -352,6 +361,8 @@ class _Summarizer:
             record["rtype"] = returned  # the class a call's result is an object of, when the project defines it
         if any(caches_results(decorator) for decorator in node.decorator_list):
             record["cached"] = True
+        if any(not _plain_decorator(decorator) for decorator in node.decorator_list):
+            record["decorated"] = True  # a property, a registered hook or op: run in ways no call shows
         self.functions[qualname] = record
         static = any(_dotted(decorator) == "staticmethod" for decorator in node.decorator_list)
         bound = bool(class_name) and not static and bool(arguments)  # the first parameter is the object or class
@@ -404,6 +415,26 @@ class _Summarizer:
                        and (typed := _local_type(name, pending, self_name))}
         if local_types:
             record["locals"] = local_types
+        # A call of a local bound to a function (`run = _grouped_mm if grouped else _for_loop`, then `run(x)`) may
+        # call each function bound: added after the calls as written, whose indexes `passes` and `occasional` keep.
+        for reference in list(dict.fromkeys(record["calls"])):
+            if reference.startswith("n:") and reference[2:] in pending.assigned:
+                for value in pending.assigned[reference[2:]]:
+                    for name in _named_functions(value, self_name) if value is not None else ():
+                        if name != reference and name not in record["calls"]:
+                            record["calls"].append(name)
+        # What it hands on without calling: the functions its returns give (`return _impl`), and those its calls
+        # are passed (`register_on_alloc(self.clear_states)`, `{Modality.AUDIO: self.get_audio_feature}`), which
+        # the receiver may call; not its own locals and parameters.
+        handed_out = [name for value in pending.handed_out for name in _named_functions(value, self_name)]
+        for _, call in pending.calls:
+            for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
+                elements = argument.values if argument.__class__ is ast.Dict else \
+                    argument.elts if argument.__class__ in (ast.List, ast.Tuple) else [argument]
+                handed_out.extend(name for element in elements for name in _named_functions(element, self_name)
+                                  if name[2:] not in pending.assigned and name[2:] not in pending.parameters)
+        if handed_out:
+            record["hands_out"] = list(dict.fromkeys(handed_out))
         flows = self.classes[pending.class_name].setdefault("flows", {}) if pending.attributes else {}
         for attr, value in pending.attributes:
             flows.setdefault(attr, []).append([qualname, values.of(value)])
@@ -465,6 +496,12 @@ class _Summarizer:
                             and target.value.id == self_name:
                         annotation = node.annotation if kind is ast.AnnAssign else None
                         self._attribute(class_name, target.attr, node.value, annotation)
+                        # `self._decode = self._decode_loop_labels`: a call of `self._decode(...)` runs the method
+                        bound = [reference[2:] for reference in _named_functions(node.value, self_name)
+                                 if reference.startswith("s:")] if node.value is not None else []
+                        if bound:
+                            methods = self.classes[class_name].setdefault("bound", {}).setdefault(target.attr, [])
+                            methods.extend(method for method in bound if method not in methods)
             fields = _FIELDS.get(kind)
             if fields is None:
                 fields = _FIELDS[kind] = tuple(name for name in kind._fields if name not in _NOT_CHILDREN)
@@ -527,6 +564,7 @@ class _Pending:
         self.assigned: dict[str, list[ast.expr | None]] = {}  # None: bound in a way values do not follow
         self.calls: list[tuple[int, ast.Call]] = []
         self.attributes: list[tuple[str, ast.expr]] = []
+        self.handed_out: list[ast.expr] = []  # what it returns, for the functions it hands out (`return _impl`)
         # The assignments of the function's nested functions too: what object a local holds (its class) does not
         # depend on the call, so a helper defined inside the function types its locals alike.
         self.typed: dict[str, list[ast.expr | None]] = {}
@@ -540,6 +578,7 @@ class _Pending:
         if kind is ast.Return:
             if node.value is not None and not (node.value.__class__ is ast.Constant and node.value.value is None):
                 self.returns.append(node.value)
+                self.handed_out.append(node.value)
         elif kind is ast.Assign:
             for target in node.targets:
                 self._bind(target, node.value if len(node.targets) == 1 else None)
@@ -683,6 +722,31 @@ class _Values:
                     return ["m", reference, inner] if reference else inner
         reference = self.reference_of(call)
         return ["c", reference] if reference else []
+
+
+def _named_functions(expr: ast.expr, self_name: str | None) -> list[str]:
+    """The call references of the functions `expr` may be without calling one: `_impl` ("n:_impl"), `self.impl`
+    ("s:impl"), either branch of `a if fast else b`."""
+    cls = expr.__class__
+    if cls is ast.Name:
+        return [f"n:{expr.id}"]
+    if cls is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == self_name:
+        return [f"s:{expr.attr}"]
+    if cls is ast.IfExp:
+        return [*_named_functions(expr.body, self_name), *_named_functions(expr.orelse, self_name)]
+    return []
+
+
+def _plain_decorator(decorator: ast.expr) -> bool:
+    """A decorator after which the function still runs only where a call written with its name runs it (a static
+    method, `torch.no_grad()`, `functools.cache`); not a property, nor one that registers it (`@register_model`)."""
+    written = dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
+    return written.rpartition(".")[2] in _PLAIN_DECORATORS
+
+
+_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "abstractmethod", "override", "wraps", "cache",
+                               "lru_cache", "no_grad", "inference_mode", "enable_grad", "compile", "script",
+                               "contextmanager", "asynccontextmanager", "deprecated", "nvtx_range", "annotate"})
 
 
 def _on(device: list) -> list:
@@ -918,6 +982,7 @@ class ProjectModel:
     # Whether some file's tree shows GPU evidence (facts.TreeEvidence.gpu); found when `module-inputs-on-gpu` asks.
     _gpu_project: bool | None = None
     _imports_by_module: dict[str, dict[str, str]] = field(default_factory=dict)
+    _star_imports: dict[str, list[str]] = field(default_factory=dict)  # module -> modules it imports `*` from
     # Every module name and its trailing parts (`scheduler`, `managers.scheduler`) -> the module; "" when ambiguous.
     _module_suffixes: dict[str, str] = field(default_factory=dict)
     _project_names: dict[str, str | None] = field(default_factory=dict)
@@ -941,6 +1006,9 @@ class ProjectModel:
     _run_once_callers: dict[str, str | None] = field(default_factory=dict)
     _data_loading: dict[str, str | None] = field(default_factory=dict)
     _holders: dict[str, set[str]] | None = None
+    _handed_out: frozenset[str] | None = None
+    _imported: frozenset[str] | None = None  # the modules other modules import from
+    _bound_attributes: dict[str, set[str]] | None = None  # a method's name -> the attributes it is bound to
 
     @classmethod
     def build(cls, summaries: dict[str, dict], is_root, gpu_attributes: Iterable[str] = (),
@@ -964,6 +1032,8 @@ class ProjectModel:
         for path, summary in self.summaries.items():
             module = summary["module"]
             self._imports_by_module[module] = summary["imports"]
+            if "star_imports" in summary:
+                self._star_imports[module] = summary["star_imports"]
             parts = module.split(".")
             for start in range(1, len(parts)):
                 suffix = ".".join(parts[start:])
@@ -1008,10 +1078,20 @@ class ProjectModel:
                 if candidate in self.classes or candidate in self.functions:
                     return candidate
                 head_module, _, name = candidate.rpartition(".")
-                reexported = self._imports(head_module).get(name)
+                reexported = self._imports(head_module).get(name) or self._star_imported(head_module, name)
                 if reexported is None or reexported == candidate:
                     break
                 candidate = reexported
+        return None
+
+    def _star_imported(self, module: str, name: str) -> str | None:
+        """`name` as a module of the project takes it with `from .common import *` (sglang's `srt.utils`)."""
+        for star in self._star_imports.get(module, ()):
+            found = self._as_project_name(f"{star}.{name}")
+            if found is not None:
+                defining, _, _ = found.rpartition(".")
+                if found in self.functions or found in self.classes or name in self._imports(defining):
+                    return found
         return None
 
     def _as_project_name(self, imported: str) -> str | None:
@@ -1097,6 +1177,9 @@ class ProjectModel:
             return [target]
         if kind == "s":
             found = self._methods(own_class, name, overrides=True)
+            if not found and own_class in self.classes:
+                for method in self._bound_methods(own_class, name):  # `self._decode = self._decode_loop_labels`
+                    found.extend(self._methods(own_class, method, overrides=True))
             if not found and "." not in name:
                 # `self.visual(pixels)`: an attribute holding a module runs its `forward`
                 holder = self.attribute_type(own_class, name) if own_class in self.classes else None
@@ -1115,6 +1198,11 @@ class ProjectModel:
         if kind == "a":
             return self._by_method_name(name)
         return []
+
+    def _bound_methods(self, class_name: str, attr: str) -> list[str]:
+        """The methods the class (or a base) binds to `self.attr` (`self._decode = self._decode_loop_labels`)."""
+        return next((methods for owner in self.mro(class_name)
+                     if (methods := self.classes.get(owner, {}).get("bound", {}).get(attr))), [])
 
     def _class_of(self, record: dict, typed: str, depth: int = 0) -> str | None:
         """The project class a local of the function (`record`) holds, by how the summary says to find it (see
@@ -1524,6 +1612,47 @@ class ProjectModel:
                 return None
         return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")
 
+    def uncalled(self, function: str) -> bool:
+        """Whether nothing in the project runs `function`: no call of it (see `_callers`), with no call by its name
+        on an object of unknown class; not hot; not a special method (`__len__`, run by Python), not a property or
+        a registered hook (a decorator the model cannot see through, `decorated`), and not handed on: returned
+        (`get_forward_backward_func` returns the schedule the training loop then calls) or passed to a call
+        (`register_on_alloc(self.clear_states)`). Public functions no module of the project calls are API for code
+        outside it, or dead; in neither case does the project show that they run at all, let alone every step.
+        Only in a module other modules import from: a script or an example no module imports is code of its own,
+        whose functions the project says nothing about."""
+        record = self.functions.get(function)
+        name = function.rpartition(".")[2]
+        if record is None or not record["name"] or function in self.hot or record.get("decorated") \
+                or name.startswith("__") or name in self._handed_out_names():
+            return False
+        if record["module"] not in self._imported_modules():
+            return False  # a script or an example of its own: the project says nothing of how it runs
+        callers, unseen = self._callers(function)
+        return not callers and not unseen
+
+    def _imported_modules(self) -> frozenset[str]:
+        """The modules of the project some other module imports from (`from pkg.losses import ctc_loss`, `from
+        .losses import *`): the project uses them, so a function of theirs nothing calls is one it does not use."""
+        if self._imported is None:
+            modules = self._imports_by_module
+            found = set()
+            for module, imports in modules.items():
+                for imported in [*imports.values(), *(f"{star}.*" for star in self._star_imports.get(module, ()))]:
+                    name = self._as_project_name(imported) or imported
+                    while name and name not in modules:
+                        name = name.rpartition(".")[0]
+                    if name and name != module:
+                        found.add(name)
+            self._imported = frozenset(found)
+        return self._imported
+
+    def _handed_out_names(self) -> frozenset[str]:
+        if self._handed_out is None:
+            self._handed_out = frozenset(written_name(reference) for record in self.functions.values()
+                                         for reference in record.get("hands_out", ()))
+        return self._handed_out
+
     def runs_in_data_loading(self, function: str) -> str | None:
         """The data loader's entry `function` runs under when it prepares samples on the host (in a loader's
         workers, before the batch reaches the model): the `__getitem__` or `__getitems__` of a subclass of
@@ -1566,12 +1695,14 @@ class ProjectModel:
         the attribute's number annotation; for "attribute_type" and "type" a project class; for "module" whether
         the class is an `nn.Module`."""
         kind, first, second = question
-        if kind in ("once", "data", "parameter", "result") and first not in self.functions:
+        if kind in ("once", "data", "uncalled", "parameter", "result") and first not in self.functions:
             return None  # asked of a function the project no longer has: a question kept from an earlier run
         if kind == "once":
             return self.called_only_from_run_once_code(first)
         if kind == "data":
             return self.runs_in_data_loading(first)
+        if kind == "uncalled":
+            return "uncalled" if self.uncalled(first) else None
         if kind == "parameter":
             return self.parameter(first, second)
         if kind == "result":
@@ -1639,6 +1770,15 @@ class ProjectModel:
                         aliases.setdefault(written, set()).add(local)
             self._import_aliases = aliases
         names.update(alias for written in list(names) for alias in self._import_aliases.get(written, ()))
+        if owner in self.classes:
+            if self._bound_attributes is None:
+                bound: dict[str, set[str]] = {}
+                for record in self.classes.values():
+                    for attr, methods in record.get("bound", {}).items():
+                        for method in methods:
+                            bound.setdefault(method, set()).add(attr)
+                self._bound_attributes = bound
+            names.update(self._bound_attributes.get(name, ()))  # called as `self._decode(...)`
         for written in names:
             # Every call written with this name is resolved once, and filed under each function it may run.
             calls = self._calls_by_name.pop(written, None)
@@ -1870,6 +2010,10 @@ class FileView:
             return None
         where = self._ask(("once", self.qualified(local_qualname), ""))
         return where if isinstance(where, str) else None
+
+    def uncalled(self, local_qualname: str) -> bool:
+        """Whether nothing in the project runs the function (see ProjectModel.uncalled)."""
+        return self.module is not None and self._ask(("uncalled", self.qualified(local_qualname), "")) == "uncalled"
 
     def runs_in_data_loading(self, local_qualname: str) -> str | None:
         """The data loader's entry the function runs under, when it prepares samples on the host (see

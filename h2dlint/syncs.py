@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING
 
 from .facts import NON_TENSOR_METHODS, OPEN_GATE, SYNC_BUILTINS, SYNC_METHODS, Data, FileFacts, Placement
 from .gaps import TokensApart
-from .hotness import NOT_PER_STEP_WORDS, CodeContext, context_at, failing_block, in_test_code, runs_once_by_name
+from .hotness import (
+    NOT_PER_STEP_WORDS,
+    CodeContext,
+    context_at,
+    failing_block,
+    in_test_code,
+    nothing_calls,
+    runs_once_by_name,
+)
 from .placement import classify_data, classify_placement
 from .syntax import dotted_name, name_words
 from .values import TENSOR_ONLY_METHODS, is_certainly_tensor, on_gpu_as_tensor
@@ -143,7 +151,7 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
         return None
     for rule in sync_rules():
         where = rule.where.get(site.placement) if site.kind in rule.kinds else None
-        if where is not None and _holds(where, context, facts):
+        if where is not None and _holds(where, context, facts, site.node):
             return rule.code
     return None
 
@@ -157,7 +165,7 @@ GRAPH_CAPTURE, HOT, NAMED_HOT_FUNCTION, ANYWHERE, UNKNOWN_HOTNESS = (
     "graph-capture", "hot", "named-hot-function", "anywhere", "unknown-hotness")
 
 
-def _holds(where: str, context: CodeContext, facts: FileFacts) -> bool:
+def _holds(where: str, context: CodeContext, facts: FileFacts, node: ast.AST) -> bool:
     if where == GRAPH_CAPTURE or context.in_graph_capture:
         return where == GRAPH_CAPTURE and context.in_graph_capture
     if where == HOT:
@@ -166,7 +174,8 @@ def _holds(where: str, context: CodeContext, facts: FileFacts) -> bool:
         return context.hot_function and context.hot_chain is None
     if where == UNKNOWN_HOTNESS:
         return not context.hot and not outside_per_step_code(context, facts) and facts.mentions_torch
-    return where == ANYWHERE
+    # Anywhere it may run more than once: not in a function nothing in the project runs, unless hot.
+    return where == ANYWHERE and (context.hot or not nothing_calls(facts, node.lineno))
 
 
 @functools.cache

@@ -540,7 +540,8 @@ def test_findings_carry_their_evidence_in_json_sarif_and_statistics(tmp_path):
 
 def test_copy_findings_say_why_their_code_runs_often_when_it_does(tmp_path):
     helper = ("import torch\n\n\ndef upload(ids, device):\n    return torch.tensor(ids, device=device)\n\n\n"
-              "def once(ids, device):\n    return torch.tensor(ids, device=device)\n")
+              "def once(ids, device):\n    return torch.tensor(ids, device=device)\n"
+              "\n\ndef prepare(ids, device):\n    return once(ids, device)\n")
     runner = ("import torch\nfrom pkg.helper import upload\n\n\nclass Runner(torch.nn.Module):\n"
               "    def forward(self, ids, device):\n        return upload(ids, device)\n\n"
               "    def gather(self, rows, device):\n        for row in rows:\n            yield torch.tensor(row, device=device)\n")
@@ -1299,3 +1300,107 @@ def test_the_init_a_dataclass_gets_takes_its_fields_in_order_where_the_order_is_
     code = f"from dataclasses import dataclass\n\n\n@dataclass\nclass Point{bases}:\n    {body}"
     summary = summarize(ast.parse(code), "pkg.point")
     assert summary["functions"]["Point.__init__"]["order"] == order
+
+
+UPLOADS = '''\
+import torch
+
+
+def upload(ids, device):
+    return torch.tensor(ids, device=device)
+
+
+def upload_rows(rows, device):
+    for row in rows:
+        yield torch.tensor(row, device=device)
+
+
+def expand(x, counts):
+    return x.repeat_interleave(counts.cuda())
+
+
+class Table:
+    def __init__(self, device):
+        self.device = device
+
+    @property
+    def ids(self):
+        return torch.tensor([1, 2], device=self.device)
+'''
+
+
+def test_code_nothing_in_the_project_runs_has_no_copy_or_shape_findings_outside_loops(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_project(tmp_path, uploads=UPLOADS, user="from pkg.uploads import Table\n")
+    # The project uses the module, but no module calls `upload` or `expand`: the project shows no sign that they
+    # run at all (in held-out trees, such code was mostly set-up, dead, or API the project never calls per step).
+    # A loop still repeats, and a property runs where it is read.
+    assert by_file(check(tmp_path, cache=True)) == {"uploads.py": [(10, "HDL101"), (23, "HDL101")]}
+    # A call from another file, in code of unknown hotness, brings them back, through the cache.
+    (tmp_path / "pkg" / "user.py").write_text(
+        "from pkg.uploads import expand, upload\n\n\ndef prepare(ids, x, counts):\n"
+        "    return upload(ids, 'cuda'), expand(x, counts)\n")
+    assert by_file(check(tmp_path, cache=True)) == {
+        "uploads.py": [(5, "HDL101"), (10, "HDL101"), (14, "HDL304"), (23, "HDL101")]}
+
+
+@pytest.mark.parametrize("hand_on", [
+    # Megatron's `get_forward_backward_func()` returns the schedule that the training loop then calls.
+    "def get_upload():\n    return upload if torch.cuda.is_available() else None\n",
+    # A callback registered with, or passed to, code that will call it.
+    "def register(pool):\n    pool.on_alloc(upload)\n",
+    "def embed(routine):\n    return routine(funcs={'audio': upload})\n",
+])
+def test_a_function_handed_on_by_a_return_or_to_a_call_is_not_taken_for_uncalled(tmp_path, hand_on):
+    make_project(tmp_path, uploads=UPLOADS + "\n\n" + hand_on, user="from pkg.uploads import Table\n")
+    assert (5, "HDL101") in by_file(check(tmp_path))["uploads.py"]
+
+
+def test_the_functions_of_a_module_no_module_imports_are_reported_uncalled(tmp_path):
+    # A script or an example of its own (examples/quickstart.py): the project says nothing of how it runs.
+    make_project(tmp_path, uploads=UPLOADS)
+    assert (5, "HDL101") in by_file(check(tmp_path))["uploads.py"]
+
+
+ALIASES = '''\
+import torch
+
+
+def _grouped(x, counts):
+    return x.repeat_interleave(counts.cuda())
+
+
+def _looped(x, counts):
+    return x
+
+
+class Experts(torch.nn.Module):
+    def __init__(self, grouped):
+        if grouped:
+            self._decode = self._decode_loop_labels
+        else:
+            self._decode = self._decode_frames
+
+    def forward(self, x, counts, grouped):
+        run = _grouped if grouped else _looped
+        return run(x, counts), self._decode(x)
+
+    def _decode_loop_labels(self, x):
+        return torch.nonzero(x)
+
+    def _decode_frames(self, x):
+        return x
+'''
+
+
+def test_calls_through_a_local_or_an_attribute_bound_to_a_function_are_calls_of_it(tmp_path):
+    from h2dlint.project import project_model_for
+    from h2dlint.settings import Settings
+
+    make_project(tmp_path, experts=ALIASES)
+    model = project_model_for([tmp_path / "pkg"], Settings(), None, 1).model
+    chains = {name.rpartition("pkg.")[2]: hot.describe() for name, hot in model.hot.items()}
+    assert chains["experts._grouped"] == "Experts.forward -> _grouped"
+    assert chains["experts._looped"] == "Experts.forward -> _looped"
+    assert chains["experts.Experts._decode_loop_labels"] == "Experts.forward -> Experts._decode_loop_labels"
+    assert chains["experts.Experts._decode_frames"] == "Experts.forward -> Experts._decode_frames"
