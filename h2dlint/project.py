@@ -103,7 +103,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 24
+SUMMARY_VERSION = 25
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -126,8 +126,8 @@ _SUMMARY_CACHE_FORMAT = 2
 #               None)}}; a `passes` entry's keywords hold "*" when the call also passes `*args` or `**kwargs`
 #   classes' "flows": {attr: [[function qualname, value], ...]} for attributes assigned what only the model can place
 #   classes' "bound": {attr: [method name]} for `self.attr = self.method` (a call of `self.attr(...)` runs it)
-#   functions' "hands_out": [call reference] of the functions it hands on uncalled (`return _impl`, `f(self.cb)`);
-#   "decorated": true when a decorator may run it where no call shows (`@property`, `@register_model`)
+#   functions' "decorated": true when a decorator may run it where no call shows (`@property`, `@register_model`)
+#   hands_out: [call reference] of the functions the file hands on uncalled: returned, passed or stored
 #
 # A value (see `_Values`) says symbolically where a tensor or a device comes from, for the model to resolve across
 # files: ["k", placement, why] (known), ["p", parameter], ["a", attr] (`self.attr`), ["sa", attr, attr]
@@ -179,6 +179,8 @@ class _Summarizer:
         self.device_context_calls: list[tuple[str, str]] = []
         self.reads: set[str] = set()  # attribute names read anywhere in the file
         self.star_imports: list[str] = []  # `from .common import *`: the modules whose names the file re-exports
+        # The functions the file hands on without calling them (see `_hand_on`), as call references, in order.
+        self.handed_out: dict[str, None] = {}
         # What the function being summarized does with values, turned into values (`_Values`) at its end.
         self._pending: _Pending | None = None
         self._flags_armed: Callable[[], dict[str, set[str]]] = dict  # facts.flags_armed of the tree, on first use
@@ -197,7 +199,21 @@ class _Summarizer:
                    "device_context_calls": self.device_context_calls}
         if self.star_imports:
             summary["star_imports"] = self.star_imports
+        if self.handed_out:
+            summary["hands_out"] = list(self.handed_out)
         return summary
+
+    def _hand_on(self, value: ast.expr, self_name: str | None, exclude: Iterable[str] = ()) -> None:
+        """Note the functions `value` hands on uncalled: returned (`return _impl`), passed to a call
+        (`register_on_alloc(self.clear_states)`, `{Modality.AUDIO: self.get_audio_feature}`) or stored
+        (`Model.forward = patched_forward`, `HANDLERS = {"a": handle_a}`, `__call__ = forward`): whoever gets
+        them may call them. `exclude`: names that are the function's own locals and parameters."""
+        elements = value.values if value.__class__ is ast.Dict else \
+            value.elts if value.__class__ in (ast.List, ast.Tuple, ast.Set) else [value]
+        for element in elements:
+            for reference in _named_functions(element, self_name):
+                if reference[2:] not in exclude:
+                    self.handed_out[reference] = None
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
@@ -317,6 +333,7 @@ class _Summarizer:
             for target in statement.targets:
                 if isinstance(target, ast.Name):
                     self._attribute(class_name, target.id, statement.value, None)
+            self._hand_on(statement.value, None)  # `__call__ = forward`
 
     def _attribute(self, class_name: str, attr: str, value: ast.expr | None, annotation: ast.expr | None) -> None:
         entry = self.classes[class_name]
@@ -348,6 +365,11 @@ class _Summarizer:
 
     def _module_statement(self, statement: ast.stmt) -> None:
         self._scan("<module>", "", statement, params={})
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+            self._hand_on(statement.value, None)  # `HANDLERS = {"a": handle_a}`, `Model.forward = patched`
+        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            for argument in [*statement.value.args, *(keyword.value for keyword in statement.value.keywords)]:
+                self._hand_on(argument, None)  # `register("llama", llama_forward)`
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, prefix: str, class_name: str) -> None:
         qualname = f"{prefix}{node.name}"
@@ -423,18 +445,12 @@ class _Summarizer:
                     for name in _named_functions(value, self_name) if value is not None else ():
                         if name != reference and name not in record["calls"]:
                             record["calls"].append(name)
-        # What it hands on without calling: the functions its returns give (`return _impl`), and those its calls
-        # are passed (`register_on_alloc(self.clear_states)`, `{Modality.AUDIO: self.get_audio_feature}`), which
-        # the receiver may call; not its own locals and parameters.
-        handed_out = [name for value in pending.handed_out for name in _named_functions(value, self_name)]
+        own = {*pending.assigned, *pending.parameters}
+        for value in pending.handed_out:
+            self._hand_on(value, self_name, own)
         for _, call in pending.calls:
             for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
-                elements = argument.values if argument.__class__ is ast.Dict else \
-                    argument.elts if argument.__class__ in (ast.List, ast.Tuple) else [argument]
-                handed_out.extend(name for element in elements for name in _named_functions(element, self_name)
-                                  if name[2:] not in pending.assigned and name[2:] not in pending.parameters)
-        if handed_out:
-            record["hands_out"] = list(dict.fromkeys(handed_out))
+                self._hand_on(argument, self_name, own)
         flows = self.classes[pending.class_name].setdefault("flows", {}) if pending.attributes else {}
         for attr, value in pending.attributes:
             flows.setdefault(attr, []).append([qualname, values.of(value)])
@@ -564,7 +580,7 @@ class _Pending:
         self.assigned: dict[str, list[ast.expr | None]] = {}  # None: bound in a way values do not follow
         self.calls: list[tuple[int, ast.Call]] = []
         self.attributes: list[tuple[str, ast.expr]] = []
-        self.handed_out: list[ast.expr] = []  # what it returns, for the functions it hands out (`return _impl`)
+        self.handed_out: list[ast.expr] = []  # what it returns or stores, for the functions it hands on
         # The assignments of the function's nested functions too: what object a local holds (its class) does not
         # depend on the call, so a helper defined inside the function types its locals alike.
         self.typed: dict[str, list[ast.expr | None]] = {}
@@ -582,6 +598,8 @@ class _Pending:
         elif kind is ast.Assign:
             for target in node.targets:
                 self._bind(target, node.value if len(node.targets) == 1 else None)
+            if any(target.__class__ in (ast.Attribute, ast.Subscript) for target in node.targets):
+                self.handed_out.append(node.value)  # `Model.forward = patched`, `handlers[name] = handle`
         elif kind is ast.AnnAssign:
             if node.value is not None:
                 self._bind(node.target, node.value)
@@ -1649,8 +1667,8 @@ class ProjectModel:
 
     def _handed_out_names(self) -> frozenset[str]:
         if self._handed_out is None:
-            self._handed_out = frozenset(written_name(reference) for record in self.functions.values()
-                                         for reference in record.get("hands_out", ()))
+            self._handed_out = frozenset(written_name(reference) for summary in self.summaries.values()
+                                         for reference in summary.get("hands_out", ()))
         return self._handed_out
 
     def runs_in_data_loading(self, function: str) -> str | None:

@@ -1350,6 +1350,9 @@ def test_code_nothing_in_the_project_runs_has_no_copy_or_shape_findings_outside_
     # A callback registered with, or passed to, code that will call it.
     "def register(pool):\n    pool.on_alloc(upload)\n",
     "def embed(routine):\n    return routine(funcs={'audio': upload})\n",
+    # Stored: a registry, a monkey patch.
+    "HANDLERS = {'upload': upload}\n",
+    "def patch(model):\n    model.upload = upload\n",
 ])
 def test_a_function_handed_on_by_a_return_or_to_a_call_is_not_taken_for_uncalled(tmp_path, hand_on):
     make_project(tmp_path, uploads=UPLOADS + "\n\n" + hand_on, user="from pkg.uploads import Table\n")
