@@ -1632,17 +1632,19 @@ class ProjectModel:
 
     def uncalled(self, function: str) -> bool:
         """Whether nothing in the project runs `function`: no call of it (see `_callers`), with no call by its name
-        on an object of unknown class; not hot; not a special method (`__len__`, run by Python), not a property or
-        a registered hook (a decorator the model cannot see through, `decorated`), and not handed on: returned
-        (`get_forward_backward_func` returns the schedule the training loop then calls) or passed to a call
-        (`register_on_alloc(self.clear_states)`). Public functions no module of the project calls are API for code
+        on an object of unknown class; not hot; not a special method (`__len__`, run by Python) nor an event hook
+        (a method `on_*`, which the framework raising the event calls: `on_train_batch_end`), not a property or
+        a registered hook (a decorator the model cannot see through, `decorated`), and not handed on (`hands_out`):
+        returned (`get_forward_backward_func` returns the schedule the training loop then calls), passed to a call
+        (`register_on_alloc(self.clear_states)`) or stored (`Model.forward = patched`). Public functions no module of the project calls are API for code
         outside it, or dead; in neither case does the project show that they run at all, let alone every step.
         Only in a module other modules import from: a script or an example no module imports is code of its own,
         whose functions the project says nothing about."""
         record = self.functions.get(function)
         name = function.rpartition(".")[2]
         if record is None or not record["name"] or function in self.hot or record.get("decorated") \
-                or name.startswith("__") or name in self._handed_out_names():
+                or name.startswith("__") or name in self._handed_out_names() \
+                or record["class"] and name.startswith("on_"):  # an event hook: `on_step_end`, `on_after_backward`
             return False
         if record["module"] not in self._imported_modules():
             return False  # a script or an example of its own: the project says nothing of how it runs

@@ -66,7 +66,10 @@ class BlockingTensorCopy(Rule):
     a test, a benchmark, a profile, a warm-up, a CUDA graph's capture or a plot
     (`setup_model`, `export_engine`, `profile_kernels`, loops and all; not `init_*` nor
     I/O such as `save_*`, which name per-step code as often); nor a function that builds
-    a `DataLoader`, outside its loops (it prepares the data once per run);
+    a `DataLoader`, outside its loops (it prepares the data once per run); nor, outside its
+    loops, a function nothing in the project calls, in a module other modules import from
+    (API the project never runs per step, or dead code; a function returned, passed, stored,
+    decorated, or an event hook `on_*`, counts as called);
     nor test code (a test module or a
     `test_*` function), which runs once per test; nor code that runs once in a
     while: under a periodic guard (`if step % eval_interval == 0:`, see HDL201), in a

@@ -21,7 +21,9 @@ class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):
     ## What it does
     Finds `torch.repeat_interleave(x, repeats)` and `x.repeat_interleave(repeats)` where
     `repeats` is a tensor (not an int) and no `output_size=` is given, outside
-    constructors and module-level code, unless the tensor is known to be on the host.
+    constructors and module-level code, unless the tensor is known to be on the host,
+    or the code is in a function nothing in the project calls and not in hot code (see
+    HDL101).
 
     ## Why is this bad?
     The output has `repeats.sum()` elements. Without `output_size`, PyTorch computes that

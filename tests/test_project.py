@@ -1359,6 +1359,15 @@ def test_a_function_handed_on_by_a_return_or_to_a_call_is_not_taken_for_uncalled
     assert (5, "HDL101") in by_file(check(tmp_path))["uploads.py"]
 
 
+def test_an_event_hook_is_not_taken_for_uncalled(tmp_path):
+    # `on_step_end`: the framework that raises the event calls it (a trainer's callback), not the project.
+    hooks = "import torch\n\n\nclass Hooks:\n    def on_step_end(self, ids):\n" \
+            "        return torch.tensor(ids, device='cuda')\n\n    def step_end(self, ids):\n" \
+            "        return torch.tensor(ids, device='cuda')\n"
+    make_project(tmp_path, hooks=hooks, user="from pkg.hooks import Hooks\n")
+    assert by_file(check(tmp_path)) == {"hooks.py": [(6, "HDL101")]}
+
+
 def test_the_functions_of_a_module_no_module_imports_are_reported_uncalled(tmp_path):
     # A script or an example of its own (examples/quickstart.py): the project says nothing of how it runs.
     make_project(tmp_path, uploads=UPLOADS)
