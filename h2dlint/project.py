@@ -103,7 +103,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 25
+SUMMARY_VERSION = 26
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -448,6 +448,11 @@ class _Summarizer:
         own = {*pending.assigned, *pending.parameters}
         for value in pending.handed_out:
             self._hand_on(value, self_name, own)
+            if value.__class__ is ast.Name and value.id in pending.assigned:
+                # `func = _with_interleaving if virtual else _no_pipelining; return func`: what the local was bound to
+                for bound in pending.assigned[value.id]:
+                    if bound is not None:
+                        self._hand_on(bound, self_name, own)
         for _, call in pending.calls:
             for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
                 self._hand_on(argument, self_name, own)

@@ -1347,6 +1347,8 @@ def test_code_nothing_in_the_project_runs_has_no_copy_or_shape_findings_outside_
 @pytest.mark.parametrize("hand_on", [
     # Megatron's `get_forward_backward_func()` returns the schedule that the training loop then calls.
     "def get_upload():\n    return upload if torch.cuda.is_available() else None\n",
+    "def get_schedule(pipelined):\n    if pipelined:\n        func = expand\n    else:\n        func = upload\n"
+    "    return func\n",
     # A callback registered with, or passed to, code that will call it.
     "def register(pool):\n    pool.on_alloc(upload)\n",
     "def embed(routine):\n    return routine(funcs={'audio': upload})\n",
