@@ -103,7 +103,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 26
+SUMMARY_VERSION = 27
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -127,7 +127,7 @@ _SUMMARY_CACHE_FORMAT = 2
 #   classes' "flows": {attr: [[function qualname, value], ...]} for attributes assigned what only the model can place
 #   classes' "bound": {attr: [method name]} for `self.attr = self.method` (a call of `self.attr(...)` runs it)
 #   functions' "decorated": true when a decorator may run it where no call shows (`@property`, `@register_model`)
-#   hands_out: [call reference] of the functions the file hands on uncalled: returned, passed or stored
+#   named: [name] the file uses as values, not to call them (`fn = _impl`, `register(self.hook)`, `return f`)
 #
 # A value (see `_Values`) says symbolically where a tensor or a device comes from, for the model to resolve across
 # files: ["k", placement, why] (known), ["p", parameter], ["a", attr] (`self.attr`), ["sa", attr, attr]
@@ -179,8 +179,8 @@ class _Summarizer:
         self.device_context_calls: list[tuple[str, str]] = []
         self.reads: set[str] = set()  # attribute names read anywhere in the file
         self.star_imports: list[str] = []  # `from .common import *`: the modules whose names the file re-exports
-        # The functions the file hands on without calling them (see `_hand_on`), as call references, in order.
-        self.handed_out: dict[str, None] = {}
+        # The names the file uses as values, not to call them (see `_scan`): a function named so is handed on.
+        self.named: dict[str, None] = {}
         # What the function being summarized does with values, turned into values (`_Values`) at its end.
         self._pending: _Pending | None = None
         self._flags_armed: Callable[[], dict[str, set[str]]] = dict  # facts.flags_armed of the tree, on first use
@@ -199,21 +199,20 @@ class _Summarizer:
                    "device_context_calls": self.device_context_calls}
         if self.star_imports:
             summary["star_imports"] = self.star_imports
-        if self.handed_out:
-            summary["hands_out"] = list(self.handed_out)
+        if self.named:
+            summary["named"] = list(self.named)
         return summary
 
-    def _hand_on(self, value: ast.expr, self_name: str | None, exclude: Iterable[str] = ()) -> None:
-        """Note the functions `value` hands on uncalled: returned (`return _impl`), passed to a call
-        (`register_on_alloc(self.clear_states)`, `{Modality.AUDIO: self.get_audio_feature}`) or stored
-        (`Model.forward = patched_forward`, `HANDLERS = {"a": handle_a}`, `__call__ = forward`): whoever gets
-        them may call them. `exclude`: names that are the function's own locals and parameters."""
-        elements = value.values if value.__class__ is ast.Dict else \
-            value.elts if value.__class__ in (ast.List, ast.Tuple, ast.Set) else [value]
-        for element in elements:
-            for reference in _named_functions(element, self_name):
-                if reference[2:] not in exclude:
-                    self.handed_out[reference] = None
+    def _name_values_in(self, node: ast.AST) -> None:
+        """Note the names `node` uses as values, not to call them (a class body's `__call__ = forward`, a
+        default `fn=helper`): the walk `_scan` makes of function bodies, for what it does not visit."""
+        called = {id(inner.func) for inner in ast.walk(node) if isinstance(inner, ast.Call)}
+        for inner in ast.walk(node):
+            if id(inner) not in called:
+                if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load):
+                    self.named[inner.id] = None
+                elif isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Load):
+                    self.named[inner.attr] = None
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
@@ -333,7 +332,7 @@ class _Summarizer:
             for target in statement.targets:
                 if isinstance(target, ast.Name):
                     self._attribute(class_name, target.id, statement.value, None)
-            self._hand_on(statement.value, None)  # `__call__ = forward`
+            self._name_values_in(statement.value)  # `__call__ = forward`
 
     def _attribute(self, class_name: str, attr: str, value: ast.expr | None, annotation: ast.expr | None) -> None:
         entry = self.classes[class_name]
@@ -365,11 +364,6 @@ class _Summarizer:
 
     def _module_statement(self, statement: ast.stmt) -> None:
         self._scan("<module>", "", statement, params={})
-        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
-            self._hand_on(statement.value, None)  # `HANDLERS = {"a": handle_a}`, `Model.forward = patched`
-        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-            for argument in [*statement.value.args, *(keyword.value for keyword in statement.value.keywords)]:
-                self._hand_on(argument, None)  # `register("llama", llama_forward)`
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, prefix: str, class_name: str) -> None:
         qualname = f"{prefix}{node.name}"
@@ -378,6 +372,9 @@ class _Summarizer:
         params = {name: annotation for name, annotation in params.items() if annotation}
         record = {"class": class_name, "calls": [],
                   "params": params, "replay": False}
+        for default in [*node.args.defaults, *node.args.kw_defaults]:
+            if default is not None:
+                self._name_values_in(default)  # `def run(x, kernel=_triton_kernel)`
         returned = _dotted(node.returns) if node.returns is not None else None
         if returned:
             record["rtype"] = returned  # the class a call's result is an object of, when the project defines it
@@ -439,23 +436,18 @@ class _Summarizer:
             record["locals"] = local_types
         # A call of a local bound to a function (`run = _grouped_mm if grouped else _for_loop`, then `run(x)`) may
         # call each function bound: added after the calls as written, whose indexes `passes` and `occasional` keep.
-        for reference in list(dict.fromkeys(record["calls"])):
+        occasional = record.get("occasional", [])
+        for index, reference in enumerate(list(record["calls"])):
             if reference.startswith("n:") and reference[2:] in pending.assigned:
                 for value in pending.assigned[reference[2:]]:
                     for name in _named_functions(value, self_name) if value is not None else ():
                         if name != reference and name not in record["calls"]:
+                            if index in occasional:  # called once in a while, as the local's call is
+                                occasional.append(len(record["calls"]))
                             record["calls"].append(name)
-        own = {*pending.assigned, *pending.parameters}
-        for value in pending.handed_out:
-            self._hand_on(value, self_name, own)
-            if value.__class__ is ast.Name and value.id in pending.assigned:
-                # `func = _with_interleaving if virtual else _no_pipelining; return func`: what the local was bound to
-                for bound in pending.assigned[value.id]:
-                    if bound is not None:
-                        self._hand_on(bound, self_name, own)
-        for _, call in pending.calls:
-            for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
-                self._hand_on(argument, self_name, own)
+        for name in pending.named:  # not its own locals and parameters: those name no function
+            if name not in pending.assigned and name not in pending.parameters and name != self_name:
+                self.named[name] = None
         flows = self.classes[pending.class_name].setdefault("flows", {}) if pending.attributes else {}
         for attr, value in pending.attributes:
             flows.setdefault(attr, []).append([qualname, values.of(value)])
@@ -469,6 +461,10 @@ class _Summarizer:
                                                      "params": {}, "replay": False})
         calls, reads = record["calls"], self.reads
         pending = self._pending if qualname != "<module>" else None
+        # Names used as values, not to call them (`fn = _impl`, `register(self.on_alloc)`, `for f in [a, b]`):
+        # a function named so is handed on (ProjectModel.uncalled). A bare name may be a local: left to `_settle`.
+        named_attributes, named = self.named, pending.named if pending is not None else self.named
+        called: set[int] = set()
         stack: list[tuple[ast.AST, bool, bool, bool]] = [(statement, False, False, occasional)]
         while stack:
             node, in_device_context, nested, occasional = stack.pop()
@@ -481,7 +477,10 @@ class _Summarizer:
             if kind is ast.Attribute:
                 if node.ctx.__class__ is ast.Load:
                     reads.add(node.attr)
+                    if id(node) not in called:
+                        named_attributes[node.attr] = None
             elif kind is ast.Call:
+                called.add(id(node.func))
                 reference = self._call_reference(node, params, self_name)
                 if reference is not None:
                     if pending is not None and not nested and (node.args or node.keywords) \
@@ -532,8 +531,12 @@ class _Summarizer:
                     for child in value:
                         if child is not None and child.__class__ not in _LEAVES:
                             stack.append((child, in_device_context, nested, occasional))
+                        elif child.__class__ is ast.Name and child.ctx.__class__ is ast.Load:
+                            named[child.id] = None
                 elif value is not None and value.__class__ not in _LEAVES and isinstance(value, ast.AST):
                     stack.append((value, in_device_context, nested, occasional))
+                elif value.__class__ is ast.Name and value.ctx.__class__ is ast.Load and id(value) not in called:
+                    named[value.id] = None
 
     def _call_reference(self, call: ast.Call, params: dict, self_name: str | None) -> str | None:
         if self._constructs is not None and isinstance(call.func, ast.Name) and call.func.id == self._constructs[0]:
@@ -585,7 +588,7 @@ class _Pending:
         self.assigned: dict[str, list[ast.expr | None]] = {}  # None: bound in a way values do not follow
         self.calls: list[tuple[int, ast.Call]] = []
         self.attributes: list[tuple[str, ast.expr]] = []
-        self.handed_out: list[ast.expr] = []  # what it returns or stores, for the functions it hands on
+        self.named: dict[str, None] = {}  # the bare names it uses as values, not to call them (`fn = _impl`)
         # The assignments of the function's nested functions too: what object a local holds (its class) does not
         # depend on the call, so a helper defined inside the function types its locals alike.
         self.typed: dict[str, list[ast.expr | None]] = {}
@@ -599,12 +602,9 @@ class _Pending:
         if kind is ast.Return:
             if node.value is not None and not (node.value.__class__ is ast.Constant and node.value.value is None):
                 self.returns.append(node.value)
-                self.handed_out.append(node.value)
         elif kind is ast.Assign:
             for target in node.targets:
                 self._bind(target, node.value if len(node.targets) == 1 else None)
-            if any(target.__class__ in (ast.Attribute, ast.Subscript) for target in node.targets):
-                self.handed_out.append(node.value)  # `Model.forward = patched`, `handlers[name] = handle`
         elif kind is ast.AnnAssign:
             if node.value is not None:
                 self._bind(node.target, node.value)
@@ -765,6 +765,13 @@ def _plain_decorator(decorator: ast.expr) -> bool:
     method, `torch.no_grad()`, `functools.cache`); not a property, nor one that registers it (`@register_model`)."""
     written = dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
     return written.rpartition(".")[2] in _PLAIN_DECORATORS
+
+
+# Bases of other libraries whose code calls no method of a subclass besides special methods and those the model
+# treats already (`forward` of an `nn.Module`, `__getitem__` of a `Dataset`).
+_PLAIN_BASES = frozenset({"object", "ABC", "Generic", "Protocol", "Module", "Enum", "IntEnum", "NamedTuple",
+                          "TypedDict", "Exception", "ValueError", "RuntimeError", "dict", "list", "tuple", "str",
+                          "int", "Dataset", "IterableDataset", "Function", "Sequential", "ModuleList", "ModuleDict"})
 
 
 _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "abstractmethod", "override", "wraps", "cache",
@@ -1639,9 +1646,10 @@ class ProjectModel:
         """Whether nothing in the project runs `function`: no call of it (see `_callers`), with no call by its name
         on an object of unknown class; not hot; not a special method (`__len__`, run by Python) nor an event hook
         (a method `on_*`, which the framework raising the event calls: `on_train_batch_end`), not a property or
-        a registered hook (a decorator the model cannot see through, `decorated`), and not handed on (`hands_out`):
-        returned (`get_forward_backward_func` returns the schedule the training loop then calls), passed to a call
-        (`register_on_alloc(self.clear_states)`) or stored (`Model.forward = patched`). Public functions no module of the project calls are API for code
+        a registered hook (a decorator the model cannot see through, `decorated`), not named anywhere but to call it
+        (`named`: returned, as `get_forward_backward_func` returns the schedule the training loop then calls,
+        passed as in `register_on_alloc(self.clear_states)`, stored, put in a list to loop over), and no method of a
+        class derived from another library's (`_framework_base`: its code may call it). Public functions no module of the project calls are API for code
         outside it, or dead; in neither case does the project show that they run at all, let alone every step.
         Only in a module other modules import from: a script or an example no module imports is code of its own,
         whose functions the project says nothing about."""
@@ -1653,8 +1661,17 @@ class ProjectModel:
             return False
         if record["module"] not in self._imported_modules():
             return False  # a script or an example of its own: the project says nothing of how it runs
+        if record["class"] and self._framework_base(f"{record['module']}.{record['class']}"):
+            return False  # a framework's hook: `compute_loss` of a `Trainer`, `get_lr` of an `LRScheduler`
         callers, unseen = self._callers(function)
         return not callers and not unseen
+
+    def _framework_base(self, class_name: str) -> bool:
+        """Whether the class derives from a class of another library whose own code may call its methods (a
+        `Trainer`, an `LRScheduler`, a `LightningModule`): any base the project does not define, but for the plain
+        ones whose code calls none of a subclass's methods but those the model knows (`nn.Module` its `forward`)."""
+        return any(base not in self.classes and base.rpartition(".")[2] not in _PLAIN_BASES
+                   for base in self._written_bases(class_name))
 
     def _imported_modules(self) -> frozenset[str]:
         """The modules of the project some other module imports from (`from pkg.losses import ctc_loss`, `from
@@ -1674,8 +1691,8 @@ class ProjectModel:
 
     def _handed_out_names(self) -> frozenset[str]:
         if self._handed_out is None:
-            self._handed_out = frozenset(written_name(reference) for summary in self.summaries.values()
-                                         for reference in summary.get("hands_out", ()))
+            self._handed_out = frozenset(name for summary in self.summaries.values()
+                                         for name in summary.get("named", ()))
         return self._handed_out
 
     def runs_in_data_loading(self, function: str) -> str | None:

@@ -1355,6 +1355,9 @@ def test_code_nothing_in_the_project_runs_has_no_copy_or_shape_findings_outside_
     # Stored: a registry, a monkey patch.
     "HANDLERS = {'upload': upload}\n",
     "def patch(model):\n    model.upload = upload\n",
+    # Named to be called later: a list to loop over, a hook chosen by a condition.
+    "def run_all(ids):\n    for fn in [upload]:\n        fn(ids, 'cuda')\n",
+    "def hook(param, ids, cond):\n    param.register_hook(upload if cond else None)\n",
 ])
 def test_a_function_handed_on_by_a_return_or_to_a_call_is_not_taken_for_uncalled(tmp_path, hand_on):
     make_project(tmp_path, uploads=UPLOADS + "\n\n" + hand_on, user="from pkg.uploads import Table\n")
@@ -1368,6 +1371,15 @@ def test_an_event_hook_is_not_taken_for_uncalled(tmp_path):
             "        return torch.tensor(ids, device='cuda')\n"
     make_project(tmp_path, hooks=hooks, user="from pkg.hooks import Hooks\n")
     assert by_file(check(tmp_path)) == {"hooks.py": [(6, "HDL101")]}
+
+
+def test_a_method_of_a_class_derived_from_another_librarys_is_not_taken_for_uncalled(tmp_path):
+    # A Hugging Face `Trainer` calls `compute_loss` every step; an `nn.Module` calls none of `expand`.
+    trainer = "import torch\nfrom transformers import Trainer\n\n\nclass MyTrainer(Trainer):\n" \
+              "    def compute_loss(self, ids):\n        return torch.tensor(ids, device='cuda')\n\n\n" \
+              "class Net(torch.nn.Module):\n    def expand(self, ids):\n        return torch.tensor(ids, device='cuda')\n"
+    make_project(tmp_path, trainer=trainer, user="from pkg.trainer import MyTrainer, Net\n")
+    assert by_file(check(tmp_path)) == {"trainer.py": [(7, "HDL101")]}
 
 
 def test_the_functions_of_a_module_no_module_imports_are_reported_uncalled(tmp_path):
