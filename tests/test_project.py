@@ -1364,22 +1364,21 @@ def test_a_function_handed_on_by_a_return_or_to_a_call_is_not_taken_for_uncalled
     assert (5, "HDL101") in by_file(check(tmp_path))["uploads.py"]
 
 
-def test_an_event_hook_is_not_taken_for_uncalled(tmp_path):
-    # `on_step_end`: the framework that raises the event calls it (a trainer's callback), not the project.
-    hooks = "import torch\n\n\nclass Hooks:\n    def on_step_end(self, ids):\n" \
-            "        return torch.tensor(ids, device='cuda')\n\n    def step_end(self, ids):\n" \
-            "        return torch.tensor(ids, device='cuda')\n"
-    make_project(tmp_path, hooks=hooks, user="from pkg.hooks import Hooks\n")
-    assert by_file(check(tmp_path)) == {"hooks.py": [(6, "HDL101")]}
+# Methods that code outside the project calls: an event hook (`on_step_end`, called by the framework that raises
+# the event, a trainer's callback) and a hook of a base from another library (a Hugging Face `Trainer` calls
+# `compute_loss` every step); not the other methods, nor an `nn.Module`'s, which calls none of `expand`.
+EVENT_HOOKS = "import torch\n\n\nclass Hooks:\n    def on_step_end(self, ids):\n" \
+              "        return torch.tensor(ids, device='cuda')\n\n    def step_end(self, ids):\n" \
+              "        return torch.tensor(ids, device='cuda')\n"
+HF_TRAINER = "import torch\nfrom transformers import Trainer\n\n\nclass MyTrainer(Trainer):\n" \
+             "    def compute_loss(self, ids):\n        return torch.tensor(ids, device='cuda')\n\n\n" \
+             "class Net(torch.nn.Module):\n    def expand(self, ids):\n        return torch.tensor(ids, device='cuda')\n"
 
 
-def test_a_method_of_a_class_derived_from_another_librarys_is_not_taken_for_uncalled(tmp_path):
-    # A Hugging Face `Trainer` calls `compute_loss` every step; an `nn.Module` calls none of `expand`.
-    trainer = "import torch\nfrom transformers import Trainer\n\n\nclass MyTrainer(Trainer):\n" \
-              "    def compute_loss(self, ids):\n        return torch.tensor(ids, device='cuda')\n\n\n" \
-              "class Net(torch.nn.Module):\n    def expand(self, ids):\n        return torch.tensor(ids, device='cuda')\n"
-    make_project(tmp_path, trainer=trainer, user="from pkg.trainer import MyTrainer, Net\n")
-    assert by_file(check(tmp_path)) == {"trainer.py": [(7, "HDL101")]}
+@pytest.mark.parametrize("source, reported", [(EVENT_HOOKS, 6), (HF_TRAINER, 7)])
+def test_methods_code_outside_the_project_calls_are_not_taken_for_uncalled(tmp_path, source, reported):
+    make_project(tmp_path, hooks=source, user="from pkg import hooks\n")
+    assert by_file(check(tmp_path)) == {"hooks.py": [(reported, "HDL101")]}
 
 
 def test_the_functions_of_a_module_no_module_imports_are_reported_uncalled(tmp_path):
