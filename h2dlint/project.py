@@ -767,16 +767,16 @@ def _plain_decorator(decorator: ast.expr) -> bool:
     return written.rpartition(".")[2] in _PLAIN_DECORATORS
 
 
+_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "abstractmethod", "override", "wraps", "cache",
+                               "lru_cache", "no_grad", "inference_mode", "enable_grad", "compile", "script",
+                               "contextmanager", "asynccontextmanager", "deprecated", "nvtx_range", "annotate"})
+
+
 # Bases of other libraries whose code calls no method of a subclass besides special methods and those the model
 # treats already (`forward` of an `nn.Module`, `__getitem__` of a `Dataset`).
 _PLAIN_BASES = frozenset({"object", "ABC", "Generic", "Protocol", "Module", "Enum", "IntEnum", "NamedTuple",
                           "TypedDict", "Exception", "ValueError", "RuntimeError", "dict", "list", "tuple", "str",
                           "int", "Dataset", "IterableDataset", "Function", "Sequential", "ModuleList", "ModuleDict"})
-
-
-_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "abstractmethod", "override", "wraps", "cache",
-                               "lru_cache", "no_grad", "inference_mode", "enable_grad", "compile", "script",
-                               "contextmanager", "asynccontextmanager", "deprecated", "nvtx_range", "annotate"})
 
 
 def _on(device: list) -> list:
@@ -1036,7 +1036,7 @@ class ProjectModel:
     _run_once_callers: dict[str, str | None] = field(default_factory=dict)
     _data_loading: dict[str, str | None] = field(default_factory=dict)
     _holders: dict[str, set[str]] | None = None
-    _handed_out: frozenset[str] | None = None
+    _used_as_values: frozenset[str] | None = None  # every name some file uses as a value (`named`)
     _imported: frozenset[str] | None = None  # the modules other modules import from
     _bound_attributes: dict[str, set[str]] | None = None  # a method's name -> the attributes it is bound to
 
@@ -1649,14 +1649,15 @@ class ProjectModel:
         a registered hook (a decorator the model cannot see through, `decorated`), not named anywhere but to call it
         (`named`: returned, as `get_forward_backward_func` returns the schedule the training loop then calls,
         passed as in `register_on_alloc(self.clear_states)`, stored, put in a list to loop over), and no method of a
-        class derived from another library's (`_framework_base`: its code may call it). Public functions no module of the project calls are API for code
-        outside it, or dead; in neither case does the project show that they run at all, let alone every step.
+        class derived from another library's (`_framework_base`: its code may call it). Public functions no module
+        of the project calls are API for code outside it, or dead; in neither case does the project show that they
+        run at all, let alone every step.
         Only in a module other modules import from: a script or an example no module imports is code of its own,
         whose functions the project says nothing about."""
         record = self.functions.get(function)
         name = function.rpartition(".")[2]
         if record is None or not record["name"] or function in self.hot or record.get("decorated") \
-                or name.startswith("__") or name in self._handed_out_names() \
+                or name.startswith("__") or name in self._names_used_as_values() \
                 or record["class"] and name.startswith("on_"):  # an event hook: `on_step_end`, `on_after_backward`
             return False
         if record["module"] not in self._imported_modules():
@@ -1689,11 +1690,23 @@ class ProjectModel:
             self._imported = frozenset(found)
         return self._imported
 
-    def _handed_out_names(self) -> frozenset[str]:
-        if self._handed_out is None:
-            self._handed_out = frozenset(name for summary in self.summaries.values()
-                                         for name in summary.get("named", ()))
-        return self._handed_out
+    def _names_used_as_values(self) -> frozenset[str]:
+        """Every name some file of the project uses as a value, not to call it (the summaries' `named`)."""
+        if self._used_as_values is None:
+            self._used_as_values = frozenset(name for summary in self.summaries.values()
+                                             for name in summary.get("named", ()))
+        return self._used_as_values
+
+    def _bound_attribute_names(self) -> dict[str, set[str]]:
+        """For each method's name, the attributes some class binds it to (`self._decode = self._decode_loop`)."""
+        if self._bound_attributes is None:
+            bound: dict[str, set[str]] = {}
+            for record in self.classes.values():
+                for attr, methods in record.get("bound", {}).items():
+                    for method in methods:
+                        bound.setdefault(method, set()).add(attr)
+            self._bound_attributes = bound
+        return self._bound_attributes
 
     def runs_in_data_loading(self, function: str) -> str | None:
         """The data loader's entry `function` runs under when it prepares samples on the host (in a loader's
@@ -1813,14 +1826,7 @@ class ProjectModel:
             self._import_aliases = aliases
         names.update(alias for written in list(names) for alias in self._import_aliases.get(written, ()))
         if owner in self.classes:
-            if self._bound_attributes is None:
-                bound: dict[str, set[str]] = {}
-                for record in self.classes.values():
-                    for attr, methods in record.get("bound", {}).items():
-                        for method in methods:
-                            bound.setdefault(method, set()).add(attr)
-                self._bound_attributes = bound
-            names.update(self._bound_attributes.get(name, ()))  # called as `self._decode(...)`
+            names.update(self._bound_attribute_names().get(name, ()))  # called as `self._decode(...)`
         for written in names:
             # Every call written with this name is resolved once, and filed under each function it may run.
             calls = self._calls_by_name.pop(written, None)
