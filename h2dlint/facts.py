@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 from .hotness import (
     HOT_FUNCTION_NAMES,
     caches_results,
-    flags_armed,
+    flag_uses,
     occasional_block,
     statements,
     statements_run_on_a_miss,
@@ -520,7 +520,7 @@ class FileFacts:
         """One walk over the tree: parents, imports, calls by name, and the blocks that shape control flow."""
         imports: list[ast.Import | ast.ImportFrom] = []
         with_blocks: list[ast.With | ast.AsyncWith] = []
-        armed = functools.cache(functools.partial(flags_armed, tree))  # asked only by `if self.flag:` tests
+        flags = functools.cache(functools.partial(flag_uses, tree))  # asked only by `if self.flag:` tests
         parents = self.parents
         stack: list[ast.AST] = [tree]
         while stack:  # the hottest loop of a run: the children are listed inline, not by _children()
@@ -572,7 +572,7 @@ class FileFacts:
                 self.loops.append((first, node.end_lineno or node.lineno))
                 self.for_loops[node.lineno] = node
             elif kind is ast.If:
-                if block := occasional_block(node, armed):
+                if block := occasional_block(node, flags):
                     self.occasional.append((block[0].lineno, block[-1].end_lineno or block[-1].lineno))
                 if node.orelse:
                     self.if_arms.append(((node.body[0].lineno, node.body[-1].end_lineno or node.lineno),

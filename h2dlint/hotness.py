@@ -17,6 +17,7 @@ from fnmatch import fnmatchcase
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
+from .branches import untaken_branch
 from .syntax import dotted_name, name_words
 
 if TYPE_CHECKING:
@@ -174,13 +175,13 @@ def periodic_test(test: ast.expr) -> bool:
     return False
 
 
-def occasional_block(node: ast.If, armed: Callable[[], dict[str, set[str]]] | None = None) -> list[ast.stmt]:
+def occasional_block(node: ast.If, flags: Callable[[], FlagUses] | None = None) -> list[ast.stmt]:
     """The block of an `if` that runs once in a while, not every time the `if` does: the body under a periodic
     guard (`periodic_test`) or filling a cache (`fills_a_cache`), the block that runs only while tracing or
     compiling (`compile_time_block`), or the one that ends by failing (`failing_block`); empty for any other `if`.
     The test and the other block run every time. The file's index and the project model's summary both ask this.
-    `armed`: as `fills_a_cache` takes it."""
-    if periodic_test(node.test) or fills_a_cache(node, armed):
+    `flags`: as `fills_a_cache` takes it."""
+    if periodic_test(node.test) or fills_a_cache(node, flags):
         return node.body
     return compile_time_block(node) or failing_block(node)
 
@@ -260,7 +261,7 @@ def caches_results(decorator: ast.expr) -> bool:
     return dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator) in _CACHING_DECORATORS
 
 
-def fills_a_cache(node: ast.If, armed: Callable[[], dict[str, set[str]]] | None = None) -> bool:
+def fills_a_cache(node: ast.If, flags: Callable[[], FlagUses] | None = None) -> bool:
     """An `if` that fills a cache kept beyond the call, so that its body runs once per key: `if key not in
     _CACHE: _CACHE[key] = ...` (any container the body stores into under the key tested), `if self._x is None:
     self._x = ...`, `if not hasattr(self, "_x"): self._x = ...`, or `if cached is None:` whose body stores into
@@ -269,8 +270,9 @@ def fills_a_cache(node: ast.If, armed: Callable[[], dict[str, set[str]]] | None 
 
     Likewise an `if` on a flag of the object that its body clears, so that the body runs once per object: `if
     self._uninitialized: ...; self._uninitialized = False` (a set-up made lazily, at the first call), or `if not
-    self._ready: ...; self._ready = True`; but not when code of the file other than a constructor arms the flag
-    again (`armed()`, see `flags_armed`): `self._dirty = True` in a setter called every step."""
+    self._ready: ...; self._ready = True`, or that the statements after it clear (`if not self.has_sampled:
+    self._init_sampling(); ...; self.has_sampled = True`); but not when code of the file other than a constructor
+    arms the flag again (see `FlagUses`): `self._dirty = True` in a setter called every step."""
     # Every `if` of every file is asked: its body is walked only when its test has the shape of one of those.
     flag = _once_flag(node.test)
     if flag is None and not _may_test_a_cache(node.test):
@@ -279,19 +281,32 @@ def fills_a_cache(node: ast.If, armed: Callable[[], dict[str, set[str]]] | None 
                    for target in _stored_targets(inner)]
     if flag is not None:
         name, runs_while_set = flag
-        arming = armed().get(name, set()) if armed is not None else set()
+        uses = flags() if flags is not None else None
+        arming = uses.armed.get(name, set()) if uses is not None else set()
         if "other" in arming or ("truthy" if runs_while_set else "falsy") in arming:
             return False
+        if uses is not None:
+            assignments.extend(uses.cleared_after.get(id(node), ()))
         return any(isinstance(target, ast.Attribute) and dotted_name(target) == name
                    and isinstance(value, ast.Constant) and bool(value.value) is not runs_while_set
                    for target, value in assignments)
     return _tests_a_cache(node.test, [target for target, _ in assignments])
 
 
-def flags_armed(tree: ast.Module) -> dict[str, set[str]]:
-    """What functions other than constructors (`RUN_ONCE_FUNCTIONS`) assign to attributes of `self`, by the
-    attribute (`self._dirty`): "truthy" or "falsy" for a constant, "other" for anything else."""
-    found: dict[str, set[str]] = {}
+@dataclass(frozen=True)
+class FlagUses:
+    """How a file's code sets the flags of its objects (`self._ready`), for `fills_a_cache`, found once per tree.
+    `armed`: what functions other than constructors (`RUN_ONCE_FUNCTIONS`) assign to attributes of `self`, by the
+    attribute (`self._dirty`): "truthy" or "falsy" for a constant, "other" for anything else. `cleared_after`: for
+    each `if self.flag:` or `if not self.flag:`, the stores into attributes of `self` made by the statements after
+    it in its block, up to the first that may leave the block (a `return`, a `raise`)."""
+
+    armed: dict[str, set[str]]
+    cleared_after: dict[int, list[tuple[ast.expr, ast.expr | None]]]
+
+
+def flag_uses(tree: ast.Module) -> FlagUses:
+    armed: dict[str, set[str]] = {}
     for function in statements(tree.body):
         if function.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) \
                 or function.name in RUN_ONCE_FUNCTIONS:  # type: ignore[attr-defined]
@@ -302,8 +317,30 @@ def flags_armed(tree: ast.Module) -> dict[str, set[str]]:
                 name = dotted_name(target) if isinstance(target, ast.Attribute) else None
                 if name is not None and name.startswith("self.") and value is not None:
                     kind = ("truthy" if value.value else "falsy") if isinstance(value, ast.Constant) else "other"
-                    found.setdefault(name, set()).add(kind)
-    return found
+                    armed.setdefault(name, set()).add(kind)
+    cleared_after: dict[int, list[tuple[ast.expr, ast.expr | None]]] = {}
+    for statement in statements(tree.body):
+        for block in _blocks(statement):
+            for index, inner in enumerate(block):
+                if inner.__class__ is not ast.If or _once_flag(inner.test) is None:  # type: ignore[attr-defined]
+                    continue
+                stores = cleared_after[id(inner)] = []
+                for after in block[index + 1:]:
+                    if any(node.__class__ in (ast.Return, ast.Raise) for node in statements([after])):
+                        break
+                    stores.extend((target, getattr(after, "value", None)) for target in _stored_targets(after))
+    return FlagUses(armed, cleared_after)
+
+
+def _blocks(statement: ast.stmt) -> Iterator[list[ast.stmt]]:
+    for name in _BLOCK_FIELDS:
+        inner = getattr(statement, name, None)
+        if inner:
+            yield inner
+    for handler in getattr(statement, "handlers", ()) or ():
+        yield handler.body
+    for case in getattr(statement, "cases", ()) or ():
+        yield case.body
 
 
 def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -640,11 +677,14 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     cache or once per object behind a flag (`fills_a_cache`, `statements_run_on_a_miss`, `functools.cache`),
     whose wait is spread over many calls. Nor, outside a loop, a function nothing in the project runs (`uncalled`):
     in held-out trees such copies were mostly set-up, dead code or API the project itself never calls per step.
-    None elsewhere."""
+    Nor a branch no call takes (`untaken_branch`), which never runs, hot or not. None elsewhere."""
     context = context_at(facts, line)
     function = context.function
     if in_test_code(facts, context):
         return "in a test"
+    untaken = untaken_branch(facts, line)
+    if untaken is not None:
+        return untaken
     if context.occasional and not context.in_graph_capture:
         return "once in a while (every so many steps, or once per key of a cache)"
     if function is None or context.hot_function or context.in_graph_capture:

@@ -25,6 +25,7 @@ import functools
 import gc
 import hashlib
 import marshal
+import math
 import os
 import tempfile
 from collections import deque
@@ -50,8 +51,9 @@ from .facts import (
 from .hotness import (
     NOT_PER_STEP_WORDS,
     RUN_ONCE_FUNCTIONS,
+    FlagUses,
     caches_results,
-    flags_armed,
+    flag_uses,
     is_hot_function,
     is_off_the_step_path,
     occasional_block,
@@ -103,7 +105,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 27
+SUMMARY_VERSION = 28
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -128,6 +130,14 @@ _SUMMARY_CACHE_FORMAT = 2
 #   classes' "bound": {attr: [method name]} for `self.attr = self.method` (a call of `self.attr(...)` runs it)
 #   functions' "decorated": true when a decorator may run it where no call shows (`@property`, `@register_model`)
 #   named: [name] the file uses as values, not to call them (`fn = _impl`, `register(self.hook)`, `return f`)
+# For the values a branch tests (ProjectModel.literals), a literal is ["l", value] (a string, a number, a bool,
+# None) and a parameter passed on ["p", parameter]; [] is anything else:
+#   functions' "literals": {parameter: value} of the literal defaults; "arguments": {index into calls:
+#              [[literal or parameter of each positional argument], {keyword: literal or parameter}]} for the calls
+#              that pass one ("*" as in `passes`); "bare": [index into calls of each call that passes nothing]
+#   classes' "sets": {attr: [[function qualname ("" for the class body), literal or parameter], ...]} for every
+#              store into `self.attr`; "dynamic": true when a method stores by a computed name (`setattr(self, k, v)`)
+#   stored: [attr] the file stores into on objects other than `self` (`model.use_cache = False`)
 #
 # A value (see `_Values`) says symbolically where a tensor or a device comes from, for the model to resolve across
 # files: ["k", placement, why] (known), ["p", parameter], ["a", attr] (`self.attr`), ["sa", attr, attr]
@@ -181,15 +191,17 @@ class _Summarizer:
         self.star_imports: list[str] = []  # `from .common import *`: the modules whose names the file re-exports
         # The names the file uses as values, not to call them (see `_scan`): a function named so is handed on.
         self.named: dict[str, None] = {}
+        # The attributes the file stores into on objects other than `self` (`model.use_cache = False`).
+        self.stored: dict[str, None] = {}
         # What the function being summarized does with values, turned into values (`_Values`) at its end.
         self._pending: _Pending | None = None
-        self._flags_armed: Callable[[], dict[str, set[str]]] = dict  # facts.flags_armed of the tree, on first use
+        self._flags: Callable[[], FlagUses] | None = None  # hotness.flag_uses of the tree, on first use
         # In a classmethod: its first parameter (`cls`) and its class, so that `cls(...)` is written as a call of
         # the class, which builds an object of it.
         self._constructs: tuple[str, str] | None = None
 
     def run(self, tree: ast.Module) -> dict:
-        self._flags_armed = functools.cache(functools.partial(flags_armed, tree))
+        self._flags = functools.cache(functools.partial(flag_uses, tree))
         self._body(tree.body, prefix="", class_name="")
         module_calls = self.functions.pop("<module>", None)
         if module_calls is not None and module_calls["calls"]:
@@ -201,6 +213,8 @@ class _Summarizer:
             summary["star_imports"] = self.star_imports
         if self.named:
             summary["named"] = list(self.named)
+        if self.stored:
+            summary["stored"] = list(self.stored)
         return summary
 
     def _name_values_in(self, node: ast.AST) -> None:
@@ -321,6 +335,7 @@ class _Summarizer:
                                 "bound": True, "self": "self", "defaults": defaults}
         flows = self.classes[name].setdefault("flows", {})
         for field_name in fields:
+            self._class_set(name, field_name, init, [])  # what the calls building objects pass: not followed
             # The class-level default is no assignment of its own: a call leaving the field out passes it.
             flows[field_name] = [[init, ["p", field_name]],
                                  *(flow for flow in flows.get(field_name, ()) if flow[0])]
@@ -328,10 +343,13 @@ class _Summarizer:
     def _class_statement(self, statement: ast.stmt, class_name: str) -> None:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
             self._attribute(class_name, statement.target.id, statement.value, statement.annotation)
+            if statement.value is not None:  # a class attribute: what objects hold until they store their own
+                self._class_set(class_name, statement.target.id, "", _literal(statement.value))
         elif isinstance(statement, ast.Assign):
             for target in statement.targets:
                 if isinstance(target, ast.Name):
                     self._attribute(class_name, target.id, statement.value, None)
+                    self._class_set(class_name, target.id, "", _literal(statement.value))
             self._name_values_in(statement.value)  # `__call__ = forward`
 
     def _attribute(self, class_name: str, attr: str, value: ast.expr | None, annotation: ast.expr | None) -> None:
@@ -375,6 +393,11 @@ class _Summarizer:
         for default in [*node.args.defaults, *node.args.kw_defaults]:
             if default is not None:
                 self._name_values_in(default)  # `def run(x, kernel=_triton_kernel)`
+        # The positional defaults are those of the last parameters; a keyword-only one without a default is None.
+        defaulted = [*zip([*node.args.posonlyargs, *node.args.args][::-1], node.args.defaults[::-1], strict=False),
+                     *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
+        literals = {arg.arg: literal[1] for arg, default in defaulted
+                    if default is not None and (literal := _literal(default))}
         returned = _dotted(node.returns) if node.returns is not None else None
         if returned:
             record["rtype"] = returned  # the class a call's result is an object of, when the project defines it
@@ -382,6 +405,8 @@ class _Summarizer:
             record["cached"] = True
         if any(not _plain_decorator(decorator) for decorator in node.decorator_list):
             record["decorated"] = True  # a property, a registered hook or op: run in ways no call shows
+        if literals:
+            record["literals"] = literals
         self.functions[qualname] = record
         static = any(_dotted(decorator) == "staticmethod" for decorator in node.decorator_list)
         bound = bool(class_name) and not static and bool(arguments)  # the first parameter is the object or class
@@ -426,6 +451,29 @@ class _Summarizer:
                 passes[index] = [positional, keywords]
         if passes:
             record["passes"] = passes
+        # The literals and parameters each call passes, for the values a parameter takes (ProjectModel.literals).
+        arguments, bare = {}, []
+        for index, call in pending.calls:
+            if not call.args and not call.keywords:
+                bare.append(index)
+                continue
+            positional = []
+            for argument in call.args:
+                if isinstance(argument, ast.Starred):
+                    break
+                positional.append(_literal_or_parameter(argument, pending))
+            keywords = {kw.arg: _literal_or_parameter(kw.value, pending) for kw in call.keywords if kw.arg is not None}
+            if len(positional) < len(call.args) or any(kw.arg is None for kw in call.keywords):
+                keywords["*"] = []
+            if any(positional) or any(keywords.values()):
+                arguments[index] = [positional, keywords]
+        if arguments:
+            record["arguments"] = arguments
+        if bare:
+            record["bare"] = bare
+        for attr, value in pending.stores:
+            self._class_set(pending.class_name, attr, qualname,
+                            _literal_or_parameter(value, pending) if value is not None else [])
         # In the order of the calls, not a set's: a summary must not depend on the process's hash seed (the next
         # run compares it, in order, with this one's to tell whether the model is the same).
         receivers = dict.fromkeys(reference[2:].partition(".")[0] for reference in record["calls"]
@@ -465,6 +513,7 @@ class _Summarizer:
         # a function named so is handed on (ProjectModel.uncalled). A bare name may be a local: left to `_settle`.
         named_attributes, named = self.named, pending.named if pending is not None else self.named
         called: set[int] = set()
+        assigned_whole: set[int] = set()  # `self.x` targets whose whole value `_stored_attribute` has been given
         stack: list[tuple[ast.AST, bool, bool, bool]] = [(statement, False, False, occasional)]
         while stack:
             node, in_device_context, nested, occasional = stack.pop()
@@ -479,11 +528,15 @@ class _Summarizer:
                     reads.add(node.attr)
                     if id(node) not in called:
                         named_attributes[node.attr] = None
+                elif id(node) not in assigned_whole:
+                    self._stored_attribute(node, class_name, qualname, self_name, None)
             elif kind is ast.Call:
                 called.add(id(node.func))
                 reference = self._call_reference(node, params, self_name)
+                if reference == "n:setattr" or reference == "sa:__dict__.update":
+                    self._dynamic_store(node, class_name, self_name)
                 if reference is not None:
-                    if pending is not None and not nested and (node.args or node.keywords) \
+                    if pending is not None and not nested \
                             and not reference.startswith("d:torch.") and reference not in _BUILTIN_CALLS:
                         # (A call in a nested function or lambda passes that function's values: none of ours.)
                         pending.calls.append((len(calls), node))
@@ -501,7 +554,7 @@ class _Summarizer:
             elif kind is ast.Import or kind is ast.ImportFrom:
                 self._import(node)
                 continue
-            elif kind is ast.If and not occasional and (block := occasional_block(node, self._flags_armed)):
+            elif kind is ast.If and not occasional and (block := occasional_block(node, self._flags)):
                 # Only that block runs once in a while; the test and the other block run every time.
                 stack.append((node.test, in_device_context, nested, False))
                 stack.extend((child, in_device_context, nested, node.body is block) for child in node.body)
@@ -511,7 +564,11 @@ class _Summarizer:
                 if any(_is_device_context(item.context_expr) for item in node.items):
                     in_device_context = True
             elif (kind is ast.Assign or kind is ast.AnnAssign) and class_name and self_name:
-                for target in node.targets if kind is ast.Assign else [node.target]:
+                targets = node.targets if kind is ast.Assign else [node.target]
+                if len(targets) == 1 and targets[0].__class__ is ast.Attribute and node.value is not None:
+                    assigned_whole.add(id(targets[0]))
+                    self._stored_attribute(targets[0], class_name, qualname, self_name, node.value)
+                for target in targets:
                     if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name \
                             and target.value.id == self_name:
                         annotation = node.annotation if kind is ast.AnnAssign else None
@@ -537,6 +594,36 @@ class _Summarizer:
                     stack.append((value, in_device_context, nested, occasional))
                 elif value.__class__ is ast.Name and value.ctx.__class__ is ast.Load and id(value) not in called:
                     named[value.id] = None
+
+    def _stored_attribute(self, target: ast.Attribute, class_name: str, qualname: str, self_name: str | None,
+                          value: ast.expr | None) -> None:
+        """Note a store into an attribute: into `self.x` (the class's `sets`, with the value stored when it is a
+        literal or a parameter: settled with the function's other values), or into the attribute of any other
+        object (`model.use_cache = False`: the file's `stored`, after which no class knows what `x` holds)."""
+        receiver = target.value
+        if receiver.__class__ is ast.Name and receiver.id == self_name and class_name and self._pending is not None:
+            self._pending.stores.append((target.attr, value))
+        else:
+            self.stored[target.attr] = None
+
+    def _class_set(self, class_name: str, attr: str, qualname: str, value: list) -> None:
+        """Note that `qualname` ("" for the class body) sets `attr` of the class's objects to `value` (a literal, a
+        parameter of `qualname`, or [] for one not told): the class's `sets`."""
+        self.classes[class_name].setdefault("sets", {}).setdefault(attr, []).append([qualname, value])
+
+    def _dynamic_store(self, call: ast.Call, class_name: str, self_name: str | None) -> None:
+        """`setattr(obj, "x", value)` stores as `obj.x = value` does; `setattr(self, key, value)` and
+        `self.__dict__.update(...)` may store into any attribute of the class's objects (`dynamic`)."""
+        args = call.args
+        on_self = bool(args) and args[0].__class__ is ast.Name and args[0].id == self_name  # type: ignore[attr-defined]
+        name = args[1] if len(args) > 1 else None
+        if call.func.__class__ is ast.Attribute or on_self and not (
+                name.__class__ is ast.Constant and isinstance(name.value, str)):  # type: ignore[union-attr]
+            if class_name:
+                self.classes[class_name]["dynamic"] = True
+        elif name.__class__ is ast.Constant and isinstance(name.value, str):  # type: ignore[union-attr]
+            target = ast.Attribute(value=args[0], attr=name.value, ctx=ast.Store())  # type: ignore[union-attr]
+            self._stored_attribute(target, class_name, "", self_name, args[2] if len(args) > 2 else None)
 
     def _call_reference(self, call: ast.Call, params: dict, self_name: str | None) -> str | None:
         if self._constructs is not None and isinstance(call.func, ast.Name) and call.func.id == self._constructs[0]:
@@ -588,6 +675,7 @@ class _Pending:
         self.assigned: dict[str, list[ast.expr | None]] = {}  # None: bound in a way values do not follow
         self.calls: list[tuple[int, ast.Call]] = []
         self.attributes: list[tuple[str, ast.expr]] = []
+        self.stores: list[tuple[str, ast.expr | None]] = []  # every `self.x = value` (None: a value not told)
         self.named: dict[str, None] = {}  # the bare names it uses as values, not to call them (`fn = _impl`)
         # The assignments of the function's nested functions too: what object a local holds (its class) does not
         # depend on the call, so a helper defined inside the function types its locals alike.
@@ -760,6 +848,29 @@ def _named_functions(expr: ast.expr, self_name: str | None) -> list[str]:
     return []
 
 
+def _literal(expr: ast.expr | None) -> list:
+    """["l", value] for a literal a branch may test (a string, a number, True, False, None, `-1`); [] otherwise."""
+    if expr.__class__ is ast.UnaryOp and expr.op.__class__ is ast.USub:  # type: ignore[union-attr]
+        inner = _literal(expr.operand)  # type: ignore[union-attr]
+        return ["l", -inner[1]] if inner and isinstance(inner[1], (int, float)) \
+            and not isinstance(inner[1], bool) else []
+    if expr.__class__ is not ast.Constant:
+        return []
+    value = expr.value  # type: ignore[union-attr]
+    if value is None or isinstance(value, (bool, int, str)) or isinstance(value, float) and math.isfinite(value):
+        return ["l", value]
+    return []
+
+
+def _literal_or_parameter(expr: ast.expr, pending: _Pending) -> list:
+    """What a call passes or an attribute is assigned, as far as the values a branch tests follow it: a literal
+    (`_literal`), ["p", name] for a parameter of the function the function does not rebind; [] otherwise."""
+    if expr.__class__ is ast.Name and expr.id in pending.parameters \
+            and expr.id not in pending.assigned:  # type: ignore[attr-defined]
+        return ["p", expr.id]  # type: ignore[attr-defined]
+    return _literal(expr)
+
+
 def _plain_decorator(decorator: ast.expr) -> bool:
     """A decorator after which the function still runs only where a call written with its name runs it (a static
     method, `torch.no_grad()`, `functools.cache`); not a property, nor one that registers it (`@register_model`)."""
@@ -769,7 +880,8 @@ def _plain_decorator(decorator: ast.expr) -> bool:
 
 _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "abstractmethod", "override", "wraps", "cache",
                                "lru_cache", "no_grad", "inference_mode", "enable_grad", "compile", "script",
-                               "contextmanager", "asynccontextmanager", "deprecated", "nvtx_range", "annotate"})
+                               "contextmanager", "asynccontextmanager", "deprecated", "nvtx_range", "annotate",
+                               "typechecked", "beartype", "jaxtyped"})  # runtime type checks wrap the function
 
 
 # Bases of other libraries whose code calls no method of a subclass besides special methods and those the model
@@ -1026,6 +1138,10 @@ class ProjectModel:
     _calls_by_name: dict[str, list[tuple[str, int, str]]] | None = None
     _import_aliases: dict[str, set[str]] | None = None  # a name as defined -> the names imports give it
     _unresolved_names: set[str] = field(default_factory=set)
+    # The calls by a name on objects of unknown class (`self.dist.sample(n)`), which may run any method of that name:
+    # by the name, and by the method they may run when `_callers` finds it has such callers.
+    _unresolved_calls: dict[str, list[tuple[str, int, bool]]] = field(default_factory=dict)
+    _unseen_callers: dict[str, list[tuple[str, int, bool]]] = field(default_factory=dict)
     _callers_of: dict[str, tuple[list[tuple[str, int, bool]], bool]] = field(default_factory=dict)
     _parameters: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
     _results: dict[str, AttributePlacement | None] = field(default_factory=dict)
@@ -1039,6 +1155,8 @@ class ProjectModel:
     _used_as_values: frozenset[str] | None = None  # every name some file uses as a value (`named`)
     _imported: frozenset[str] | None = None  # the modules other modules import from
     _bound_attributes: dict[str, set[str]] | None = None  # a method's name -> the attributes it is bound to
+    _literals: dict[tuple[str, str], frozenset | None] = field(default_factory=dict)
+    _stored_elsewhere: frozenset[str] | None = None  # attributes stored into on objects other than `self`
 
     @classmethod
     def build(cls, summaries: dict[str, dict], is_root, gpu_attributes: Iterable[str] = (),
@@ -1449,7 +1567,6 @@ class ProjectModel:
         record = self.functions.get(function)
         if record is None or (record["params"].get(name) or "") in _SCALAR_TYPES:
             return None
-        order = record.get("order", [])
         seen, unseen = self._callers(function)
         callers = [(caller, index, bound) for caller, index, bound in seen
                    if not self.functions[caller]["calls"][index].startswith("u:")]
@@ -1467,22 +1584,15 @@ class ProjectModel:
             passed = self.functions[caller].get("passes", {}).get(index)
             if passed is None:
                 return None
-            positional, keywords = passed
-            value, where = keywords.get(name), caller
-            if value is None:
-                position = order.index(name) if name in order else -1
-                if position >= 0 and not bound and record.get("bound"):
-                    position += 1  # `Class.method(obj, x)`: the object comes first
-                if 0 <= position < len(positional):
-                    value = positional[position]
-                elif name in record.get("defaults", {}) and "*" not in keywords and not positional[len(order):]:
-                    # Left out (written only for a dataclass's `__init__`): the default, unless it is None, which
-                    # holds no tensor and says nothing of where the others passed live.
-                    value, where = record["defaults"][name], function
-                    if value == ["none"]:
-                        continue
-                else:
-                    return None
+            value, where = _argument(record, name, passed, bound), caller
+            if value is _LEFT_OUT and name in record.get("defaults", {}):
+                # Left out (written only for a dataclass's `__init__`): the default, unless it is None, which
+                # holds no tensor and says nothing of where the others passed live.
+                value, where = record["defaults"][name], function
+                if value == ["none"]:
+                    continue
+            elif value is _LEFT_OUT or value is None:
+                return None
             found = self._value(value, where, depth + 1)
             if found is None:
                 return None
@@ -1708,6 +1818,102 @@ class ProjectModel:
             self._bound_attributes = bound
         return self._bound_attributes
 
+    def literals(self, function: str, name: str, depth: int = 0) -> frozenset | None:
+        """The values the parameter `name` of `function` takes, when every call of it in the project passes a literal
+        (`"time_uniform"`, `False`, `None`, a number), leaves it to a literal default, or passes on a parameter of
+        its own whose values are known so: what a branch testing the parameter may see (none when nothing calls
+        it: see `uncalled` for what that says). None when a call passes anything else, or when calls the model
+        cannot see may run it: the function is used
+        as a value (`functools.partial(sample, ...)`, a registry), decorated, a special method other than
+        `__init__`, or a method of a class derived from another library's. A call by its name on an object of
+        unknown class (`self.dist.sample(n)`) may run it: what such calls pass counts too. Only in the project: a library's API that its users call with other values is read as the project
+        uses it (as `uncalled` reads it)."""
+        return self._memoized(self._literals, (function, name), depth,
+                              lambda: self._literals_uncached(function, name, depth))
+
+    def _literals_uncached(self, function: str, name: str, depth: int) -> frozenset | None:
+        record = self.functions.get(function)
+        if record is None or not record["name"] or record.get("decorated"):
+            return None
+        owner, _, short = function.rpartition(".")
+        handed_on = self._names_used_as_values()
+        if short == "__init__":
+            # Objects made by calls no summary holds: the class, or a subclass, handed on (`{"jets": JETS}`).
+            queue, names = [owner], set()
+            while queue:
+                class_name = queue.pop()
+                names.add(class_name.rpartition(".")[2])
+                queue.extend(sub for sub in self.subclasses.get(class_name, ()) if sub.rpartition(".")[2] not in names)
+            if not names.isdisjoint(handed_on):
+                return None
+        elif short.startswith("__") or short in handed_on:
+            return None
+        if record["class"] and self._framework_base(f"{record['module']}.{record['class']}"):
+            return None
+        callers, unseen = self._callers(function)
+        if unseen:  # calls by its name on objects of unknown class may run it: what they pass counts too
+            callers = [*callers, *self._unseen_callers.get(function, ())]
+        if len(callers) > _MAX_LITERAL_CALLERS:
+            return None
+        found: set = set()  # none for a function nothing calls: it passes nothing on either
+        for caller, index, bound in callers:
+            calling = self.functions[caller]
+            passed = [[], {}] if index in calling.get("bare", ()) else calling.get("arguments", {}).get(index)
+            value = _argument(record, name, passed, bound) if passed is not None else None
+            if value is _LEFT_OUT and name in record.get("literals", {}):
+                found.add(record["literals"][name])
+            elif not value or value is _LEFT_OUT:
+                return None
+            elif value[0] == "l":
+                found.add(value[1])
+            else:
+                inner = self.literals(caller, value[1], depth + 1)
+                if inner is None:
+                    return None
+                found.update(inner)
+        return frozenset(found)
+
+    def attribute_literals(self, class_name: str, attr: str) -> frozenset | None:
+        """The values `self.attr` takes in the methods of the class, when every store into it, in the class, its
+        bases and its subclasses, stores a literal or a parameter whose values `literals` knows (`self.schedule =
+        schedule` in `__init__`, with every construction passing `"linear"`), and no code stores into an attribute
+        of that name on another object (`model.use_cache = False`, `setattr(obj, "schedule", ...)`). None otherwise:
+        a class that stores by a name it computes (`setattr(self, key, value)`), one derived from another library's
+        class, which may store it too, or `training`, which `nn.Module` sets."""
+        if class_name not in self.classes or attr == "training" or attr in self._attributes_stored_elsewhere():
+            return None
+        related, queue = set(self.mro(class_name)), list(self.subclasses.get(class_name, ()))
+        while queue:
+            sub = queue.pop()
+            if sub not in related:
+                related.add(sub)
+                queue.extend(self.subclasses.get(sub, ()))
+        found: set = set()
+        stored = False
+        for owner in related:
+            record = self.classes[owner]
+            if record.get("dynamic") or self._framework_base(owner):
+                return None
+            for function, value in record.get("sets", {}).get(attr, ()):
+                stored = True
+                if not value:
+                    return None
+                if value[0] == "l":
+                    found.add(value[1])
+                    continue
+                inner = self.literals(f"{record['module']}.{function}", value[1])
+                if inner is None:
+                    return None
+                found.update(inner)
+        return frozenset(found) if stored else None
+
+    def _attributes_stored_elsewhere(self) -> frozenset[str]:
+        """Every attribute some file of the project stores into on an object other than `self` (`stored`)."""
+        if self._stored_elsewhere is None:
+            self._stored_elsewhere = frozenset(attr for summary in self.summaries.values()
+                                               for attr in summary.get("stored", ()))
+        return self._stored_elsewhere
+
     def runs_in_data_loading(self, function: str) -> str | None:
         """The data loader's entry `function` runs under when it prepares samples on the host (in a loader's
         workers, before the batch reaches the model): the `__getitem__` or `__getitems__` of a subclass of
@@ -1750,7 +1956,7 @@ class ProjectModel:
         the attribute's number annotation; for "attribute_type" and "type" a project class; for "module" whether
         the class is an `nn.Module`."""
         kind, first, second = question
-        if kind in ("once", "data", "uncalled", "parameter", "result") and first not in self.functions:
+        if kind in ("once", "data", "uncalled", "parameter", "result", "literals") and first not in self.functions:
             return None  # asked of a function the project no longer has: a question kept from an earlier run
         if kind == "once":
             return self.called_only_from_run_once_code(first)
@@ -1758,6 +1964,10 @@ class ProjectModel:
             return self.runs_in_data_loading(first)
         if kind == "uncalled":
             return "uncalled" if self.uncalled(first) else None
+        if kind == "literals":
+            return _written_literals(self.literals(first, second))
+        if kind == "attribute_literals":
+            return _written_literals(self.attribute_literals(first, second)) if first in self.classes else None
         if kind == "parameter":
             return self.parameter(first, second)
         if kind == "result":
@@ -1836,11 +2046,28 @@ class ProjectModel:
                     self._incoming.setdefault(target, []).append((caller, index, bound))
                 if not targets and reference[:2] in ("d:", "a:", "p:", "sa"):
                     self._unresolved_names.add(written)  # `obj.name(...)` on an object of unknown class
+                    self._unresolved_calls.setdefault(written, []).append((caller, index, True))
         # (`Base.__init__(self)` on no project class says nothing of who builds this class's objects.)
         unseen = bool(self.functions[function]["class"]) and not (names - {"__init__"}).isdisjoint(
             self._unresolved_names)
         found = self._callers_of[function] = (self._incoming.get(function, []), unseen)
+        if unseen:
+            self._unseen_callers[function] = [call for name in sorted(names - {"__init__"})
+                                              for call in self._unresolved_calls.get(name, ())
+                                              if not self._calls_outside(call)]
         return found
+
+    def _calls_outside(self, call: tuple[str, int, bool]) -> bool:
+        """Whether a call by a name on an object the model cannot type is one of another library's module
+        (`random.sample(...)`, `np.random.sample(...)`: written on a name the caller imports from outside the
+        project), which runs no project function."""
+        caller, index, _ = call
+        record = self.functions[caller]
+        reference = record["calls"][index]
+        if not reference.startswith("d:"):
+            return False
+        imported = self._imports(record["module"]).get(reference[2:].partition(".")[0])
+        return imported is not None and self._as_project_name(imported) is None
 
     def _module_holders(self) -> dict[str, set[str]]:
         """For each `nn.Module` class, the names of the attributes of project classes that may hold one (typed as
@@ -1905,6 +2132,8 @@ class ProjectModel:
 # calls a parameter's placement is gathered from: a helper called from everywhere is placed by none of them.
 _MAX_VALUE_DEPTH = 24
 _MAX_CALLERS = 12
+# The most calls whose arguments `literals` reads for one parameter: a method's name may be common (`sample`).
+_MAX_LITERAL_CALLERS = 60
 
 _TOO_COMMON_ATTRIBUTES = frozenset({"data", "weight", "bias", "grad", "device", "dtype", "shape", "value", "values",
                                     "input", "output", "state", "buffer", "cache", "mask", "tensor"})
@@ -1916,11 +2145,37 @@ def _distinctive(attr: str) -> bool:
     return len(attr) >= 4 and attr not in _TOO_COMMON_ATTRIBUTES and "_" in attr.strip("_")
 
 
+_LEFT_OUT = ["left out"]  # a parameter a call does not pass (see `_argument`)
+
+
+def _argument(record: dict, name: str, passed: list, bound: bool) -> list | None:
+    """What a call passes to the parameter `name` of the function `record` describes, as the caller's summary
+    holds it (`passed`: [positional, keywords]): the value written for it, `_LEFT_OUT` when the call leaves it to
+    its default, None when `*args` or `**kwargs` (or more positional arguments than the function names) may."""
+    positional, keywords = passed
+    if name in keywords:
+        return keywords[name]
+    order = record.get("order", [])
+    position = order.index(name) if name in order else -1
+    if position >= 0 and not bound and record.get("bound"):
+        position += 1  # `Class.method(obj, x)`: the object comes first
+    if 0 <= position < len(positional):
+        return positional[position]
+    if "*" in keywords or positional[len(order):]:
+        return None
+    return _LEFT_OUT
+
+
 def _agreed(found: list[AttributePlacement | None]) -> AttributePlacement | None:
     """The first of `found` when there is one and all are placed, in one place; None otherwise."""
     if not found or any(placed is None for placed in found):
         return None
     return found[0] if len({placed.placement for placed in found if placed is not None}) == 1 else None
+
+
+def _written_literals(values: frozenset | None) -> str | None:
+    """Literal values as an answer keeps them (a string: see FileView.literals); None for unknown."""
+    return repr(sorted(values, key=repr)) if values is not None else None
 
 
 def written_name(reference: str) -> str:
@@ -1955,6 +2210,10 @@ def _journaled(method):
         answer = self.journal[key] = method(self, *args)
         return answer
     return answered
+
+
+def _read_literals(answer) -> frozenset | None:
+    return frozenset(ast.literal_eval(answer)) if isinstance(answer, str) else None
 
 
 class FileView:
@@ -2062,6 +2321,19 @@ class FileView:
     def uncalled(self, local_qualname: str) -> bool:
         """Whether nothing in the project runs the function (see ProjectModel.uncalled)."""
         return self.module is not None and self._ask(("uncalled", self.qualified(local_qualname), "")) == "uncalled"
+
+    def literals(self, local_qualname: str, name: str) -> frozenset | None:
+        """The values the parameter `name` of the function takes, when every call of it in the project passes a
+        literal (see ProjectModel.literals); None when not known."""
+        if self.module is None:
+            return None
+        return _read_literals(self._ask(("literals", self.qualified(local_qualname), name)))
+
+    def attribute_literals(self, local_class: str, attr: str) -> frozenset | None:
+        """The values `self.attr` takes in the class's methods, when every store into it stores a literal (see
+        ProjectModel.attribute_literals); None when not known."""
+        class_name = self.class_of(local_class)
+        return _read_literals(self._ask(("attribute_literals", class_name, attr))) if class_name else None
 
     def runs_in_data_loading(self, local_qualname: str) -> str | None:
         """The data loader's entry the function runs under, when it prepares samples on the host (see

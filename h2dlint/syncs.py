@@ -16,6 +16,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .branches import untaken_branch
 from .facts import NON_TENSOR_METHODS, OPEN_GATE, SYNC_BUILTINS, SYNC_METHODS, Data, FileFacts, Placement
 from .gaps import TokensApart
 from .hotness import (
@@ -137,7 +138,7 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
 
     What costs nothing is decided here, for every rule: a host tensor, code that runs once (by its name too, see
     `runs_once_by_name`), test code, a logging call, a branch taken only while CUDA graphs are captured or only on
-    another device, a GPU kernel's body, a module whose path names another accelerator (`npu/`: its tensors are
+    another device, or by no call of the project (`untaken_branch`), a GPU kernel's body, a module whose path names another accelerator (`npu/`: its tensors are
     that accelerator's, whatever the project's CUDA code puts in the same attributes; a file that only names
     another accelerator's API may be one that supports several, `if device.type == "xpu":`).
     Otherwise each sync rule says what it reports (`kinds`, and `where` by placement), and the first that reports
@@ -147,7 +148,8 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
     if not context.in_graph_capture and (
             runs_once_by_name(context) or in_test_code(facts, context) or _only_for_logging(site.node, facts)
             or _only_while_capturing(site.node, facts)
-            or _only_on_other_devices(site.node, facts) or _in_device_kernel(site.node, facts)):
+            or _only_on_other_devices(site.node, facts) or _in_device_kernel(site.node, facts)
+            or untaken_branch(facts, site.node.lineno) is not None):
         return None
     for rule in sync_rules():
         where = rule.where.get(site.placement) if site.kind in rule.kinds else None

@@ -4,6 +4,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from h2dlint.branches import untaken_branch
 from h2dlint.facts import OPEN_GATE, Placement
 from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Edit, Fix, Position
@@ -150,7 +151,8 @@ class ScalarWriteIntoCudaTensor(Rule):
         for node in facts.assignments:
             if any(isinstance(target, ast.Subscript) for target in node.targets) \
                     and context_at(facts, node.lineno).hot \
-                    and is_python_number(facts, node.value, node.lineno) and not facts.in_torchscript(node.lineno):
+                    and is_python_number(facts, node.value, node.lineno) and not facts.in_torchscript(node.lineno) \
+                    and untaken_branch(facts, node.lineno) is None:
                 found.extend(target for target in node.targets
                              if isinstance(target, ast.Subscript) and _writes_one_cuda_element(facts, target))
         return found

@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from h2dlint.branches import untaken_branch
 from h2dlint.facts import OPEN_GATE, Placement
 from h2dlint.hotness import context_at
 from h2dlint.placement import classify_placement
@@ -115,7 +116,8 @@ class ListIndexIntoCudaTensor(Rule):
     def candidates(cls, facts):
         return [node for node in facts.scanned_nodes if isinstance(node, ast.Subscript)
                 and context_at(facts, node.lineno).hot and has_index_list(facts, node)
-                and classify_placement(facts, node.value, node.lineno) is Placement.GPU]
+                and classify_placement(facts, node.value, node.lineno) is Placement.GPU
+                and untaken_branch(facts, node.lineno) is None]
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         facts = self.context.facts

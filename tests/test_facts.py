@@ -1,12 +1,20 @@
 """The whole-file facts rules rest on: aliases, bindings, device and placement reasoning, code context."""
 
 import ast
+import textwrap
 
 import pytest
 
 from h2dlint import placement
 from h2dlint.facts import Data, Device, FileFacts, Placement, is_other_accelerator_path
-from h2dlint.hotness import context_at, fills_a_cache, is_hot_function, periodic_test, statements_run_on_a_miss
+from h2dlint.hotness import (
+    context_at,
+    fills_a_cache,
+    flag_uses,
+    is_hot_function,
+    periodic_test,
+    statements_run_on_a_miss,
+)
 from h2dlint.placement import classify_data, classify_device, classify_placement
 from h2dlint.source import LineIndex
 
@@ -575,6 +583,23 @@ def test_periodic_guards_are_told_from_per_step_ones(test, periodic):
 ])
 def test_an_if_that_fills_a_cache_is_told_from_one_that_makes_a_default(code, fills):
     assert fills_a_cache(ast.parse(code).body[0]) is fills
+
+
+@pytest.mark.parametrize(("body", "once"), [
+    # neuralforecast's IQLoss: the flag is set after the block, by the rest of the function
+    ("if not self.has_sampled:\n    self._init(device)\nq = self.distr.sample(n)\nself.has_sampled = True\n", True),
+    ("if self._fresh:\n    self._build()\nfor x in xs:\n    use(x)\nself._fresh = False\n", True),
+    # the function may leave before it sets the flag
+    ("if not self.has_sampled:\n    self._init(device)\nif n == 0:\n    return None\nself.has_sampled = True\n", False),
+    ("if not self.has_sampled:\n    self._init(device)\nself.has_sampled = compute()\n", False),
+])
+def test_a_flag_the_statements_after_an_if_set_makes_its_block_run_once_per_object(body, once):
+    tree = ast.parse("def sample(self, n, device):\n" + textwrap.indent(body, "    "))
+    assert fills_a_cache(tree.body[0].body[0], lambda: flag_uses(tree)) is once
+    # set back the other way in another method: the block runs again
+    tree = ast.parse("def sample(self, n, device):\n" + textwrap.indent(body, "    ")
+                     + "\n\ndef reset(self):\n    self.has_sampled = False\n    self._fresh = True\n")
+    assert fills_a_cache(tree.body[0].body[0], lambda: flag_uses(tree)) is False
 
 
 @pytest.mark.parametrize(("body", "lines"), [

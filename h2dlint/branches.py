@@ -1,0 +1,161 @@
+"""Branches no call takes: code under an `if` whose test the project's calls never make true (or false).
+
+`if skip_type == "logSNR":` in a function every call of which passes `skip_type="time_uniform"`, `if flag_RL:` where
+no call passes `flag_RL` and its default is False, `if self.schedule == "discrete":` in a class every construction
+of which passes `"linear"`: the block never runs, so what it would copy or read costs nothing. The values come
+from the project model (ProjectModel.literals, ProjectModel.attribute_literals); this module reads the tests.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .facts import FileFacts
+
+
+def untaken_branch(facts: FileFacts, line: int) -> str | None:
+    """Why `line` never runs, when it sits in a block of an `if` (in its function) whose test the values the
+    project passes never make go that way: "`skip_type == 'logSNR'` is never true (`skip_type` is 'time_uniform')".
+    None elsewhere, and wherever a value tested is not known."""
+    if facts.project is None:
+        return None
+    function = next((node for node in reversed(facts.functions_around(line))
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    qualname = facts.qualname_of(function) if function is not None else None
+    if function is None or qualname is None:
+        return None
+    arms = _arms_around(function, line)
+    if not arms:
+        return None
+    values = _Values(facts, function, qualname)
+    for test, taken in arms:
+        outcomes = _outcomes(test, values.of)
+        if outcomes is not None and taken not in outcomes:
+            shown = ", ".join(f"`{name}` is {' or '.join(repr(value) for value in sorted(found, key=repr))}"
+                              for name, found in values.told.items() if _mentions(test, name))
+            return f"in a branch no call takes: `{ast.unparse(test)}` is never {taken} ({shown})"
+    return None
+
+
+def _arms_around(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> list[tuple[ast.expr, bool]]:
+    """The tests of the `if` statements of `function` whose blocks hold `line`, outermost first, each with the
+    truth its block needs: True for the body, False for the `else` (an `elif` is an `if` in the `else`)."""
+    arms: list[tuple[ast.expr, bool]] = []
+    block: list[ast.stmt] = function.body
+    while block:
+        statement = next((statement for statement in block
+                          if statement.lineno <= line <= (statement.end_lineno or statement.lineno)), None)
+        if statement is None or isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            break
+        if isinstance(statement, ast.If):
+            if statement.body and statement.body[0].lineno <= line <= (statement.body[-1].end_lineno or line):
+                arms.append((statement.test, True))
+                block = statement.body
+            elif statement.orelse and statement.orelse[0].lineno <= line:
+                arms.append((statement.test, False))
+                block = statement.orelse
+            else:
+                break  # the test itself
+            continue
+        inner = [part for name in ("body", "orelse", "finalbody") for part in getattr(statement, name, None) or ()]
+        inner.extend(part for handler in getattr(statement, "handlers", ()) or () for part in handler.body)
+        inner.extend(part for case in getattr(statement, "cases", ()) or () for part in case.body)
+        block = inner
+    return arms
+
+
+class _Values:
+    """The values the names a test reads take, by the project model: a parameter of the function the function
+    never rebinds, or `self.attr` in a method. `told` keeps what was found, to say it."""
+
+    def __init__(self, facts: FileFacts, function: ast.FunctionDef | ast.AsyncFunctionDef, qualname: str) -> None:
+        self.view = facts.project
+        self.qualname = qualname
+        arguments = function.args
+        names = [arg.arg for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
+        self.owner = qualname.rpartition(".")[0]
+        method = bool(self.owner) and bool(names) and not any(
+            isinstance(decorator, ast.Name) and decorator.id == "staticmethod" for decorator in function.decorator_list)
+        self.self_name = names[0] if method else None
+        rebound = {node.id for node in ast.walk(function)
+                   if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+        self.parameters = set(names[1:] if method else names) - rebound
+        self.told: dict[str, frozenset] = {}
+
+    def of(self, expr: ast.expr) -> frozenset | None:
+        assert self.view is not None
+        found: frozenset | None = None
+        if isinstance(expr, ast.Name) and expr.id in self.parameters:
+            name, found = expr.id, self.view.literals(self.qualname, expr.id)
+        elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) \
+                and expr.value.id == self.self_name and self.self_name is not None:
+            name, found = f"self.{expr.attr}", self.view.attribute_literals(self.owner, expr.attr)
+        if found:
+            self.told[name] = found
+        return found or None
+
+
+_COMPARISONS: dict[type, Callable[[object, object], bool]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.In: lambda a, b: a in b,  # type: ignore[operator]
+    ast.NotIn: lambda a, b: a not in b, ast.Is: operator.is_, ast.IsNot: operator.is_not,  # type: ignore[operator]
+}
+
+
+def _outcomes(test: ast.expr, values_of: Callable[[ast.expr], frozenset | None]) -> frozenset[bool] | None:
+    """The truths `test` may have, given the values `values_of` knows of the names it reads; None when it reads
+    one whose values are not known, or has a shape not read here. A name's values are taken one at a time, each
+    name on its own: more truths than the code may have, never fewer."""
+    if isinstance(test, ast.BoolOp):
+        # One part decides: a part never true makes an `and` false, a part always true makes an `or` true.
+        decisive = isinstance(test.op, ast.Or)
+        found = [_outcomes(value, values_of) for value in test.values]
+        if any(outcome == {decisive} for outcome in found):
+            return frozenset({decisive})
+        if any(outcome is None for outcome in found):
+            return None
+        if all(outcome == {not decisive} for outcome in found):
+            return frozenset({not decisive})
+        return frozenset({True, False})
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _outcomes(test.operand, values_of)
+        return frozenset(not outcome for outcome in inner) if inner is not None else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        compare = _COMPARISONS.get(test.ops[0].__class__)
+        left, right = test.left, test.comparators[0]
+        constant = _constant(right)
+        if compare is None or constant is _UNKNOWN:
+            return None
+        if isinstance(test.ops[0], (ast.Is, ast.IsNot)) and constant is not None:
+            return None  # `is` only against None: a literal's identity is no fact of the code
+        values = values_of(left)
+        if values is None:
+            return None
+        try:
+            return frozenset(bool(compare(value, constant)) for value in values)
+        except TypeError:  # `x in 3`: not a test the code can make
+            return None
+    values = values_of(test)
+    return frozenset(bool(value) for value in values) if values is not None else None
+
+
+_UNKNOWN = object()
+
+
+def _constant(expr: ast.expr) -> object:
+    """The literal `expr` writes (a constant, or a tuple, list or set of them), else `_UNKNOWN`."""
+    try:
+        value = ast.literal_eval(expr)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _UNKNOWN
+    if isinstance(value, (list, set)):
+        return tuple(value)
+    return value if isinstance(value, (str, int, float, bool, tuple, frozenset)) or value is None else _UNKNOWN
+
+
+def _mentions(test: ast.expr, name: str) -> bool:
+    return any((isinstance(node, ast.Name) and node.id == name)
+               or (isinstance(node, ast.Attribute) and f"self.{node.attr}" == name) for node in ast.walk(test))
