@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -19,8 +20,9 @@ if TYPE_CHECKING:
 
 def untaken_branch(facts: FileFacts, line: int) -> str | None:
     """Why `line` never runs, when it sits in a block of an `if` (in its function) whose test the values the
-    project passes never make go that way: "`skip_type == 'logSNR'` is never true (`skip_type` is 'time_uniform')".
-    None elsewhere, and wherever a value tested is not known."""
+    project passes never make go that way: "`skip_type == 'logSNR'` is never True (`skip_type` is
+    'time_uniform')". Tests read: `==`, `!=`, `<` and the like, `in`, `is None`, truth, `not`, `and`, `or`, of
+    a name or of its `len`. None elsewhere, and wherever a value tested is not known."""
     if facts.project is None:
         return None
     function = next((node for node in reversed(facts.functions_around(line))
@@ -31,7 +33,7 @@ def untaken_branch(facts: FileFacts, line: int) -> str | None:
     arms = _arms_around(function, line)
     if not arms:
         return None
-    values = _Values(facts, function, qualname)
+    values = _tested_names(facts, function, qualname)
     for test, taken in arms:
         outcomes = _outcomes(test, values.of)
         if outcomes is not None and taken not in outcomes:
@@ -52,6 +54,8 @@ def _arms_around(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) ->
         if statement is None or isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             break
         if isinstance(statement, ast.If):
+            if statement.test.lineno <= line <= (statement.test.end_lineno or line):
+                break  # the test itself (a block on the test's line, `if a: b`, is told apart from it only so)
             if statement.body and statement.body[0].lineno <= line <= (statement.body[-1].end_lineno or line):
                 arms.append((statement.test, True))
                 block = statement.body
@@ -59,7 +63,7 @@ def _arms_around(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) ->
                 arms.append((statement.test, False))
                 block = statement.orelse
             else:
-                break  # the test itself
+                break
             continue
         inner = [part for name in ("body", "orelse", "finalbody") for part in getattr(statement, name, None) or ()]
         inner.extend(part for handler in getattr(statement, "handlers", ()) or () for part in handler.body)
@@ -68,7 +72,19 @@ def _arms_around(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) ->
     return arms
 
 
-class _Values:
+def _tested_names(facts: FileFacts, function: ast.FunctionDef | ast.AsyncFunctionDef, qualname: str) -> _TestedNames:
+    """The names the tests of `function` may read, made once per function of the file."""
+    known = _NAMES.setdefault(facts, {})
+    found = known.get(id(function))
+    if found is None:
+        found = known[id(function)] = _TestedNames(facts, function, qualname)
+    return found
+
+
+_NAMES: weakref.WeakKeyDictionary[FileFacts, dict[int, _TestedNames]] = weakref.WeakKeyDictionary()
+
+
+class _TestedNames:
     """The values the names a test reads take, by the project model: a parameter of the function the function
     never rebinds, or `self.attr` in a method. `told` keeps what was found, to say it."""
 
@@ -81,8 +97,16 @@ class _Values:
         method = bool(self.owner) and bool(names) and not any(
             isinstance(decorator, ast.Name) and decorator.id == "staticmethod" for decorator in function.decorator_list)
         self.self_name = names[0] if method else None
-        rebound = {node.id for node in ast.walk(function)
-                   if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+        rebound = set()  # stored, deleted, caught or captured anywhere in it (in nested functions too)
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                rebound.add(node.id)
+            elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+                rebound.add(node.name)
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                rebound.add(node.rest)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                rebound.update(node.names)
         self.parameters = set(names[1:] if method else names) - rebound
         self.told: dict[str, frozenset] = {}
 
@@ -102,6 +126,7 @@ class _Values:
 _COMPARISONS: dict[type, Callable[[object, object], bool]] = {
     ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.In: lambda a, b: a in b,  # type: ignore[operator]
     ast.NotIn: lambda a, b: a not in b, ast.Is: operator.is_, ast.IsNot: operator.is_not,  # type: ignore[operator]
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
 }
 
 
@@ -131,10 +156,14 @@ def _outcomes(test: ast.expr, values_of: Callable[[ast.expr], frozenset | None])
             return None
         if isinstance(test.ops[0], (ast.Is, ast.IsNot)) and constant is not None:
             return None  # `is` only against None: a literal's identity is no fact of the code
-        values = values_of(left)
+        measured = isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "len" \
+            and len(left.args) == 1 and not left.keywords
+        values = values_of(left.args[0] if measured else left)  # type: ignore[attr-defined]
         if values is None:
             return None
         try:
+            if measured:  # `len(prefix) > 1`: the lengths of the strings the parameter takes
+                values = frozenset(len(value) for value in values)  # type: ignore[arg-type]
             return frozenset(bool(compare(value, constant)) for value in values)
         except TypeError:  # `x in 3`: not a test the code can make
             return None

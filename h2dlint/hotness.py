@@ -322,14 +322,27 @@ def flag_uses(tree: ast.Module) -> FlagUses:
     for statement in statements(tree.body):
         for block in _blocks(statement):
             for index, inner in enumerate(block):
-                if inner.__class__ is not ast.If or _once_flag(inner.test) is None:  # type: ignore[attr-defined]
-                    continue
+                if inner.__class__ is not ast.If or _once_flag(inner.test) is None \
+                        or _may_leave(inner.body):  # type: ignore[attr-defined]
+                    continue  # (a block that may leave first never gets to the statements after it)
                 stores = cleared_after[id(inner)] = []
                 for after in block[index + 1:]:
-                    if any(node.__class__ in (ast.Return, ast.Raise) for node in statements([after])):
+                    if _may_leave([after]):
                         break
                     stores.extend((target, getattr(after, "value", None)) for target in _stored_targets(after))
     return FlagUses(armed, cleared_after)
+
+
+def _may_leave(block: list[ast.stmt]) -> bool:
+    """Whether the statements may leave their block before its end: a `return`, `raise`, `break`, `continue`
+    or `yield` in them (in a loop or a function of theirs too: a conservative reading)."""
+    for statement in statements(block):
+        if statement.__class__ in _LEAVING or getattr(statement, "value", None).__class__ in (ast.Yield, ast.YieldFrom):
+            return True
+    return False
+
+
+_LEAVING = frozenset({ast.Return, ast.Raise, ast.Break, ast.Continue})
 
 
 def _blocks(statement: ast.stmt) -> Iterator[list[ast.stmt]]:

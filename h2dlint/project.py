@@ -105,7 +105,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 28
+SUMMARY_VERSION = 29
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -136,8 +136,11 @@ _SUMMARY_CACHE_FORMAT = 2
 #              [[literal or parameter of each positional argument], {keyword: literal or parameter}]} for the calls
 #              that pass one ("*" as in `passes`); "bare": [index into calls of each call that passes nothing]
 #   classes' "sets": {attr: [[function qualname ("" for the class body), literal or parameter], ...]} for every
-#              store into `self.attr`; "dynamic": true when a method stores by a computed name (`setattr(self, k, v)`)
-#   stored: [attr] the file stores into on objects other than `self` (`model.use_cache = False`)
+#              store into `self.attr`; "dynamic": true when a method stores by a computed name (`setattr(self, k, v)`,
+#              `self.__dict__.update(...)`); "remade": true when a method builds an object by `type(self)(...)`
+#   functions' "classmethod": true for a classmethod (`Class.build(x)` binds `cls`)
+#   stored: [attr] the file stores into on objects other than `self` (`model.use_cache = False`); "*" for any
+#              (`obj.__dict__.update(state)`)
 #
 # A value (see `_Values`) says symbolically where a tensor or a device comes from, for the model to resolve across
 # files: ["k", placement, why] (known), ["p", parameter], ["a", attr] (`self.attr`), ["sa", attr, attr]
@@ -343,12 +346,15 @@ class _Summarizer:
     def _class_statement(self, statement: ast.stmt, class_name: str) -> None:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
             self._attribute(class_name, statement.target.id, statement.value, statement.annotation)
-            if statement.value is not None:  # a class attribute: what objects hold until they store their own
-                self._class_set(class_name, statement.target.id, "", _literal(statement.value))
+            if statement.value is not None:
+                # A field's default (a NamedTuple's, an attrs or dataclass field): constructors the model does not
+                # see store what they are passed.
+                self._class_set(class_name, statement.target.id, "", [])
         elif isinstance(statement, ast.Assign):
             for target in statement.targets:
                 if isinstance(target, ast.Name):
                     self._attribute(class_name, target.id, statement.value, None)
+                    # A class attribute: what the objects hold until they store their own.
                     self._class_set(class_name, target.id, "", _literal(statement.value))
             self._name_values_in(statement.value)  # `__call__ = forward`
 
@@ -418,6 +424,8 @@ class _Summarizer:
         outer, self._pending = self._pending, _Pending(class_name, {arg.arg for arg in arguments} - {self_name})
         outer_constructs = self._constructs
         classmethod = bound and any(_dotted(decorator) == "classmethod" for decorator in node.decorator_list)
+        if classmethod:
+            record["classmethod"] = True  # `Class.build(x)` binds `cls` as `obj.build(x)` does
         self._constructs = (self_name, class_name) if classmethod and self_name else None
         try:
             on_a_miss = {id(statement) for statement in statements_run_on_a_miss(node)}
@@ -533,8 +541,11 @@ class _Summarizer:
             elif kind is ast.Call:
                 called.add(id(node.func))
                 reference = self._call_reference(node, params, self_name)
-                if reference == "n:setattr" or reference == "sa:__dict__.update":
-                    self._dynamic_store(node, class_name, self_name)
+                self._store_call(node, class_name, self_name)
+                if self_name and class_name and (_is_name(node.func, self_name, "__class__") or (
+                        node.func.__class__ is ast.Call and _dotted(node.func.func) == "type"
+                        and node.func.args and _is_name(node.func.args[0], self_name))):
+                    self.classes[class_name]["remade"] = True  # `type(self)(...)`: constructions no name shows
                 if reference is not None:
                     if pending is not None and not nested \
                             and not reference.startswith("d:torch.") and reference not in _BUILTIN_CALLS:
@@ -567,7 +578,12 @@ class _Summarizer:
                 targets = node.targets if kind is ast.Assign else [node.target]
                 if len(targets) == 1 and targets[0].__class__ is ast.Attribute and node.value is not None:
                     assigned_whole.add(id(targets[0]))
-                    self._stored_attribute(targets[0], class_name, qualname, self_name, node.value)
+                    # (In a nested function, a parameter named alike is that function's: not followed.)
+                    self._stored_attribute(targets[0], class_name, qualname, self_name,
+                                           node.value if not nested else None)
+                if any(target.__class__ is ast.Subscript and _is_name(target.value, self_name, "__dict__")
+                       for target in targets):
+                    self.classes[class_name]["dynamic"] = True  # `self.__dict__[key] = value`
                 for target in targets:
                     if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name \
                             and target.value.id == self_name:
@@ -611,19 +627,36 @@ class _Summarizer:
         parameter of `qualname`, or [] for one not told): the class's `sets`."""
         self.classes[class_name].setdefault("sets", {}).setdefault(attr, []).append([qualname, value])
 
-    def _dynamic_store(self, call: ast.Call, class_name: str, self_name: str | None) -> None:
-        """`setattr(obj, "x", value)` stores as `obj.x = value` does; `setattr(self, key, value)` and
-        `self.__dict__.update(...)` may store into any attribute of the class's objects (`dynamic`)."""
-        args = call.args
-        on_self = bool(args) and args[0].__class__ is ast.Name and args[0].id == self_name  # type: ignore[attr-defined]
+    def _store_call(self, call: ast.Call, class_name: str, self_name: str | None) -> None:
+        """A call that stores an attribute: `setattr(obj, "x", value)` (or `object.__setattr__(obj, "x", value)`,
+        `self.__setattr__("x", value)`) stores as `obj.x = value` does; with a name it computes, or through
+        `self.__dict__.update(...)` or `vars(self).update(...)`, it may store into any attribute of the class's
+        objects (the class is `dynamic`). Other calls are left alone."""
+        func, args = call.func, list(call.args)
+        if func.__class__ is ast.Name:
+            if func.id != "setattr":  # type: ignore[attr-defined]
+                return
+        elif func.__class__ is not ast.Attribute:
+            return
+        elif func.attr == "__setattr__":  # type: ignore[attr-defined]
+            if _dotted(func) != "object.__setattr__":
+                args = [func.value, *args]  # type: ignore[attr-defined]  # `self.__setattr__(name, value)`
+        elif func.attr == "update" and (holder := _holds_dict(func.value)) is not None:  # type: ignore[attr-defined]
+            if not _is_name(holder, self_name):
+                self.stored["*"] = None  # `obj.__dict__.update(state)`: any attribute of any object
+                return
+            args = [holder]  # type: ignore[list-item]
+        else:
+            return
+        holder = args[0] if args else None
+        if holder.__class__ is ast.Call and _dotted(holder.func) == "super":  # type: ignore[union-attr]
+            holder = ast.Name(id=self_name or "", ctx=ast.Load())  # `super().__setattr__(name, value)`
         name = args[1] if len(args) > 1 else None
-        if call.func.__class__ is ast.Attribute or on_self and not (
-                name.__class__ is ast.Constant and isinstance(name.value, str)):  # type: ignore[union-attr]
-            if class_name:
-                self.classes[class_name]["dynamic"] = True
-        elif name.__class__ is ast.Constant and isinstance(name.value, str):  # type: ignore[union-attr]
-            target = ast.Attribute(value=args[0], attr=name.value, ctx=ast.Store())  # type: ignore[union-attr]
+        if name.__class__ is ast.Constant and isinstance(name.value, str) and holder is not None:  # type: ignore
+            target = ast.Attribute(value=holder, attr=name.value, ctx=ast.Store())  # type: ignore[union-attr]
             self._stored_attribute(target, class_name, "", self_name, args[2] if len(args) > 2 else None)
+        elif _is_name(holder, self_name) and class_name:
+            self.classes[class_name]["dynamic"] = True
 
     def _call_reference(self, call: ast.Call, params: dict, self_name: str | None) -> str | None:
         if self._constructs is not None and isinstance(call.func, ast.Name) and call.func.id == self._constructs[0]:
@@ -661,7 +694,8 @@ def call_reference(call: ast.Call, params: dict, self_name: str | None) -> str |
 _BUILTIN_CALLS = frozenset(f"n:{name}" for name in dir(builtins))
 # (An augmented assignment, `x += y`, keeps a tensor where it is: not noted.)
 _NOTED = frozenset({ast.Return, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor,
-                    ast.With, ast.AsyncWith, ast.comprehension, ast.ExceptHandler})
+                    ast.With, ast.AsyncWith, ast.comprehension, ast.ExceptHandler,
+                    ast.AugAssign, ast.Nonlocal, ast.Global})  # the last three only rebind (`_Pending.rebound`)
 
 
 class _Pending:
@@ -676,6 +710,9 @@ class _Pending:
         self.calls: list[tuple[int, ast.Call]] = []
         self.attributes: list[tuple[str, ast.expr]] = []
         self.stores: list[tuple[str, ast.expr | None]] = []  # every `self.x = value` (None: a value not told)
+        # Names rebound where values do not follow (`step += 1`, `nonlocal flag` in a nested function): a parameter
+        # rebound so is not what the callers passed.
+        self.rebound: set[str] = set()
         self.named: dict[str, None] = {}  # the bare names it uses as values, not to call them (`fn = _impl`)
         # The assignments of the function's nested functions too: what object a local holds (its class) does not
         # depend on the call, so a helper defined inside the function types its locals alike.
@@ -684,6 +721,15 @@ class _Pending:
     def note_for_types(self, node) -> None:
         if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
             self.typed.setdefault(node.targets[0].id, []).append(node.value)
+        else:
+            self._note_rebound(node)
+
+    def _note_rebound(self, node) -> None:
+        kind = node.__class__
+        if kind is ast.AugAssign and node.target.__class__ is ast.Name:
+            self.rebound.add(node.target.id)
+        elif kind is ast.Nonlocal or kind is ast.Global:
+            self.rebound.update(node.names)
 
     def note(self, node) -> None:
         kind = node.__class__
@@ -706,6 +752,8 @@ class _Pending:
                     self._bind(item.optional_vars, None)
         elif kind is ast.ExceptHandler and node.name:
             self.assigned.setdefault(node.name, []).append(None)
+        else:
+            self._note_rebound(node)
 
     def _bind(self, target: ast.expr, value: ast.expr | None) -> None:
         if target.__class__ is ast.Name:
@@ -848,6 +896,25 @@ def _named_functions(expr: ast.expr, self_name: str | None) -> list[str]:
     return []
 
 
+def _holds_dict(expr: ast.expr) -> ast.expr | None:
+    """`obj` for `obj.__dict__` or `vars(obj)`: the object whose attributes the dict holds; None otherwise."""
+    if expr.__class__ is ast.Attribute and expr.attr == "__dict__":  # type: ignore[attr-defined]
+        return expr.value  # type: ignore[attr-defined]
+    if expr.__class__ is ast.Call and _dotted(expr.func) == "vars" and len(expr.args) == 1:  # type: ignore
+        return expr.args[0]  # type: ignore[attr-defined]
+    return None
+
+
+def _is_name(expr: ast.AST | None, name: str | None, attr: str | None = None) -> bool:
+    """Whether `expr` is the bare name `name` (`self`), or, with `attr`, the attribute `name.attr`."""
+    if name is None or expr is None:
+        return False
+    if attr is not None:
+        return expr.__class__ is ast.Attribute and expr.attr == attr \
+            and _is_name(expr.value, name)  # type: ignore[attr-defined]
+    return expr.__class__ is ast.Name and expr.id == name  # type: ignore[attr-defined]
+
+
 def _literal(expr: ast.expr | None) -> list:
     """["l", value] for a literal a branch may test (a string, a number, True, False, None, `-1`); [] otherwise."""
     if expr.__class__ is ast.UnaryOp and expr.op.__class__ is ast.USub:  # type: ignore[union-attr]
@@ -866,7 +933,7 @@ def _literal_or_parameter(expr: ast.expr, pending: _Pending) -> list:
     """What a call passes or an attribute is assigned, as far as the values a branch tests follow it: a literal
     (`_literal`), ["p", name] for a parameter of the function the function does not rebind; [] otherwise."""
     if expr.__class__ is ast.Name and expr.id in pending.parameters \
-            and expr.id not in pending.assigned:  # type: ignore[attr-defined]
+            and expr.id not in pending.assigned and expr.id not in pending.rebound:  # type: ignore[attr-defined]
         return ["p", expr.id]  # type: ignore[attr-defined]
     return _literal(expr)
 
@@ -1752,7 +1819,7 @@ class ProjectModel:
                 return None
         return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")
 
-    def uncalled(self, function: str) -> bool:
+    def uncalled(self, function: str, unseen_callers: bool = True) -> bool:
         """Whether nothing in the project runs `function`: no call of it (see `_callers`), with no call by its name
         on an object of unknown class; not hot; not a special method (`__len__`, run by Python) nor an event hook
         (a method `on_*`, which the framework raising the event calls: `on_train_batch_end`), not a property or
@@ -1763,7 +1830,8 @@ class ProjectModel:
         of the project calls are API for code outside it, or dead; in neither case does the project show that they
         run at all, let alone every step.
         Only in a module other modules import from: a script or an example no module imports is code of its own,
-        whose functions the project says nothing about."""
+        whose functions the project says nothing about. `unseen_callers=False`: calls by its name that the model
+        sees run another library's function (`torch.inverse(x)` for a method `inverse`) do not count."""
         record = self.functions.get(function)
         name = function.rpartition(".")[2]
         if record is None or not record["name"] or function in self.hot or record.get("decorated") \
@@ -1775,14 +1843,23 @@ class ProjectModel:
         if record["class"] and self._framework_base(f"{record['module']}.{record['class']}"):
             return False  # a framework's hook: `compute_loss` of a `Trainer`, `get_lr` of an `LRScheduler`
         callers, unseen = self._callers(function)
-        return not callers and not unseen
+        return not callers and not (unseen and (unseen_callers or self._unseen_callers.get(function)))
 
     def _framework_base(self, class_name: str) -> bool:
         """Whether the class derives from a class of another library whose own code may call its methods (a
         `Trainer`, an `LRScheduler`, a `LightningModule`): any base the project does not define, but for the plain
         ones whose code calls none of a subclass's methods but those the model knows (`nn.Module` its `forward`)."""
-        return any(base not in self.classes and base.rpartition(".")[2] not in _PLAIN_BASES
-                   for base in self._written_bases(class_name))
+        for name in self.mro(class_name):
+            record = self.classes[name]
+            imports = self._imports(record["module"])
+            for base in record["bases"]:
+                if not base or self._resolve_name(record["module"], base) in self.classes:
+                    continue  # a base the project defines (`class B(A)` with `A` in the same module)
+                head, _, rest = base.partition(".")
+                written = f"{imports.get(head, head)}.{rest}" if rest else imports.get(head, head)
+                if written.rpartition(".")[2] not in _PLAIN_BASES:
+                    return True
+        return False
 
     def _imported_modules(self) -> frozenset[str]:
         """The modules of the project some other module imports from (`from pkg.losses import ctc_loss`, `from
@@ -1838,13 +1915,11 @@ class ProjectModel:
         owner, _, short = function.rpartition(".")
         handed_on = self._names_used_as_values()
         if short == "__init__":
-            # Objects made by calls no summary holds: the class, or a subclass, handed on (`{"jets": JETS}`).
-            queue, names = [owner], set()
-            while queue:
-                class_name = queue.pop()
-                names.add(class_name.rpartition(".")[2])
-                queue.extend(sub for sub in self.subclasses.get(class_name, ()) if sub.rpartition(".")[2] not in names)
-            if not names.isdisjoint(handed_on):
+            # Objects made by calls no summary holds: the class, or a subclass, handed on (`{"jets": JETS}`), or
+            # remade by `type(self)(...)`.
+            related = self._related_classes(owner)
+            if any(self.classes[name].get("remade") for name in related) \
+                    or not {name.rpartition(".")[2] for name in related}.isdisjoint(handed_on):
                 return None
         elif short.startswith("__") or short in handed_on:
             return None
@@ -1853,9 +1928,13 @@ class ProjectModel:
         callers, unseen = self._callers(function)
         if unseen:  # calls by its name on objects of unknown class may run it: what they pass counts too
             callers = [*callers, *self._unseen_callers.get(function, ())]
+        if not callers:
+            # Nothing the project shows runs it: it passes nothing on to the functions it calls, unless calls the
+            # model cannot see may run it (a constructor: objects made from a registry; see `uncalled`).
+            return frozenset() if short != "__init__" and self.uncalled(function, unseen_callers=False) else None
         if len(callers) > _MAX_LITERAL_CALLERS:
             return None
-        found: set = set()  # none for a function nothing calls: it passes nothing on either
+        found: set = set()
         for caller, index, bound in callers:
             calling = self.functions[caller]
             passed = [[], {}] if index in calling.get("bare", ()) else calling.get("arguments", {}).get(index)
@@ -1880,20 +1959,15 @@ class ProjectModel:
         of that name on another object (`model.use_cache = False`, `setattr(obj, "schedule", ...)`). None otherwise:
         a class that stores by a name it computes (`setattr(self, key, value)`), one derived from another library's
         class, which may store it too, or `training`, which `nn.Module` sets."""
-        if class_name not in self.classes or attr == "training" or attr in self._attributes_stored_elsewhere():
+        stored_elsewhere = self._attributes_stored_elsewhere()
+        if class_name not in self.classes or attr == "training" or attr in stored_elsewhere or "*" in stored_elsewhere:
             return None
-        related, queue = set(self.mro(class_name)), list(self.subclasses.get(class_name, ()))
-        while queue:
-            sub = queue.pop()
-            if sub not in related:
-                related.add(sub)
-                queue.extend(self.subclasses.get(sub, ()))
         found: set = set()
         stored = False
-        for owner in related:
+        for owner in self._related_classes(class_name):
             record = self.classes[owner]
-            if record.get("dynamic") or self._framework_base(owner):
-                return None
+            if record.get("dynamic") or self._framework_base(owner) or f"{owner}.{attr}" in self.functions:
+                return None  # (a method or a property of that name: what it returns is no store)
             for function, value in record.get("sets", {}).get(attr, ()):
                 stored = True
                 if not value:
@@ -1906,6 +1980,17 @@ class ProjectModel:
                     return None
                 found.update(inner)
         return frozenset(found) if stored else None
+
+    def _related_classes(self, class_name: str) -> set[str]:
+        """The classes whose code may run on an object of `class_name` or store into it: its subclasses, however
+        far down, and the project bases of each (mixins a subclass adds included)."""
+        subclasses, queue = {class_name}, list(self.subclasses.get(class_name, ()))
+        while queue:
+            sub = queue.pop()
+            if sub not in subclasses:
+                subclasses.add(sub)
+                queue.extend(self.subclasses.get(sub, ()))
+        return {owner for sub in subclasses for owner in self.mro(sub)}
 
     def _attributes_stored_elsewhere(self) -> frozenset[str]:
         """Every attribute some file of the project stores into on an object other than `self` (`stored`)."""
@@ -2157,7 +2242,7 @@ def _argument(record: dict, name: str, passed: list, bound: bool) -> list | None
         return keywords[name]
     order = record.get("order", [])
     position = order.index(name) if name in order else -1
-    if position >= 0 and not bound and record.get("bound"):
+    if position >= 0 and not bound and record.get("bound") and not record.get("classmethod"):
         position += 1  # `Class.method(obj, x)`: the object comes first
     if 0 <= position < len(positional):
         return positional[position]

@@ -103,3 +103,101 @@ def test_a_sync_in_a_branch_no_call_takes_is_not_reported(tmp_path):
     (tmp_path / "pkg" / "other.py").write_text("from pkg.solver import Solver\n\n\n"
                                                "def other(values):\n    return Solver('linear').sample(values, flag_rl=True)\n")
     assert [row for row, code in by_file(check(tmp_path))["solver.py"] if code == "HDL301"] == [19, 25]
+
+
+PREFIXED = '''\
+import torch
+
+
+def generate(model, prefix="\\n", number_of_characters=100):
+    if len(prefix) > 1:
+        ids = torch.tensor([ord(c) for c in prefix[:-1]], device="cuda")
+        model(ids)
+    if number_of_characters <= 0:
+        return torch.tensor([0], device="cuda")
+    return model(torch.tensor([ord(prefix[-1])], device="cuda"))
+'''
+
+
+def test_the_length_of_a_string_and_orders_of_numbers_are_read(tmp_path):
+    make_project(tmp_path, text=PREFIXED, trainer="from pkg.text import generate\n\n\n"
+                 "def evaluate(model):\n    return generate(model, number_of_characters=50)\n")
+    # The only call leaves the one-character prefix and passes 50 characters: only the last copy runs.
+    assert by_file(check(tmp_path)) == {"text.py": [(10, "HDL101")]}
+
+
+# Ways a value reaches a test that the model must not miss (a second reader's cases): each keeps the copy at line
+# 7 of `modes.py` reported, which a branch read wrongly as never taken would hide.
+MODES = '''\
+import torch
+
+
+class Mode:
+    def step(self, values):
+        if self.mode == "slow":
+            return torch.tensor(values, device="cuda")
+        return values
+'''
+
+
+@pytest.mark.parametrize("files", [
+    # A record type's field: the constructions store what they pass, not the class-level default.
+    {"modes": MODES.replace("class Mode:\n", "class Mode(NamedTuple):\n    mode: str = 'fast'\n\n")
+     .replace("import torch\n", "import torch\nfrom typing import NamedTuple\n"),
+     "user": "from pkg.modes import Mode\n\n\ndef go(v):\n    return Mode('slow').step(v)\n"},
+    # A nested function's parameter of the same name is not the method's.
+    {"modes": MODES.replace("    def step", "    def __init__(self, mode='fast'):\n        self.mode = mode\n\n"
+                            "        def set_mode(mode):\n            self.mode = mode\n        self.set_mode = set_mode\n\n"
+                            "    def step"),
+     "user": "from pkg.modes import Mode\n\n\ndef go(v):\n    m = Mode()\n    m.set_mode('slow')\n    return m.step(v)\n"},
+    # Objects a registry makes: no construction shows what they pass.
+    {"modes": MODES.replace("    def step", "    def __init__(self, mode='fast'):\n        self.mode = mode\n\n"
+                            "    def reset(self):\n        self.mode = 'fast'\n\n    def step"),
+     "user": "from pkg import modes\n\n\ndef go(v, name):\n    return getattr(modes, name)(mode=v.mode).step(v)\n"},
+    # Stores by a name the model does not read as a plain store.
+    {"modes": MODES.replace("    def step", "    def __init__(self):\n        self.mode = 'fast'\n\n"
+                            "    def load(self, state):\n        self.__dict__.update(state)\n\n    def step"),
+     "user": "from pkg.modes import Mode\n\n\ndef go(v):\n    return Mode().step(v)\n"},
+    {"modes": MODES.replace("    def step", "    def __init__(self):\n        self.mode = 'fast'\n\n"
+                            "    def slow(self):\n        object.__setattr__(self, 'mode', 'slow')\n\n    def step"),
+     "user": "from pkg.modes import Mode\n\n\ndef go(v):\n    return Mode().step(v)\n"},
+    # A subclass's property of that name, and a mixin a subclass adds, in another module.
+    {"modes": MODES.replace("    def step", "    mode = 'fast'\n\n    def step"),
+     "user": "from pkg.modes import Mode\n\n\nclass Slow(Mode):\n    @property\n    def mode(self):\n"
+             "        return 'slow'\n\n\ndef go(v):\n    return Slow().step(v)\n"},
+    {"modes": MODES.replace("    def step", "    mode = 'fast'\n\n    def step"),
+     "user": "from pkg.modes import Mode\n\n\nclass Slower:\n    def slow_down(self):\n        self.mode = 'slow'\n\n\n"
+             "class Both(Mode, Slower):\n    pass\n"},
+    # An object remade by `type(self)(...)`.
+    {"modes": MODES.replace("    def step", "    def __init__(self, mode='fast'):\n        self.mode = mode\n\n"
+                            "    def slowed(self):\n        return type(self)('slow')\n\n    def step"),
+     "user": "from pkg.modes import Mode\n\n\ndef go(v):\n    return Mode().slowed().step(v)\n"},
+])
+def test_values_the_model_cannot_follow_keep_the_branch(tmp_path, files):
+    make_project(tmp_path, **files)
+    lines = files["modes"].splitlines()
+    copy = next(index for index, text in enumerate(lines, 1) if "torch.tensor" in text)
+    assert (copy, "HDL101") in by_file(check(tmp_path))["modes.py"]
+
+
+@pytest.mark.parametrize(("caller", "reported"), [
+    # A classmethod called on its class binds `cls`: `True` is `flag`.
+    ("    return Maker.build(values, True)\n", True),
+    ("    return Maker.build(values)\n", False),
+    # A caller that changes the parameter it passes on.
+    ("    return relay(values)\n\n\ndef relay(values, flag=False):\n    flag |= values.retry\n"
+     "    return Maker.build(values, flag)\n", True),
+    ("    return relay(values)\n\n\ndef relay(values, flag=False):\n    return Maker.build(values, flag)\n", False),
+])
+def test_classmethods_and_parameters_changed_before_they_are_passed_on(tmp_path, caller, reported):
+    maker = ("import torch\n\n\nclass Maker:\n    @classmethod\n    def build(cls, values, flag=False):\n"
+             "        if flag:\n            return torch.tensor(values, device='cuda')\n        return values\n")
+    make_project(tmp_path, maker=maker, user=f"from pkg.maker import Maker\n\n\ndef go(values):\n{caller}")
+    assert ((8, "HDL101") in by_file(check(tmp_path)).get("maker.py", [])) is reported
+
+
+def test_a_sync_in_the_test_of_a_one_line_if_is_not_in_its_block(tmp_path):
+    code = ("import torch\n\n\ndef pick(t, flag=False):\n    if t.nonzero().numel() > 0 and flag: return t\n"
+            "    return None\n")
+    make_project(tmp_path, pick=code, user="from pkg.pick import pick\n\n\ndef go(t):\n    return pick(t.cuda())\n")
+    assert (5, "HDL301") in by_file(check(tmp_path))["pick.py"]

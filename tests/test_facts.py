@@ -592,14 +592,21 @@ def test_an_if_that_fills_a_cache_is_told_from_one_that_makes_a_default(code, fi
     # the function may leave before it sets the flag
     ("if not self.has_sampled:\n    self._init(device)\nif n == 0:\n    return None\nself.has_sampled = True\n", False),
     ("if not self.has_sampled:\n    self._init(device)\nself.has_sampled = compute()\n", False),
+    # the block itself may leave before the flag is set: it runs again at the next call
+    ("if not self.has_sampled:\n    return self._init(device)\nself.has_sampled = True\n", False),
+    ("for x in n:\n    if not self.has_sampled:\n        self._init(x)\n    if x:\n        break\n"
+     "    self.has_sampled = True\n", False),
+    ("for x in n:\n    if not self.has_sampled:\n        self._init(x)\n    self.has_sampled = True\n", True),
 ])
 def test_a_flag_the_statements_after_an_if_set_makes_its_block_run_once_per_object(body, once):
     tree = ast.parse("def sample(self, n, device):\n" + textwrap.indent(body, "    "))
-    assert fills_a_cache(tree.body[0].body[0], lambda: flag_uses(tree)) is once
+    test = next(node for node in ast.walk(tree) if isinstance(node, ast.If))
+    assert fills_a_cache(test, lambda: flag_uses(tree)) is once
     # set back the other way in another method: the block runs again
     tree = ast.parse("def sample(self, n, device):\n" + textwrap.indent(body, "    ")
                      + "\n\ndef reset(self):\n    self.has_sampled = False\n    self._fresh = True\n")
-    assert fills_a_cache(tree.body[0].body[0], lambda: flag_uses(tree)) is False
+    assert fills_a_cache(next(node for node in ast.walk(tree) if isinstance(node, ast.If)),
+                         lambda: flag_uses(tree)) is False
 
 
 @pytest.mark.parametrize(("body", "lines"), [
