@@ -139,8 +139,7 @@ _SUMMARY_CACHE_FORMAT = 2
 #              store into `self.attr`; "dynamic": true when a method stores by a computed name (`setattr(self, k, v)`,
 #              `self.__dict__.update(...)`); "remade": true when a method builds an object by `type(self)(...)`
 #   functions' "classmethod": true for a classmethod (`Class.build(x)` binds `cls`)
-#   stored: [attr] the file stores into on objects other than `self` (`model.use_cache = False`); "*" for any
-#              (`obj.__dict__.update(state)`)
+#   stored: [attr] the file stores into on objects other than `self` (`model.use_cache = False`)
 #
 # A value (see `_Values`) says symbolically where a tensor or a device comes from, for the model to resolve across
 # files: ["k", placement, why] (known), ["p", parameter], ["a", attr] (`self.attr`), ["sa", attr, attr]
@@ -631,7 +630,9 @@ class _Summarizer:
         """A call that stores an attribute: `setattr(obj, "x", value)` (or `object.__setattr__(obj, "x", value)`,
         `self.__setattr__("x", value)`) stores as `obj.x = value` does; with a name it computes, or through
         `self.__dict__.update(...)` or `vars(self).update(...)`, it may store into any attribute of the class's
-        objects (the class is `dynamic`). Other calls are left alone."""
+        objects (the class is `dynamic`). Other calls are left alone. So are stores by computed names into other
+        objects (`setattr(args, key, value)`, `obj.__dict__.update(state)`): every large project has some, and
+        reading them as "any attribute of any class" would leave no attribute known."""
         func, args = call.func, list(call.args)
         if func.__class__ is ast.Name:
             if func.id != "setattr":  # type: ignore[attr-defined]
@@ -641,16 +642,14 @@ class _Summarizer:
         elif func.attr == "__setattr__":  # type: ignore[attr-defined]
             if _dotted(func) != "object.__setattr__":
                 args = [func.value, *args]  # type: ignore[attr-defined]  # `self.__setattr__(name, value)`
-        elif func.attr == "update" and (holder := _holds_dict(func.value)) is not None:  # type: ignore[attr-defined]
-            if not _is_name(holder, self_name):
-                self.stored["*"] = None  # `obj.__dict__.update(state)`: any attribute of any object
-                return
-            args = [holder]  # type: ignore[list-item]
+        elif func.attr == "update" and _is_name(_holds_dict(func.value), self_name):  # type: ignore[attr-defined]
+            args = [func.value]  # type: ignore[attr-defined]  # `self.__dict__.update(state)`: any attribute
         else:
             return
         holder = args[0] if args else None
-        if holder.__class__ is ast.Call and _dotted(holder.func) == "super":  # type: ignore[union-attr]
-            holder = ast.Name(id=self_name or "", ctx=ast.Load())  # `super().__setattr__(name, value)`
+        if holder.__class__ is ast.Call and _dotted(holder.func) == "super" \
+                or _is_name(_holds_dict(holder), self_name):  # type: ignore[union-attr, arg-type]
+            holder = ast.Name(id=self_name or "", ctx=ast.Load())  # `super().__setattr__(k, v)`, `self.__dict__`
         name = args[1] if len(args) > 1 else None
         if name.__class__ is ast.Constant and isinstance(name.value, str) and holder is not None:  # type: ignore
             target = ast.Attribute(value=holder, attr=name.value, ctx=ast.Store())  # type: ignore[union-attr]
@@ -1959,8 +1958,7 @@ class ProjectModel:
         of that name on another object (`model.use_cache = False`, `setattr(obj, "schedule", ...)`). None otherwise:
         a class that stores by a name it computes (`setattr(self, key, value)`), one derived from another library's
         class, which may store it too, or `training`, which `nn.Module` sets."""
-        stored_elsewhere = self._attributes_stored_elsewhere()
-        if class_name not in self.classes or attr == "training" or attr in stored_elsewhere or "*" in stored_elsewhere:
+        if class_name not in self.classes or attr == "training" or attr in self._attributes_stored_elsewhere():
             return None
         found: set = set()
         stored = False
