@@ -105,7 +105,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 29
+SUMMARY_VERSION = 30
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -133,11 +133,12 @@ _SUMMARY_CACHE_FORMAT = 2
 # For the values a branch tests (ProjectModel.literals), a literal is ["l", value] (a string, a number, a bool,
 # None) and a parameter passed on ["p", parameter]; [] is anything else:
 #   functions' "literals": {parameter: value} of the literal defaults; "arguments": {index into calls:
-#              [[literal or parameter of each positional argument], {keyword: literal or parameter}]} for the calls
-#              that pass one ("*" as in `passes`); "bare": [index into calls of each call that passes nothing]
-#   classes' "sets": {attr: [[function qualname ("" for the class body), literal or parameter], ...]} for every
-#              store into `self.attr`; "dynamic": true when a method stores by a computed name (`setattr(self, k, v)`,
-#              `self.__dict__.update(...)`); "remade": true when a method builds an object by `type(self)(...)`
+#              repr of [[literal or parameter of each positional argument], {keyword: literal or parameter}]} for
+#              the calls that pass one ("*" as in `passes`); "bare": [index into calls of each call passing nothing]
+#   classes' "sets": {attr: repr of [[function qualname ("" for the class body), literal or parameter], ...]}
+#              for every store into `self.attr`; "dynamic": true when a method stores by a computed name
+#              (`setattr(self, k, v)`, `self.__dict__.update(...)`); "remade": true when a method builds an object by
+#              `type(self)(...)`
 #   functions' "classmethod": true for a classmethod (`Class.build(x)` binds `cls`)
 #   stored: [attr] the file stores into on objects other than `self` (`model.use_cache = False`)
 #
@@ -277,6 +278,9 @@ class _Summarizer:
                               "attrs": {}, "types": {}, "scalars": [], "unplaced": []}
         self._body(node.body, prefix=f"{name}.", class_name=name)
         self._dataclass_init(node, name)
+        sets = self.classes[name].get("sets")
+        if sets:  # as text, as `arguments` is: read back only for the attributes a question reaches
+            self.classes[name]["sets"] = {attr: repr(stores) for attr, stores in sets.items()}
         attrs, scalars = self.classes[name]["attrs"], set(self.classes[name]["scalars"])
         if "gpu" in attrs and attrs["gpu"][0] == "" and ("cpu" in attrs or "np" in attrs):
             # A buffer kept on both sides (`self.cpu`, `self.gpu`, `self.np`): `gpu` is the device copy.
@@ -473,7 +477,10 @@ class _Summarizer:
             if len(positional) < len(call.args) or any(kw.arg is None for kw in call.keywords):
                 keywords["*"] = []
             if any(positional) or any(keywords.values()):
-                arguments[index] = [positional, keywords]
+                # Written out as text, read back only for the calls a question reaches (ProjectModel._passed):
+                # a summary holds one for most calls, and nested lists and dicts would take several times the
+                # memory in every process that loads the summaries.
+                arguments[index] = repr([positional, keywords])
         if arguments:
             record["arguments"] = arguments
         if bare:
@@ -1899,11 +1906,11 @@ class ProjectModel:
         (`"time_uniform"`, `False`, `None`, a number), leaves it to a literal default, or passes on a parameter of
         its own whose values are known so: what a branch testing the parameter may see (none when nothing calls
         it: see `uncalled` for what that says). None when a call passes anything else, or when calls the model
-        cannot see may run it: the function is used
-        as a value (`functools.partial(sample, ...)`, a registry), decorated, a special method other than
-        `__init__`, or a method of a class derived from another library's. A call by its name on an object of
-        unknown class (`self.dist.sample(n)`) may run it: what such calls pass counts too. Only in the project: a library's API that its users call with other values is read as the project
-        uses it (as `uncalled` reads it)."""
+        cannot see may run it: the function is used as a value (`functools.partial(sample, ...)`, a registry),
+        decorated, a special method other than `__init__`, or a method of a class derived from another
+        library's. A call by its name on an object of unknown class (`self.dist.sample(n)`) may run it: what such
+        calls pass counts too. Only in the project: a library's API that its users call with other values is read
+        as the project uses it (as `uncalled` reads it)."""
         return self._memoized(self._literals, (function, name), depth,
                               lambda: self._literals_uncached(function, name, depth))
 
@@ -1936,7 +1943,7 @@ class ProjectModel:
         found: set = set()
         for caller, index, bound in callers:
             calling = self.functions[caller]
-            passed = [[], {}] if index in calling.get("bare", ()) else calling.get("arguments", {}).get(index)
+            passed = [[], {}] if index in calling.get("bare", ()) else _read_arguments(calling, index)
             value = _argument(record, name, passed, bound) if passed is not None else None
             if value is _LEFT_OUT and name in record.get("literals", {}):
                 found.add(record["literals"][name])
@@ -1966,7 +1973,8 @@ class ProjectModel:
             record = self.classes[owner]
             if record.get("dynamic") or self._framework_base(owner) or f"{owner}.{attr}" in self.functions:
                 return None  # (a method or a property of that name: what it returns is no store)
-            for function, value in record.get("sets", {}).get(attr, ()):
+            written = record.get("sets", {}).get(attr)
+            for function, value in ast.literal_eval(written) if written is not None else ():
                 stored = True
                 if not value:
                     return None
@@ -2226,6 +2234,13 @@ def _distinctive(attr: str) -> bool:
     """An attribute name that says what it holds well enough to be taken, by its name alone, for the same tensor
     wherever it is read: not `out`, `value` or `buffer`."""
     return len(attr) >= 4 and attr not in _TOO_COMMON_ATTRIBUTES and "_" in attr.strip("_")
+
+
+def _read_arguments(record: dict, index: int) -> list | None:
+    """What the call `index` of the function `record` describes passes, as the summary's `arguments` writes it
+    ([positional, keywords]); None for a call that passes no literal nor parameter."""
+    written = record.get("arguments", {}).get(index)
+    return ast.literal_eval(written) if written is not None else None
 
 
 _LEFT_OUT = ["left out"]  # a parameter a call does not pass (see `_argument`)

@@ -138,9 +138,10 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
 
     What costs nothing is decided here, for every rule: a host tensor, code that runs once (by its name too, see
     `runs_once_by_name`), test code, a logging call, a branch taken only while CUDA graphs are captured or only on
-    another device, or by no call of the project (`untaken_branch`), a GPU kernel's body, a module whose path names another accelerator (`npu/`: its tensors are
-    that accelerator's, whatever the project's CUDA code puts in the same attributes; a file that only names
-    another accelerator's API may be one that supports several, `if device.type == "xpu":`).
+    another device, or by no call of the project (`untaken_branch`), a GPU kernel's body, a module whose path
+    names another accelerator (`npu/`: its tensors are that accelerator's, whatever the project's CUDA code puts
+    in the same attributes; a file that only names another accelerator's API may be one that supports several,
+    `if device.type == "xpu":`).
     Otherwise each sync rule says what it reports (`kinds`, and `where` by placement), and the first that reports
     the site owns it; the declarations are disjoint, so there is at most one."""
     if site.placement is Placement.HOST or facts.other_accelerator_path:
