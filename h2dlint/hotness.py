@@ -279,9 +279,9 @@ def fills_a_cache(node: ast.If, flags: Callable[[], FlagUses] | None = None) -> 
         return False
     assignments = [(target, getattr(inner, "value", None)) for inner in statements(node.body)
                    for target in _stored_targets(inner)]
+    uses = flags() if flags is not None else None
     if flag is not None:
         name, runs_while_set = flag
-        uses = flags() if flags is not None else None
         arming = uses.armed.get(name, set()) if uses is not None else set()
         if "other" in arming or ("truthy" if runs_while_set else "falsy") in arming:
             return False
@@ -290,7 +290,19 @@ def fills_a_cache(node: ast.If, flags: Callable[[], FlagUses] | None = None) -> 
         return any(isinstance(target, ast.Attribute) and dotted_name(target) == name
                    and isinstance(value, ast.Constant) and bool(value.value) is not runs_while_set
                    for target, value in assignments)
-    return _tests_a_cache(node.test, [target for target, _ in assignments])
+    stored = [target for target, _ in assignments]
+    if uses is not None:  # `self._set_torch_value(device)`: what the file's methods of that name store
+        stored.extend(target for call in _self_calls(node.body) for target in uses.method_stores.get(call, ()))
+    return _tests_a_cache(node.test, stored)
+
+
+def _self_calls(body: list[ast.stmt]) -> Iterator[str]:
+    """The names of the methods the statements call on `self` as statements of their own (`self._build(x)`)."""
+    for statement in statements(body):
+        value = getattr(statement, "value", None)
+        if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute \
+                and _is_self(value.func.value):  # type: ignore[union-attr]
+            yield value.func.attr  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
@@ -299,17 +311,25 @@ class FlagUses:
     `armed`: what functions other than constructors (`RUN_ONCE_FUNCTIONS`) assign to attributes of `self`, by the
     attribute (`self._dirty`): "truthy" or "falsy" for a constant, "other" for anything else. `cleared_after`: for
     each `if self.flag:` or `if not self.flag:`, the stores into attributes of `self` made by the statements after
-    it in its block, up to the first that may leave the block (a `return`, a `raise`)."""
+    it in its block, up to the first that may leave the block (a `return`, a `raise`). `method_stores`: for each
+    function of the file by its name, the attributes of `self` it stores, so that `if self._t is None:
+    self._set_torch_value(device)` fills a cache as `self._t = ...` would."""
 
     armed: dict[str, set[str]]
     cleared_after: dict[int, list[tuple[ast.expr, ast.expr | None]]]
+    method_stores: dict[str, list[ast.expr]]
 
 
 def flag_uses(tree: ast.Module) -> FlagUses:
     armed: dict[str, set[str]] = {}
+    method_stores: dict[str, list[ast.expr]] = {}
     for function in statements(tree.body):
-        if function.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) \
-                or function.name in RUN_ONCE_FUNCTIONS:  # type: ignore[attr-defined]
+        if function.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+            continue
+        method_stores.setdefault(function.name, []).extend(  # type: ignore[attr-defined]
+            target for inner in statements(function.body) for target in _stored_targets(inner)  # type: ignore
+            if _is_self_attribute(target))
+        if function.name in RUN_ONCE_FUNCTIONS:  # type: ignore[attr-defined]
             continue
         for statement in statements(function.body):  # type: ignore[attr-defined]
             value = getattr(statement, "value", None)
@@ -330,7 +350,7 @@ def flag_uses(tree: ast.Module) -> FlagUses:
                     if _may_leave([after]):
                         break
                     stores.extend((target, getattr(after, "value", None)) for target in _stored_targets(after))
-    return FlagUses(armed, cleared_after)
+    return FlagUses(armed, cleared_after, method_stores)
 
 
 def _may_leave(block: list[ast.stmt]) -> bool:

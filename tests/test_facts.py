@@ -585,6 +585,19 @@ def test_an_if_that_fills_a_cache_is_told_from_one_that_makes_a_default(code, fi
     assert fills_a_cache(ast.parse(code).body[0]) is fills
 
 
+def test_a_cache_filled_by_a_method_of_the_file_is_a_cache():
+    # d3rlpy's scalers: the method the block calls stores what the test asks for
+    code = ("def transform(self, x):\n    if self._t_min is None or self._t_max is None:\n"
+            "        self._set_torch_value(x.device)\n    return x\n\n\n"
+            "def _set_torch_value(self, device):\n    self._t_min = make(device)\n    self._t_max = make(device)\n")
+    tree = ast.parse(code)
+    test = tree.body[0].body[0]
+    assert fills_a_cache(test, lambda: flag_uses(tree)) is True
+    # a method that stores something else fills no cache
+    tree = ast.parse(code.replace("self._t_max = make(device)", "self._other = make(device)"))
+    assert fills_a_cache(tree.body[0].body[0], lambda: flag_uses(tree)) is False
+
+
 @pytest.mark.parametrize(("body", "once"), [
     # neuralforecast's IQLoss: the flag is set after the block, by the rest of the function
     ("if not self.has_sampled:\n    self._init(device)\nq = self.distr.sample(n)\nself.has_sampled = True\n", True),
