@@ -14,6 +14,8 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .syntax import blocks
+
 if TYPE_CHECKING:
     from .facts import FileFacts
 
@@ -65,10 +67,7 @@ def _arms_around(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) ->
             else:
                 break
             continue
-        inner = [part for name in ("body", "orelse", "finalbody") for part in getattr(statement, name, None) or ()]
-        inner.extend(part for handler in getattr(statement, "handlers", ()) or () for part in handler.body)
-        inner.extend(part for case in getattr(statement, "cases", ()) or () for part in case.body)
-        block = inner
+        block = [part for inner in blocks(statement) for part in inner]
     return arms
 
 

@@ -18,7 +18,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from .branches import untaken_branch
-from .syntax import dotted_name, name_words
+from .syntax import blocks, dotted_name, name_words
 
 if TYPE_CHECKING:
     from .facts import FileFacts
@@ -323,33 +323,29 @@ class FlagUses:
 def flag_uses(tree: ast.Module) -> FlagUses:
     armed: dict[str, set[str]] = {}
     method_stores: dict[str, list[ast.expr]] = {}
-    for function in statements(tree.body):
-        if function.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
-            continue
-        method_stores.setdefault(function.name, []).extend(  # type: ignore[attr-defined]
-            target for inner in statements(function.body) for target in _stored_targets(inner)  # type: ignore
-            if _is_self_attribute(target))
-        if function.name in RUN_ONCE_FUNCTIONS:  # type: ignore[attr-defined]
-            continue
-        for statement in statements(function.body):  # type: ignore[attr-defined]
-            value = getattr(statement, "value", None)
-            for target in _assigned_targets(statement):
-                name = dotted_name(target) if isinstance(target, ast.Attribute) else None
-                if name is not None and name.startswith("self.") and value is not None:
-                    kind = ("truthy" if value.value else "falsy") if isinstance(value, ast.Constant) else "other"
-                    armed.setdefault(name, set()).add(kind)
     cleared_after: dict[int, list[tuple[ast.expr, ast.expr | None]]] = {}
     for statement in statements(tree.body):
-        for block in _blocks(statement):
+        if statement.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef):
+            stores = method_stores.setdefault(statement.name, [])  # type: ignore[attr-defined]
+            arms = statement.name not in RUN_ONCE_FUNCTIONS  # type: ignore[attr-defined]
+            for inner in statements(statement.body):  # type: ignore[attr-defined]
+                stores.extend(target for target in _stored_targets(inner) if _is_self_attribute(target))
+                value = getattr(inner, "value", None)
+                for target in _assigned_targets(inner) if arms and value is not None else ():
+                    name = dotted_name(target) if isinstance(target, ast.Attribute) else None
+                    if name is not None and name.startswith("self."):
+                        kind = ("truthy" if value.value else "falsy") if isinstance(value, ast.Constant) else "other"
+                        armed.setdefault(name, set()).add(kind)
+        for block in blocks(statement):
             for index, inner in enumerate(block):
                 if inner.__class__ is not ast.If or _once_flag(inner.test) is None \
                         or _may_leave(inner.body):  # type: ignore[attr-defined]
                     continue  # (a block that may leave first never gets to the statements after it)
-                stores = cleared_after[id(inner)] = []
+                cleared = cleared_after[id(inner)] = []
                 for after in block[index + 1:]:
                     if _may_leave([after]):
                         break
-                    stores.extend((target, getattr(after, "value", None)) for target in _stored_targets(after))
+                    cleared.extend((target, getattr(after, "value", None)) for target in _stored_targets(after))
     return FlagUses(armed, cleared_after, method_stores)
 
 
@@ -365,17 +361,6 @@ def _may_leave(block: list[ast.stmt]) -> bool:
 _LEAVING = frozenset({ast.Return, ast.Raise, ast.Break, ast.Continue})
 
 
-def _blocks(statement: ast.stmt) -> Iterator[list[ast.stmt]]:
-    for name in _BLOCK_FIELDS:
-        inner = getattr(statement, name, None)
-        if inner:
-            yield inner
-    for handler in getattr(statement, "handlers", ()) or ():
-        yield handler.body
-    for case in getattr(statement, "cases", ()) or ():
-        yield case.body
-
-
 def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """The statements of `body` and, depth first, of the blocks inside them (functions and classes included);
     not the expressions: a statement-level `ast.walk`, at a fraction of its cost."""
@@ -383,14 +368,8 @@ def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     while stack:
         statement = stack.pop()
         yield statement
-        for name in _BLOCK_FIELDS:
-            inner = getattr(statement, name, None)
-            if inner:
-                stack.extend(reversed(inner))
-        for handler in getattr(statement, "handlers", ()) or ():
-            stack.extend(reversed(handler.body))
-        for case in getattr(statement, "cases", ()) or ():
-            stack.extend(reversed(case.body))
+        for block in blocks(statement):
+            stack.extend(reversed(block))
 
 
 def _may_test_a_cache(test: ast.expr) -> bool:
@@ -641,7 +620,6 @@ _MIN_PERIOD = 10  # `step % 2 == 0` alternates between two per-step paths (even 
 _CACHING_DECORATORS = frozenset({"cache", "lru_cache", "cached_property", "functools.cache", "functools.lru_cache",
                                  "functools.cached_property"})
 
-_BLOCK_FIELDS = ("body", "orelse", "finalbody")
 
 
 def context_at(facts: FileFacts, line: int, hot_functions: frozenset[str] | None = None) -> CodeContext:

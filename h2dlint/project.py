@@ -448,39 +448,24 @@ class _Summarizer:
         returns = [values.of(value) for value in pending.returns]
         if returns:
             record["returns"] = returns
-        passes = {}
-        for index, call in pending.calls:
-            positional = []
-            for argument in call.args:
-                if isinstance(argument, ast.Starred):
-                    break  # the arguments after it land on parameters no one can tell
-                positional.append(values.of(argument))
-            keywords = {kw.arg: values.of(kw.value) for kw in call.keywords if kw.arg is not None}
-            if len(positional) < len(call.args) or any(kw.arg is None for kw in call.keywords):
-                keywords["*"] = []  # `*args` or `**kwargs`: no parameter is certainly left out
-            if any(positional) or any(keywords.values()):  # absent: passes nothing the model can place
-                passes[index] = [positional, keywords]
-        if passes:
-            record["passes"] = passes
-        # The literals and parameters each call passes, for the values a parameter takes (ProjectModel.literals).
-        arguments, bare = {}, []
+        # What each call passes: the values the model places (`passes`), and the literals and parameters, for the
+        # values a parameter takes (ProjectModel.literals: `arguments`, and `bare` for a call passing nothing).
+        passes, arguments, bare = {}, {}, []
         for index, call in pending.calls:
             if not call.args and not call.keywords:
                 bare.append(index)
                 continue
-            positional = []
-            for argument in call.args:
-                if isinstance(argument, ast.Starred):
-                    break
-                positional.append(_literal_or_parameter(argument, pending))
-            keywords = {kw.arg: _literal_or_parameter(kw.value, pending) for kw in call.keywords if kw.arg is not None}
-            if len(positional) < len(call.args) or any(kw.arg is None for kw in call.keywords):
-                keywords["*"] = []
+            positional, keywords = _call_arguments(call, values.of)
+            if any(positional) or any(keywords.values()):  # absent: passes nothing the model can place
+                passes[index] = [positional, keywords]
+            positional, keywords = _call_arguments(call, lambda expr: _literal_or_parameter(expr, pending))
             if any(positional) or any(keywords.values()):
-                # Written out as text, read back only for the calls a question reaches (ProjectModel._passed):
-                # a summary holds one for most calls, and nested lists and dicts would take several times the
+                # Written out as text, read back only for the calls a question reaches (`_read_arguments`): a
+                # summary holds one for most calls, and nested lists and dicts would take several times the
                 # memory in every process that loads the summaries.
                 arguments[index] = repr([positional, keywords])
+        if passes:
+            record["passes"] = passes
         if arguments:
             record["arguments"] = arguments
         if bare:
@@ -921,6 +906,20 @@ def _is_name(expr: ast.AST | None, name: str | None, attr: str | None = None) ->
     return expr.__class__ is ast.Name and expr.id == name  # type: ignore[attr-defined]
 
 
+def _call_arguments(call: ast.Call, value_of: Callable[[ast.expr], list]) -> tuple[list, dict]:
+    """What `call` passes, each argument as `value_of` tells it: [value of each positional argument] up to a
+    `*args`, and {keyword: value}, with "*" when `*args` or `**kwargs` may pass more."""
+    positional = []
+    for argument in call.args:
+        if isinstance(argument, ast.Starred):
+            break  # the arguments after it land on parameters no one can tell
+        positional.append(value_of(argument))
+    keywords = {kw.arg: value_of(kw.value) for kw in call.keywords if kw.arg is not None}
+    if len(positional) < len(call.args) or any(kw.arg is None for kw in call.keywords):
+        keywords["*"] = []  # `*args` or `**kwargs`: no parameter is certainly left out
+    return positional, keywords
+
+
 def _literal(expr: ast.expr | None) -> list:
     """["l", value] for a literal a branch may test (a string, a number, True, False, None, `-1`); [] otherwise."""
     if expr.__class__ is ast.UnaryOp and expr.op.__class__ is ast.USub:  # type: ignore[union-attr]
@@ -1358,11 +1357,16 @@ class ProjectModel:
 
     def _written_bases(self, class_name: str) -> Iterator[str]:
         """The bases of the class and of its project bases, however far up, as written, with the module's imports
-        resolved (`nn.Module` under `from torch import nn` is `torch.nn.Module`)."""
+        resolved (`nn.Module` under `from torch import nn` is `torch.nn.Module`); a base the project defines by
+        its qualified name (`class B(A)` with `A` in the same module: `pkg.mod.A`)."""
         for name in self.mro(class_name):
             record = self.classes[name]
             imports = self._imports(record["module"])
             for base in record["bases"]:
+                resolved = self._resolve_name(record["module"], base) if base else None
+                if resolved in self.classes:
+                    yield resolved  # type: ignore[misc]
+                    continue
                 head, _, rest = base.partition(".")
                 yield f"{imports.get(head, head)}.{rest}" if rest else imports.get(head, head)
 
@@ -1465,16 +1469,18 @@ class ProjectModel:
                      None)
         result = [found] if found else []
         if overrides:
-            queue, seen = deque(self.subclasses.get(class_name, [])), set()
-            while queue:
-                sub = queue.popleft()
-                if sub in seen:
-                    continue
-                seen.add(sub)
-                if f"{sub}.{method}" in self.functions:
-                    result.append(f"{sub}.{method}")
-                queue.extend(self.subclasses.get(sub, []))
+            result.extend(f"{sub}.{method}" for sub in self._subclasses(class_name) if f"{sub}.{method}" in self.functions)
         return result
+
+    def _subclasses(self, class_name: str) -> list[str]:
+        """The project's subclasses of `class_name`, however far down, nearest first."""
+        queue, found = deque(self.subclasses.get(class_name, [])), {}
+        while queue:
+            sub = queue.popleft()
+            if sub not in found:
+                found[sub] = None
+                queue.extend(self.subclasses.get(sub, []))
+        return list(found)
 
     def _by_method_name(self, method: str) -> list[str]:
         if "_" not in method.strip("_") or method.startswith("__") or method.endswith("_") \
@@ -1855,17 +1861,8 @@ class ProjectModel:
         """Whether the class derives from a class of another library whose own code may call its methods (a
         `Trainer`, an `LRScheduler`, a `LightningModule`): any base the project does not define, but for the plain
         ones whose code calls none of a subclass's methods but those the model knows (`nn.Module` its `forward`)."""
-        for name in self.mro(class_name):
-            record = self.classes[name]
-            imports = self._imports(record["module"])
-            for base in record["bases"]:
-                if not base or self._resolve_name(record["module"], base) in self.classes:
-                    continue  # a base the project defines (`class B(A)` with `A` in the same module)
-                head, _, rest = base.partition(".")
-                written = f"{imports.get(head, head)}.{rest}" if rest else imports.get(head, head)
-                if written.rpartition(".")[2] not in _PLAIN_BASES:
-                    return True
-        return False
+        return any(base and base not in self.classes and base.rpartition(".")[2] not in _PLAIN_BASES
+                   for base in self._written_bases(class_name))
 
     def _imported_modules(self) -> frozenset[str]:
         """The modules of the project some other module imports from (`from pkg.losses import ctc_loss`, `from
@@ -1990,13 +1987,7 @@ class ProjectModel:
     def _related_classes(self, class_name: str) -> set[str]:
         """The classes whose code may run on an object of `class_name` or store into it: its subclasses, however
         far down, and the project bases of each (mixins a subclass adds included)."""
-        subclasses, queue = {class_name}, list(self.subclasses.get(class_name, ()))
-        while queue:
-            sub = queue.pop()
-            if sub not in subclasses:
-                subclasses.add(sub)
-                queue.extend(self.subclasses.get(sub, ()))
-        return {owner for sub in subclasses for owner in self.mro(sub)}
+        return {owner for sub in [class_name, *self._subclasses(class_name)] for owner in self.mro(sub)}
 
     def _attributes_stored_elsewhere(self) -> frozenset[str]:
         """Every attribute some file of the project stores into on an object other than `self` (`stored`)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 
 
 def name_words(name: str) -> list[str]:
@@ -28,3 +29,19 @@ def terminal_name(node: ast.expr) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
     return None
+
+
+def blocks(statement: ast.stmt) -> Iterator[list[ast.stmt]]:
+    """The blocks of statements a compound statement holds: its body, `else` and `finally`, its `except`
+    handlers' and its `match` cases' bodies (a function's or a class's body too)."""
+    for name in _BLOCK_FIELDS:
+        inner = getattr(statement, name, None)
+        if inner:
+            yield inner
+    for handler in getattr(statement, "handlers", ()) or ():
+        yield handler.body
+    for case in getattr(statement, "cases", ()) or ():
+        yield case.body
+
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody")
