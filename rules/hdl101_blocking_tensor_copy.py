@@ -69,13 +69,16 @@ class BlockingTensorCopy(Rule):
     a `DataLoader`, outside its loops (it prepares the data once per run); nor, outside its
     loops, a function nothing in the project calls, in a module other modules import from
     (API the project never runs per step, or dead code; a function returned, passed, stored,
-    decorated, or an event hook `on_*`, counts as called);
+    decorated, or an event hook `on_*`, counts as called); nor, hot or not, a block no call
+    takes (`if mode == "debug":` where every call of the function passes another mode, or
+    `if self.flag:` where every store into `self.flag` stores False);
     nor test code (a test module or a
     `test_*` function), which runs once per test; nor code that runs once in a
     while: under a periodic guard (`if step % eval_interval == 0:`, see HDL201), in a
     function cached with `functools.cache` / `lru_cache` / `cached_property`, filling a
     cache (`if key not in _CACHE: _CACHE[key] = ...`, `if self._x is None: self._x =
-    ...`), setting up lazily behind a flag it clears and nothing but a constructor sets
+    ...`, or `self._set_x(...)` where that method stores `self._x`), setting up lazily behind a
+    flag it, or what follows it, clears and nothing but a constructor sets
     (`if self._uninitialized: ...; self._uninitialized = False`), or only called from
     such code; nor a block that ends by raising or failing an assertion (`if
     boxes.any(): ...; raise ValueError(...)`, `torch._assert(False, ...)`), which runs only

@@ -93,7 +93,8 @@ class BlockingHostTensorCopy(Rule):
     model, a function only they call), once per test, once in a while (under a
     periodic guard, filling a cache or setting up lazily behind a flag, see HDL101), or
     in a function named for set-up, export, a test or a benchmark (see HDL101) is
-    not reported: the copy does not repeat every step. A
+    not reported: the copy does not repeat every step. Nor is a block no call of the
+    project takes (see HDL101): it never runs. A
     fresh factory under a default-device context this
     file sets up (`torch.set_default_device`, `with torch.device(...)` and the
     constructors it runs) is not reported at all: it allocates on that device, so

@@ -53,7 +53,8 @@ class ConstantUpload(Rule):
     a `test_*` function), once in a while (under a periodic guard, filling a
     cache or setting up lazily behind a flag, see HDL101), or in a function named for
     set-up, export, a test or a benchmark (see HDL101) is not reported: the copy
-    does not repeat every step. Nor is a constant that is a fallback: returned by an
+    does not repeat every step. Nor is a block no call of the project takes (see
+    HDL101), which never runs. Nor is a constant that is a fallback: returned by an
     early exit (`if not mask.any(): return torch.tensor(0.0, device=d)`, with the
     function's own work after the `if`) or made in an `except` handler. Such a branch
     serves a degenerate input (nothing to count, an empty batch, a failed search), not

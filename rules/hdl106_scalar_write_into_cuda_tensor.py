@@ -25,7 +25,8 @@ class ScalarWriteIntoCudaTensor(Rule):
     numbers, `len(...)`, `x.item()`, `1 if flag else 0`) to one element of a tensor known to be on a CUDA
     device (made there, or passed to a `torch.distributed` collective such as
     `dist.all_reduce`, which NCCL runs on CUDA tensors), `cuda_t[i] = v` or
-    `cuda_t[i, j] = v`, where it runs often: in a loop, a `forward`, a step function.
+    `cuda_t[i, j] = v`, where it runs often: in a loop, a `forward`, a step function;
+    not in a block no call of the project takes (see HDL101).
 
     ## Why is this bad?
     For a CUDA tensor, PyTorch turns the Python number into a 0-d **CPU** tensor and

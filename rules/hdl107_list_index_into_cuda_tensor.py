@@ -25,7 +25,8 @@ class ListIndexIntoCudaTensor(Rule):
     literal or comprehension, a name or `self.x` bound only to lists, a parameter
     annotated `list[int]`, or what a function of the same file annotated
     `-> list[...]` (or returning only lists) returns. The tensor must be known to be on
-    a CUDA device (see HDL201 for what counts).
+    a CUDA device (see HDL201 for what counts). Not in a block no call of the project
+    takes (see HDL101).
 
     ## Why is this bad?
     PyTorch turns a list index into an index tensor on the indexed tensor's device:
