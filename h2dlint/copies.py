@@ -288,7 +288,8 @@ def copy_of(facts: FileFacts, call: cst.Call, line: int) -> tuple[Copy, Device] 
 
 def host_factory(facts: FileFacts, node: ast.expr) -> str | None:
     """The factory's name when `node` is a call making a fresh host tensor: `torch.<factory>(...)` without
-    `device=` (a factory that accepts `pin_memory=`), or `torch.from_numpy(...)` ("from_numpy"); else None."""
+    `device=` (a factory that accepts `pin_memory=`; `torch.tensor` of host data, not of a tensor that may be
+    elsewhere), or `torch.from_numpy(...)` ("from_numpy"); else None."""
     if not isinstance(node, ast.Call):
         return None
     qualified = facts.qualify(dotted_name(node.func)) or ""
@@ -300,6 +301,8 @@ def host_factory(facts: FileFacts, node: ast.expr) -> str | None:
     if name not in PINNABLE_FACTORIES or any(keyword.arg in ("device", None) for keyword in node.keywords) \
             or any(isinstance(arg, ast.Starred) for arg in node.args):
         return None
+    if name == "tensor" and classify_placement(facts, node, node.lineno) is not Placement.HOST:
+        return None  # made from a tensor that may be elsewhere: it stays on that tensor's device
     return name
 
 

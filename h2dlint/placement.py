@@ -78,6 +78,14 @@ def classify_device(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0)
     if device is Device.UNKNOWN and isinstance(expr, (ast.Name, ast.Attribute)) \
             and dotted_name(expr) in facts.gpu_device_names:
         return Device.CUDA
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self" \
+            and depth < 4:
+        # What the class assigns to `self.x` or, for a property, returns (`def device(self): return "cpu"`).
+        bindings = facts.self_attribute_bindings(expr.attr, line)
+        if bindings and all(binding.value is not None for binding in bindings):
+            kinds = {_classify_bound_device(facts, binding.value, binding.line, depth) for binding in bindings}
+            if len(kinds) == 1 and (assigned := kinds.pop()) is not Device.UNKNOWN:
+                return assigned
     if isinstance(expr, ast.Attribute) and expr.attr == "device":
         # A tensor's device is where the tensor lives: `torch.tensor(v, device=ends.device)` after
         # `ends = mask.cpu().nonzero()` makes a host tensor, and copies nothing.
@@ -247,6 +255,10 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
                 return Placement.HOST
         if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in TORCH_FACTORIES:
             device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
+            if device is None and qualified in ("torch.tensor", "torch.as_tensor") and expr.args \
+                    and _certainly_tensor(facts, expr.args[0], line):
+                # Made from a tensor, it stays on that tensor's device (`torch.tensor(mask.sum())`).
+                return classify_placement(facts, expr.args[0], line, depth + 1)
             if device is None:
                 return Placement.UNKNOWN if qualified.endswith("_like") else Placement.HOST
             return _placement_of(classify_device(facts, device, line))
@@ -322,6 +334,12 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
     if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
         return classify_placement(facts, expr.operand, line, depth)
     return Placement.UNKNOWN
+
+
+def _certainly_tensor(facts: FileFacts, expr: ast.expr, line: int) -> bool:
+    from .values import is_certainly_tensor  # imported here: values asks placement in turn
+
+    return is_certainly_tensor(facts, expr, line)
 
 
 def drawn_from_a_data_loader(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -> bool:

@@ -127,6 +127,9 @@ class BlockingHostTensorCopy(Rule):
         Valid("import torch\ndef f(ids):\n    return torch.tensor(ids).to(torch.float16)\n"),
         Valid("import torch\ndef f(ids):\n    return torch.tensor(ids).to('cpu')\n"),
         Valid("import torch\ndef f(ids, d):\n    return torch.tensor(ids, pin_memory=True).to(d, non_blocking=True)\n"),
+        # `torch.tensor` of a tensor copies it where it is: no host tensor unless that one is.
+        Valid("import torch\ndef count(mask: torch.Tensor, device, n):\n    for _ in range(n):\n"
+              "        yield torch.tensor(mask.sum()).to(device)\n"),
         Valid("import torch\ndef f(a, b):\n    return torch.zeros(3).to(b)\n"),
         Valid("import torch\ndef f(ids):\n    return torch.tensor(ids, device='cuda').cuda()\n"),
         Valid("import torch\ndef f(m):\n    return torch.nn.Linear(3, 4).cuda()\n"),
@@ -141,6 +144,8 @@ class BlockingHostTensorCopy(Rule):
         Valid("import torch\ndef load_weights(model, n):\n    return torch.arange(n).cuda()\n"),
     )
     invalid_examples = (
+        Invalid("import torch\ndef count(mask: torch.Tensor, device, n):\n    for _ in range(n):\n"
+                "        yield torch.tensor(mask.cpu().sum()).to(device)\n", None, message_contains="copies a host tensor"),
         Invalid("import torch\nfrom torch.utils.data import DataLoader\ndef train(model, dataset):\n"
                 "    for step, (inputs, labels) in enumerate(DataLoader(dataset, batch_size=8)):\n"
                 "        model(inputs.cuda(), labels)\n", None, message_contains="a batch from a data loader"),
