@@ -190,8 +190,9 @@ def classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int =
 
     GPU: `.cuda()`, `.to(<cuda device>)`, a torch factory with a CUDA `device=`.
     HOST: `.cpu()`, `.pin_memory()`, `torch.from_numpy`, a factory without a device
-    or with a host device, a `*_cpu` name, `torch.cat` / `torch.stack` of host tensors
-    only, a comparison with a host tensor of one or more dimensions. Names follow their
+    or with a host device (`torch.tensor(t)` of a tensor: where `t` is), a `*_cpu` name,
+    `torch.cat` / `torch.stack` of host tensors only, a comparison with a host tensor of
+    one or more dimensions. Names follow their
     local bindings, and `self.x` the assignments to it in the enclosing class (or, for a
     property, what it returns). A name of unknown placement that its function makes and
     passes to a torch.distributed collective (not on a CPU or gloo group) is a CUDA
