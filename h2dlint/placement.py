@@ -257,8 +257,11 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
         if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in TORCH_FACTORIES:
             device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
             if device is None and qualified in ("torch.tensor", "torch.as_tensor") and expr.args \
+                    and not any(kw.arg == "pin_memory" for kw in expr.keywords) \
+                    and classify_data(facts, expr.args[0], line) not in (Data.HOST, Data.LIKELY_HOST) \
                     and _certainly_tensor(facts, expr.args[0], line):
-                # Made from a tensor, it stays on that tensor's device (`torch.tensor(mask.sum())`).
+                # Made from a tensor, it stays on that tensor's device (`torch.tensor(mask.sum())`); pinned, it is
+                # host memory whatever it was made from.
                 return classify_placement(facts, expr.args[0], line, depth + 1)
             if device is None:
                 return Placement.UNKNOWN if qualified.endswith("_like") else Placement.HOST
