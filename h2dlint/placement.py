@@ -192,14 +192,13 @@ def classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int =
     HOST: `.cpu()`, `.pin_memory()`, `torch.from_numpy`, a factory without a device
     or with a host device (`torch.tensor(t)` of a tensor: where `t` is), a `*_cpu` name,
     `torch.cat` / `torch.stack` of host tensors only, a comparison with a host tensor of
-    one or more dimensions. Names follow their
-    local bindings, and `self.x` the assignments to it in the enclosing class (or, for a
-    property, what it returns). A name of unknown placement that its function makes and
-    passes to a torch.distributed collective (not on a CPU or gloo group) is a CUDA
-    tensor, as NCCL needs one. Tensor computations
-    (torch functions, tensor methods, operators, indexing, `.to(dtype)`) keep the
-    placement of their known tensor operands. In code that prepares samples for a
-    data loader (`ProjectModel.runs_in_data_loading`), a tensor of unknown placement is
+    one or more dimensions. Names follow their local bindings, and `self.x` the
+    assignments to it in the enclosing class (or, for a property, what it returns). A
+    name of unknown placement that its function makes and passes to a torch.distributed
+    collective (not on a CPU or gloo group) is a CUDA tensor, as NCCL needs one. Tensor
+    computations (torch functions, tensor methods, operators, indexing, `.to(dtype)`)
+    keep the placement of their known tensor operands. In code that prepares samples for
+    a data loader (`ProjectModel.runs_in_data_loading`), a tensor of unknown placement is
     on the host: what is on the GPU there was put there in the code itself.
     """
     placement = _classify_placement(facts, expr, line, depth)
