@@ -79,13 +79,10 @@ def classify_device(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0)
             and dotted_name(expr) in facts.gpu_device_names:
         return Device.CUDA
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self" \
-            and depth < 4:
-        # What the class assigns to `self.x` or, for a property, returns (`def device(self): return "cpu"`).
-        bindings = facts.self_attribute_bindings(expr.attr, line)
-        if bindings and all(binding.value is not None for binding in bindings):
-            kinds = {_classify_bound_device(facts, binding.value, binding.line, depth) for binding in bindings}
-            if len(kinds) == 1 and (assigned := kinds.pop()) is not Device.UNKNOWN:
-                return assigned
+            and depth < 4 and facts.project is not None:
+        assigned = _own_device_attribute(facts, expr.attr, line, depth)
+        if assigned is not Device.UNKNOWN:
+            return assigned
     if isinstance(expr, ast.Attribute) and expr.attr == "device":
         # A tensor's device is where the tensor lives: `torch.tensor(v, device=ends.device)` after
         # `ends = mask.cpu().nonzero()` makes a host tensor, and copies nothing.
@@ -108,6 +105,21 @@ def classify_device(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0)
     if device is Device.UNKNOWN and facts.for_other_accelerator:
         return Device.NOT_CUDA  # a file for another accelerator only: its devices are that accelerator's
     return device
+
+
+def _own_device_attribute(facts: FileFacts, attr: str, line: int, depth: int) -> Device:
+    """What the enclosing class assigns to `self.attr` or, for a property, returns (`def device(self): return
+    "cpu"`), when the values agree and none is a `None` placeholder, and the project model finds no other code
+    that sets it: no subclass defining or assigning it, no store into it on another object."""
+    bindings = facts.self_attribute_bindings(attr, line)
+    if not bindings or any(binding.value is None or isinstance(binding.value, ast.Constant)
+                           and binding.value.value is None for binding in bindings):
+        return Device.UNKNOWN
+    kinds = {_classify_bound_device(facts, binding.value, binding.line, depth) for binding in bindings}
+    if len(kinds) != 1 or Device.UNKNOWN in kinds:
+        return Device.UNKNOWN
+    class_name = facts.class_at(line)
+    return kinds.pop() if class_name and facts.project.sets_attribute_alone(class_name, attr) else Device.UNKNOWN
 
 
 _OPEN_DEVICE_OWNERS = threading.local()  # the `x.device` expressions being classified, per thread
@@ -339,10 +351,27 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
     return Placement.UNKNOWN
 
 
+_OPEN_TENSOR_DATA = threading.local()  # the data of `torch.tensor(t)` being tested, per thread
+_MOST_OPEN_TENSOR_DATA = 3
+
+
 def _certainly_tensor(facts: FileFacts, expr: ast.expr, line: int) -> bool:
+    """Whether the data of `torch.tensor(expr)` is certainly a tensor. `is_certainly_tensor` may classify a
+    placement afresh (depth 0), which may meet this data again (`h = torch.tensor(h.mean(0))` in a loop): data
+    met again while it is tested, or under three others, is no certain tensor, which ends the cycle."""
     from .values import is_certainly_tensor  # imported here: values asks placement in turn
 
-    return is_certainly_tensor(facts, expr, line)
+    open_data = getattr(_OPEN_TENSOR_DATA, "keys", None)
+    if open_data is None:
+        open_data = _OPEN_TENSOR_DATA.keys = set()
+    key = (id(expr), line)
+    if key in open_data or len(open_data) >= _MOST_OPEN_TENSOR_DATA:
+        return False
+    open_data.add(key)
+    try:
+        return is_certainly_tensor(facts, expr, line)
+    finally:
+        open_data.discard(key)
 
 
 def drawn_from_a_data_loader(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -> bool:

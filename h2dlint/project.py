@@ -1984,6 +1984,22 @@ class ProjectModel:
                 found.update(inner)
         return frozenset(found) if stored else None
 
+    def sets_attribute_alone(self, class_name: str, attr: str) -> bool:
+        """Whether only `class_name` and its bases set `attr` of its objects: no subclass defines it (a method or
+        a property) or assigns it, no code stores it on another object, and no class involved stores by computed
+        names or derives from another library's class below `class_name`."""
+        if class_name not in self.classes or attr in self._attributes_stored_elsewhere():
+            return False
+        own = set(self.mro(class_name))
+        for owner in self._related_classes(class_name):
+            record = self.classes[owner]
+            if record.get("dynamic"):
+                return False
+            if owner not in own and (self._framework_base(owner) or f"{owner}.{attr}" in self.functions
+                                     or attr in record["attrs"] or attr in record.get("sets", {})):
+                return False
+        return True
+
     def _related_classes(self, class_name: str) -> set[str]:
         """The classes whose code may run on an object of `class_name` or store into it: its subclasses, however
         far down, and the project bases of each (mixins a subclass adds included)."""
@@ -2050,6 +2066,8 @@ class ProjectModel:
             return _written_literals(self.literals(first, second))
         if kind == "attribute_literals":
             return _written_literals(self.attribute_literals(first, second)) if first in self.classes else None
+        if kind == "alone":
+            return "alone" if self.sets_attribute_alone(first, second) else None
         if kind == "parameter":
             return self.parameter(first, second)
         if kind == "result":
@@ -2423,6 +2441,11 @@ class FileView:
         ProjectModel.attribute_literals); None when not known."""
         class_name = self.class_of(local_class)
         return _read_literals(self._ask(("attribute_literals", class_name, attr))) if class_name else None
+
+    def sets_attribute_alone(self, class_name: str, attr: str) -> bool:
+        """Whether only the project class `class_name` and its bases set `attr` of its objects (see
+        ProjectModel.sets_attribute_alone)."""
+        return self._ask(("alone", class_name, attr)) == "alone"
 
     def runs_in_data_loading(self, local_qualname: str) -> str | None:
         """The data loader's entry the function runs under, when it prepares samples on the host (see

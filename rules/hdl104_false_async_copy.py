@@ -97,6 +97,9 @@ class FalseAsyncCopy(Rule):
     text_test_spares_only_parsing = True
 
     valid_examples = (
+        # `torch.tensor` of a tensor copies it where it is: not a fresh host tensor, bound to a name or not.
+        Valid("import torch\ndef count(mask: torch.Tensor, device, n):\n    for _ in range(n):\n"
+              "        c = torch.tensor(mask.sum())\n        yield c.to(device, non_blocking=True)\n"),
         Valid("import torch\ndef f(device):\n    return torch.zeros(0, dtype=torch.int64).to(device, non_blocking=True)\n"),
         Valid("import torch\ndef f(ids, d):\n    return torch.tensor(ids, pin_memory=True).to(d, non_blocking=True)\n"),
         Valid("import torch\ndef f(x, d):\n    return x.to(d, non_blocking=True)\n"),
@@ -206,6 +209,8 @@ def _bound_to_unpinned_factory(facts, name: str, line: int) -> bool:
         if factory != "from_numpy" and (factory not in PINNABLE_FACTORIES or any(
                 keyword.arg in ("device", "pin_memory") or keyword.arg is None for keyword in value.keywords)):
             return False
+        if host_factory(facts, value) is None:
+            return False  # `torch.tensor(t)` of a tensor that may be elsewhere stays there
     return True
 
 

@@ -119,6 +119,62 @@ def test_hotness_flows_into_functions_named_for_building_but_not_for_loading(tmp
     assert "hot: ModelRunner.forward -> ModelRunner._build_metadata" in runner_findings[0]["message"]
 
 
+SELF_FED = """\
+import torch
+
+
+def smooth(model, batches):
+    h = model(batches[0])
+    for batch in batches:
+        h = torch.as_tensor(h.mean(0))
+    return h.cuda()
+
+
+def upload(ids, n):
+    for _ in range(n):
+        yield torch.tensor(ids).cuda()
+"""
+
+
+def test_a_tensor_made_from_itself_in_a_loop_ends_the_cycle(tmp_path):
+    # Whether `h.mean(0)` is a tensor asks where `h` is, which is `torch.as_tensor` of it again: a cycle that must
+    # end (it once raised RecursionError and lost the file's findings).
+    make_project(tmp_path, smooth=SELF_FED)
+    assert by_file(check(tmp_path)) == {"smooth.py": [(13, "HDL102")]}
+
+
+DEVICE_PROPERTY = """\
+import torch
+
+
+class LM:
+    @property
+    def device(self):
+        return "cpu"
+
+    def score(self, requests):
+        for tokens in requests:
+            yield torch.tensor(tokens, device=self.device)
+"""
+
+
+@pytest.mark.parametrize("subclass, reported", [
+    ("", False),
+    ("\n\nclass CudaLM(LM):\n    @property\n    def device(self):\n        return 'cuda'\n", True),
+    ("\n\nclass CudaLM(LM):\n    def __init__(self):\n        self.device = torch.device('cuda')\n", True),
+])
+def test_a_device_property_places_tensors_unless_a_subclass_sets_the_device(tmp_path, subclass, reported):
+    make_project(tmp_path, lm=DEVICE_PROPERTY + subclass)
+    assert bool(check(tmp_path)) is reported
+
+
+def test_a_device_assigned_none_is_a_placeholder_not_the_host(tmp_path):
+    runner = DEVICE_PROPERTY.replace("    @property\n    def device(self):\n        return \"cpu\"\n",
+                                     "    def __init__(self):\n        self.device = None\n")
+    make_project(tmp_path, lm=runner, use="from pkg.lm import LM\n\nlm = LM()\nlm.device = 'cuda:0'\n")
+    assert [finding["code"] for finding in check(tmp_path)] == ["HDL101"]
+
+
 CONFIG = '''\
 from dataclasses import dataclass
 
