@@ -161,10 +161,6 @@ class BlockingTensorCopy(Rule):
     text_test_spares_only_parsing = True
 
     valid_examples = (
-        # The class's device is a property that returns the host's: the tensor is made there.
-        Valid("import torch\nclass NeuronLM:\n    @property\n    def device(self):\n        return 'cpu'\n"
-              "    def score(self, requests):\n        for tokens in requests:\n"
-              "            yield torch.tensor(tokens, device=self.device)\n"),
         # A function named for set-up (or export, a test, a benchmark, ...) is no per-step work.
         Valid("import torch\ndef setup_model(model, values, device):\n"
               "    model.mean = torch.tensor(values, device=device)\n"),
