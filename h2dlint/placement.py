@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import threading
 import weakref
+from collections.abc import Callable
+from typing import TypeVar
 
 from .facts import (
     CUDA_DEVICE_STRING,
@@ -34,6 +36,8 @@ from .facts import (
     placement_by_attribute_name,
 )
 from .syntax import dotted_name
+
+_T = TypeVar("_T")
 
 _HOST_GROUP_WORDS = ("cpu", "gloo")  # `cpu_group`, `backend="gloo"`: a collective on the host
 _SEQUENCE_DISPLAYS = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)
@@ -122,27 +126,39 @@ def _own_device_attribute(facts: FileFacts, attr: str, line: int, depth: int) ->
     return kinds.pop() if class_name and facts.project.sets_attribute_alone(class_name, attr) else Device.UNKNOWN
 
 
-_OPEN_DEVICE_OWNERS = threading.local()  # the `x.device` expressions being classified, per thread
-_MOST_OPEN_DEVICE_OWNERS = 3
+class _OpenQuestions:
+    """The expressions a question is being answered for, per thread, for a question whose answer may start a
+    classification afresh (depth 0) and so meet the same expression again: the depth bound cannot end that
+    cycle, so an expression met again while it is open, or under `most` others, gets the `closed` answer."""
+
+    def __init__(self, most: int) -> None:
+        self._local = threading.local()
+        self._most = most
+
+    def answer(self, expr: ast.expr, line: int, compute: Callable[[], _T], closed: _T) -> _T:
+        open_keys = getattr(self._local, "keys", None)
+        if open_keys is None:
+            open_keys = self._local.keys = set()
+        key = (id(expr), line)
+        if key in open_keys or len(open_keys) >= self._most:
+            return closed
+        open_keys.add(key)
+        try:
+            return compute()
+        finally:
+            open_keys.discard(key)
+
+
+_DEVICE_OWNERS = _OpenQuestions(most=3)  # the `x.device` expressions being classified
 
 
 def _placement_of_device_owner(facts: FileFacts, expr: ast.Attribute, line: int, depth: int) -> Placement:
     """Where the tensor whose `.device` `expr` reads lives. A name may be bound to a tensor made on its own device
     (`x = torch.cat([x, torch.zeros(1, device=x.device)])` in a loop): an expression met again while it is being
-    classified is unknown, which ends the cycle; so is one met under three others."""
-    open_owners = getattr(_OPEN_DEVICE_OWNERS, "keys", None)
-    if open_owners is None:
-        open_owners = _OPEN_DEVICE_OWNERS.keys = set()
-    key = (id(expr), line)
-    # A device is classified afresh (depth 0) wherever a tensor is made on it, so a chain of tensors made on each
-    # other's devices is bounded here, by how many `.device` reads are open at once.
-    if key in open_owners or len(open_owners) >= _MOST_OPEN_DEVICE_OWNERS:
-        return Placement.UNKNOWN
-    open_owners.add(key)
-    try:
-        return classify_placement(facts, expr.value, line, depth + 1)
-    finally:
-        open_owners.discard(key)
+    classified is unknown, which ends the cycle; so is one met under three others. (A device is classified afresh
+    wherever a tensor is made on it, so a chain of tensors made on each other's devices is bounded here.)"""
+    return _DEVICE_OWNERS.answer(expr, line, lambda: classify_placement(facts, expr.value, line, depth + 1),
+                                 Placement.UNKNOWN)
 
 
 def _classify_bound_device(facts: FileFacts, value: ast.expr, line: int, depth: int) -> Device:
@@ -351,8 +367,7 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
     return Placement.UNKNOWN
 
 
-_OPEN_TENSOR_DATA = threading.local()  # the data of `torch.tensor(t)` being tested, per thread
-_MOST_OPEN_TENSOR_DATA = 3
+_TENSOR_DATA = _OpenQuestions(most=3)  # the data of `torch.tensor(t)` being tested
 
 
 def _certainly_tensor(facts: FileFacts, expr: ast.expr, line: int) -> bool:
@@ -361,17 +376,7 @@ def _certainly_tensor(facts: FileFacts, expr: ast.expr, line: int) -> bool:
     met again while it is tested, or under three others, is no certain tensor, which ends the cycle."""
     from .values import is_certainly_tensor  # imported here: values asks placement in turn
 
-    open_data = getattr(_OPEN_TENSOR_DATA, "keys", None)
-    if open_data is None:
-        open_data = _OPEN_TENSOR_DATA.keys = set()
-    key = (id(expr), line)
-    if key in open_data or len(open_data) >= _MOST_OPEN_TENSOR_DATA:
-        return False
-    open_data.add(key)
-    try:
-        return is_certainly_tensor(facts, expr, line)
-    finally:
-        open_data.discard(key)
+    return _TENSOR_DATA.answer(expr, line, lambda: is_certainly_tensor(facts, expr, line), False)
 
 
 def drawn_from_a_data_loader(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -> bool:

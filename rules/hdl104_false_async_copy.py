@@ -4,7 +4,6 @@ import ast
 from typing import TYPE_CHECKING
 
 from h2dlint.copies import (
-    PINNABLE_FACTORIES,
     copy_device,
     copy_of,
     factory_data,
@@ -26,7 +25,6 @@ from h2dlint.facts import Device
 from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syntax import dotted_name
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -201,17 +199,10 @@ def _bound_to_unpinned_factory(facts, name: str, line: int) -> bool:
     values = facts.bindings_at(name, line)
     if not values:
         return False
-    for value in values:
-        if not isinstance(value, ast.Call):
-            return False
-        qualified = facts.qualify(dotted_name(value.func)) or ""
-        factory = qualified.split(".", 1)[1] if qualified.startswith("torch.") else ""
-        if factory != "from_numpy" and (factory not in PINNABLE_FACTORIES or any(
-                keyword.arg in ("device", "pin_memory") or keyword.arg is None for keyword in value.keywords)):
-            return False
-        if host_factory(facts, value) is None:
-            return False  # `torch.tensor(t)` of a tensor that may be elsewhere stays there
-    return True
+    # Each a fresh host tensor as `host_factory` sees it (not `torch.tensor(t)` of a tensor that may be elsewhere),
+    # made without `pin_memory=` at all.
+    return all(isinstance(value, ast.Call) and host_factory(facts, value) is not None
+               and not any(keyword.arg == "pin_memory" for keyword in value.keywords) for value in values)
 
 
 def _may_be_fresh_host_tensor(facts, source: ast.expr, line: int) -> bool:
