@@ -41,7 +41,8 @@ class BlockingHostTensorCopy(Rule):
     ## What it does
     Finds `.cuda()` and `.to(<device>)` without `non_blocking=True` on a tensor known
     to be on the host: a fresh torch factory without `device=` (`torch.tensor(x)`,
-    `torch.zeros(n)`), `torch.from_numpy(a)`, `.cpu()`, `.pin_memory()`, `torch.cat` /
+    `torch.zeros(n)`; `torch.tensor(t)` of a tensor stays where `t` is, so only when `t`
+    is on the host), `torch.from_numpy(a)`, `.cpu()`, `.pin_memory()`, `torch.cat` /
     `torch.stack` of such tensors only, a mask comparing one (`torch.arange(n) < lens`,
     which would raise if `lens` were on the GPU), a local name bound only to those (or
     named `*_cpu`), or `self.x` assigned only those in its class (or a property

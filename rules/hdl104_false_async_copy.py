@@ -37,7 +37,8 @@ class FalseAsyncCopy(Rule):
     ## What it does
     Finds `.to(<device>, non_blocking=True)` and `.cuda(non_blocking=True)` whose source
     is pageable host memory: a fresh torch factory without `pin_memory=`
-    (`torch.tensor(x)`, `torch.zeros(n)`), `torch.from_numpy(a)`, or a local name bound
+    (`torch.tensor(x)`, `torch.zeros(n)`; not `torch.tensor(t)` of a tensor that may be
+    elsewhere, which stays where `t` is), `torch.from_numpy(a)`, or a local name bound
     only to such a call. A factory written with no elements (`torch.zeros(0)`,
     `torch.tensor([])`) is not reported: an empty copy never reaches the device.
 
