@@ -78,7 +78,7 @@ async def one_round(path: Path, text: str, edits: int) -> dict[str, list[float]]
 
     for version in range(2, edits + 2):
         await asyncio.sleep(PAUSE_SECONDS)
-        text += f"_typed_{version} = torch.tensor([{version}], device='cuda')\n"
+        text += f"for _ in range(2): _typed_{version} = torch.tensor([{version}], device='cuda')\n"
         sent = time.perf_counter()
         client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),

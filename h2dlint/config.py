@@ -129,6 +129,7 @@ KEYS = {
     "src": ("source_roots", _paths),
     "gpu-attributes": ("gpu_attributes", _strings),
     "module-inputs-on-gpu": ("module_inputs_on_gpu", _bool),
+    "copies-outside-hot-code": ("copies_outside_hot_code", _bool),
 }
 
 

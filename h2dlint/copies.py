@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .facts import Device, FileFacts, Placement
+from .hotness import context_at, runs_once
 from .placement import classify_device, classify_placement
 from .project import short_name
 from .syntax import dotted_name
@@ -20,6 +21,8 @@ from .values import PinData, pin_data_kind
 
 if TYPE_CHECKING:
     import libcst as cst
+
+    from .settings import Settings
 else:
     from .deferred import libcst as cst
 
@@ -31,6 +34,20 @@ SYNC_CALLS = frozenset({"synchronize"})  # torch.cuda.synchronize(), event.synch
 
 # Word tests, before parsing: a file without the word has no call the rule could report.
 _DEVICE_WORD = re.compile("dev", re.IGNORECASE)
+
+
+def left_unreported(facts: FileFacts, line: int, settings: Settings) -> str | None:
+    """Why the blocking-copy rules (HDL101, HDL102, HDL103) leave a copy at `line` unreported: it runs once (see
+    `runs_once`), or nothing shows that it runs every step (no loop, no hot function by its name or through the
+    project's calls, no CUDA graph capture around it) and `copies-outside-hot-code` is off. Read in held-out trees,
+    copies without such evidence were right about as often as wrong: mostly set-up, an epoch's or an evaluation's
+    bookkeeping, or weight conversion at load (docs/precision.md, "Copies outside hot code"). None: report it."""
+    once = runs_once(facts, line)
+    if once is not None:
+        return once
+    if not settings.copies_outside_hot_code and not context_at(facts, line).hot:
+        return "nothing shows that it runs every step"
+    return None
 
 
 def may_copy_to_a_named_device(text: str) -> bool:

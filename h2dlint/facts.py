@@ -386,9 +386,11 @@ def names_host(node: ast.AST, words: tuple[str, ...], host_strings: bool = False
     return False
 
 
-# A definition of a function hot by its name, for the word gate (see word_gate).
+# A definition of a function hot by its name, for the word gate (see word_gate); any name with `train` in it stands
+# for the training steps `hotness.named_training_step` finds by their words.
 _HOT_NAMES = "|".join(sorted(HOT_FUNCTION_NAMES))
-_DEFINES_A_HOT_NAME = re.compile(rf"def[\s\\]+(?:(?:{_HOT_NAMES})\b|init_forward_metadata|\w*_replay_cuda_graph\b)")
+_DEFINES_A_HOT_NAME = re.compile(
+    rf"def[\s\\]+(?:(?:{_HOT_NAMES})\b|init_forward_metadata|\w*_replay_cuda_graph\b|\w*train)")
 
 
 # Words of a folder or module name written for another accelerator: `experimental/torch_tpu/`,

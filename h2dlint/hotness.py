@@ -121,11 +121,26 @@ _OFF_THE_STEP_PATH_WORDS = frozenset({"bench", "benchmark", "benchmarks", "bench
 
 @functools.lru_cache(maxsize=8192)
 def is_hot_function(name: str, configured: frozenset[str] = frozenset()) -> bool:
-    """Whether a function of this name is a hot path: a built-in name or pattern, or a configured
-    `hot-functions` entry (a name or a glob pattern)."""
+    """Whether a function of this name is a hot path: a built-in name or pattern, a training step by its words
+    (`named_training_step`), or a configured `hot-functions` entry (a name or a glob pattern)."""
     if name in HOT_FUNCTION_NAMES or name in configured or any(fnmatchcase(name, pattern) for pattern in configured):
         return True
+    if named_training_step(name):
+        return True
     return "capture" not in name and any(fnmatchcase(name, pattern) for pattern in HOT_FUNCTION_PATTERNS)
+
+
+# A function named for training and for one step of it runs once per batch: OLMo-core's `_train_batch`,
+# FastVideo's `train_one_step`, Keras's `train_on_batch`, a trainer's `training_iteration`. Not with a word of a
+# longer span (`train_epoch` holds the step loop and the epoch's set-up), nor set-up or data loading.
+_TRAINING_WORDS = frozenset({"train", "training"})
+_ONE_STEP_WORDS = frozenset({"step", "batch", "iteration", "iter", "microbatch"})
+_LONGER_SPAN_WORDS = frozenset({"epoch", "epochs", "setup", "init", "loader", "dataloader"})
+
+
+def named_training_step(name: str) -> bool:
+    words = set(name_words(name))
+    return bool(words & _TRAINING_WORDS and words & _ONE_STEP_WORDS and not words & _LONGER_SPAN_WORDS)
 
 
 class _LineMap:

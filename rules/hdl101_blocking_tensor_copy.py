@@ -11,6 +11,7 @@ from h2dlint.copies import (
     is_pure,
     join_args,
     keywords_of,
+    left_unreported,
     may_call_tensor_with_device,
     no_pinned_rewrite,
     pin_guard,
@@ -21,7 +22,6 @@ from h2dlint.copies import (
     unpinnable_data,
 )
 from h2dlint.facts import Data, Device, Placement
-from h2dlint.hotness import runs_once
 from h2dlint.model import Applicability, Fix
 from h2dlint.placement import classify_data, classify_device, classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
@@ -57,7 +57,15 @@ class BlockingTensorCopy(Rule):
     Inside TorchScript (`@torch.jit.script`, `@torch.jit.export`) the copy is reported
     without a rewrite too: TorchScript's `torch.tensor` takes no `pin_memory`. Data with no
     elements (`[]`, `[[]] * batch`) is not reported: such a copy returns before it reaches the device.
-    Nor is code that runs once per model (`__init__`, `__post_init__`, `setup`,
+
+    Only code known to run every step is reported: in a loop, under CUDA graph capture, or
+    in a function hot by its name (`forward`, `step`, a training step such as
+    `_train_batch`, an engine's per-step entry point, a `hot-functions` entry) or called
+    from one through the project (the finding's `evidence` names the chain). In held-out
+    projects the copies elsewhere were set-up, an epoch's or an evaluation's bookkeeping
+    or weight conversion at load about as often as per-step work. With
+    `copies-outside-hot-code = true` they are reported too, except as follows.
+    Not reported, hot or not: code that runs once per model (`__init__`, `__post_init__`, `setup`,
     `reset_parameters`, `_init_weights`, a loading function such as `load_weights` or
     `from_pretrained`; their loops too, except in the constructor of a class that is
     no `nn.Module`, which may be built every step; `main` outside its loops; or, by
@@ -161,6 +169,9 @@ class BlockingTensorCopy(Rule):
     text_test_spares_only_parsing = True
 
     valid_examples = (
+        # Nothing shows that this runs every step (no loop, no hot name, no hot caller): reported only with
+        # `copies-outside-hot-code = true`.
+        Valid("import torch\ndef prepare(ids, device):\n    return torch.tensor(ids, device=device)\n"),
         # A function named for set-up (or export, a test, a benchmark, ...) is no per-step work.
         Valid("import torch\ndef setup_model(model, values, device):\n"
               "    model.mean = torch.tensor(values, device=device)\n"),
@@ -200,113 +211,113 @@ class BlockingTensorCopy(Rule):
     )
     invalid_examples = (
         Invalid(
-            "import torch\ndef f(lens):\n    buf = torch.zeros(4, device='cuda')\n    return buf.new_tensor(lens)\n",
+            "import torch\ndef forward(lens):\n    buf = torch.zeros(4, device='cuda')\n    return buf.new_tensor(lens)\n",
             None,
             message_contains="`.new_tensor()` copies host data to a CUDA device",
         ),
         Invalid(
-            "import torch\ndef f(self, counts):\n"
+            "import torch\ndef forward(self, counts):\n"
             "    self.num_tokens_gpu = self.num_tokens_gpu.new_tensor([sum(counts)], dtype=torch.int32)\n",
             None,
             message_contains="the device of `self.num_tokens_gpu` (if it is a CUDA device)",
         ),
         Invalid(
-            "import torch\nx = torch.tensor([1, 2], device='cuda')\n",
-            "import torch\nx = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n",
+            "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], device='cuda')\n",
+            "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n",
         ),
         Invalid(
-            "import torch\ndef f(indices, states):\n"
+            "import torch\ndef forward(indices, states):\n"
             "    return torch.tensor(indices, device=states.device, dtype=torch.int64)\n",
-            "import torch\ndef f(indices, states):\n"
+            "import torch\ndef forward(indices, states):\n"
             "    return torch.tensor(indices, dtype=torch.int64, pin_memory=torch.cuda.is_available())"
             ".to(states.device, non_blocking=True)\n",
             unsafe=True,
         ),
         Invalid(
-            "import torch\ndef f(lengths, device):\n    if isinstance(lengths, list):\n"
+            "import torch\ndef forward(lengths, device):\n    if isinstance(lengths, list):\n"
             "        return torch.tensor(lengths, device=device)\n",
-            "import torch\ndef f(lengths, device):\n    if isinstance(lengths, list):\n"
+            "import torch\ndef forward(lengths, device):\n    if isinstance(lengths, list):\n"
             "        return torch.tensor(lengths, pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
         ),
         Invalid(
-            "import torch\ndef f(lens, device):\n    out, total = [], 0\n    for n in lens:\n"
+            "import torch\ndef forward(lens, device):\n    out, total = [], 0\n    for n in lens:\n"
             "        out.append(total)\n        total += n\n    return torch.tensor(out[1:] + out[:1], device=device)\n",
-            "import torch\ndef f(lens, device):\n    out, total = [], 0\n    for n in lens:\n"
+            "import torch\ndef forward(lens, device):\n    out, total = [], 0\n    for n in lens:\n"
             "        out.append(total)\n        total += n\n"
             "    return torch.tensor(out[1:] + out[:1], pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
         ),
         Invalid(
-            "import torch\ndef f(scale, device):\n    return torch.tensor(float(scale), device=device)\n",
-            "import torch\ndef f(scale, device):\n"
+            "import torch\ndef forward(scale, device):\n    return torch.tensor(float(scale), device=device)\n",
+            "import torch\ndef forward(scale, device):\n"
             "    return torch.tensor(float(scale), pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
         ),
         Invalid(
-            "import numpy as np\nimport torch\ndef f(rows, device):\n    table = np.concatenate(rows)\n"
+            "import numpy as np\nimport torch\ndef forward(rows, device):\n    table = np.concatenate(rows)\n"
             "    return torch.tensor(table > 0, device=device)\n",
             None,
             message_contains="`table > 0` is a numpy array, which `torch.tensor(..., pin_memory=True)` cannot pin",
         ),
         Invalid(
-            "import torch\ndef build(load_device, sizes):\n    with torch.device(load_device):\n"
+            "import torch\ndef forward(load_device, sizes):\n    with torch.device(load_device):\n"
             "        return torch.tensor(sizes, device=load_device)\n",
             None,
             message_contains="it may run under `with torch.device(...)` (line 3)",
         ),
         Invalid(
-            "import torch\ntorch.set_default_device('cuda')\ndef f(n, device):\n"
+            "import torch\ntorch.set_default_device('cuda')\ndef forward(n, device):\n"
             "    return torch.tensor([n, n + 1], device=device)\n",
             None,
             message_contains="`torch.set_default_device` is called on line 2",
         ),
         Invalid(
-            "import torch as th\ndef f(states):\n    idx = [i * 2 for i in range(4)]\n"
+            "import torch as th\ndef forward(states):\n    idx = [i * 2 for i in range(4)]\n"
             "    return th.tensor(idx, device=states.device)\n",
-            "import torch as th\ndef f(states):\n    idx = [i * 2 for i in range(4)]\n"
+            "import torch as th\ndef forward(states):\n    idx = [i * 2 for i in range(4)]\n"
             "    return th.tensor(idx, pin_memory=th.cuda.is_available()).to(states.device, non_blocking=True)\n",
         ),
         Invalid(
-            "import torch\nw = torch.tensor([0.5, 0.25], requires_grad=True, device=torch.device('cuda', 0))\n",
-            "import torch\nw = torch.tensor([0.5, 0.25], pin_memory=True).to(torch.device('cuda', 0), non_blocking=True)"
+            "import torch\nfor step in range(3):\n    w = torch.tensor([0.5, 0.25], requires_grad=True, device=torch.device('cuda', 0))\n",
+            "import torch\nfor step in range(3):\n    w = torch.tensor([0.5, 0.25], pin_memory=True).to(torch.device('cuda', 0), non_blocking=True)"
             ".requires_grad_()\n",
         ),
         Invalid(
-            "from torch import tensor\ndef f(dev):\n    return tensor([1, 2, 3], device=dev)\n",
-            "import torch\nfrom torch import tensor\ndef f(dev):\n"
+            "from torch import tensor\ndef forward(dev):\n    return tensor([1, 2, 3], device=dev)\n",
+            "import torch\nfrom torch import tensor\ndef forward(dev):\n"
             "    return tensor([1, 2, 3], pin_memory=torch.cuda.is_available()).to(dev, non_blocking=True)\n",
         ),
         Invalid(
-            "import torch\nfrom vllm.utils import is_pin_memory_available\ndef f(meta, device):\n"
+            "import torch\nfrom vllm.utils import is_pin_memory_available\ndef forward(meta, device):\n"
             "    return torch.tensor(\n        meta.lens_cpu,\n        device=device,\n    )\n",
-            "import torch\nfrom vllm.utils import is_pin_memory_available\ndef f(meta, device):\n"
+            "import torch\nfrom vllm.utils import is_pin_memory_available\ndef forward(meta, device):\n"
             "    return torch.tensor(\n        meta.lens_cpu,\n        pin_memory=is_pin_memory_available(),\n"
             "    ).to(device, non_blocking=True)\n",
             unsafe=True,
         ),
         Invalid(
-            "import torch\ndef f(device):\n    return torch.as_tensor([1, 2], dtype=torch.int32, device=device)\n",
-            "import torch\ndef f(device):\n"
+            "import torch\ndef forward(device):\n    return torch.as_tensor([1, 2], dtype=torch.int32, device=device)\n",
+            "import torch\ndef forward(device):\n"
             "    return torch.tensor([1, 2], dtype=torch.int32, pin_memory=torch.cuda.is_available())"
             ".to(device, non_blocking=True)\n",
         ),
         Invalid(
-            "import torch\n@torch.jit.script\ndef f(n: int, device: torch.device):\n"
+            "import torch\n@torch.jit.script\ndef forward(n: int, device: torch.device):\n"
             "    return torch.tensor([n, n + 1], device=device)\n",
             None,
             message_contains="no rewrite is offered under TorchScript",
         ),
         Invalid(
-            "import torch\ndef f(n, device):\n    return torch.tensor([n], device=device).item()\n",
+            "import torch\ndef forward(n, device):\n    return torch.tensor([n], device=device).item()\n",
             None,
             message_contains="read back to the host at once (.item())",
         ),
         Invalid(
-            "import torch\ndef f(n, device):\n    t = torch.tensor([n], device=device)\n    return t.tolist()\n",
+            "import torch\ndef forward(n, device):\n    t = torch.tensor([n], device=device)\n    return t.tolist()\n",
             None,
             message_contains="t.tolist() on the next line",
         ),
         Invalid(
-            "import torch\ns = torch.cuda.Stream()\ndef f(device):\n    return torch.tensor([1, 2], device=device)\n",
-            "import torch\ns = torch.cuda.Stream()\ndef f(device):\n"
+            "import torch\ns = torch.cuda.Stream()\ndef forward(device):\n    return torch.tensor([1, 2], device=device)\n",
+            "import torch\ns = torch.cuda.Stream()\ndef forward(device):\n"
             "    return torch.tensor([1, 2], pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
             unsafe=True,
         ),
@@ -350,7 +361,7 @@ class BlockingTensorCopy(Rule):
             return
         start, end = self.position(node)
         device = classify_device(facts, to_ast(device_arg.value), start.line)
-        if device is Device.NOT_CUDA or runs_once(facts, start.line) is not None:
+        if device is Device.NOT_CUDA or left_unreported(facts, start.line, self.context.settings) is not None:
             return
         data_ast = to_ast(data_arg.value)
         if holds_no_elements(data_ast):
@@ -389,7 +400,7 @@ class BlockingTensorCopy(Rule):
         if len(positional) != 1 or any(arg.star for arg in node.args) or "device" in keywords_of(node):
             return
         start, _ = self.position(node)
-        if runs_once(facts, start.line) is not None:
+        if left_unreported(facts, start.line, self.context.settings) is not None:
             return
         placement = classify_placement(facts, to_ast(receiver), start.line)
         data_ast = to_ast(positional[0].value)

@@ -10,6 +10,7 @@ from h2dlint.copies import (
     fresh_host_factory,
     is_literal,
     keywords_of,
+    left_unreported,
     may_copy_to_a_named_device,
     may_run_under_default_device,
     no_pinned_rewrite,
@@ -25,7 +26,7 @@ from h2dlint.copies import (
 )
 from h2dlint.facts import OPEN_GATE, Device, Placement
 from h2dlint.gaps import TokensApart
-from h2dlint.hotness import context_at, runs_once
+from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Fix
 from h2dlint.placement import classify_placement, drawn_from_a_data_loader
 from h2dlint.rule import Invalid, Rule, Valid
@@ -89,7 +90,9 @@ class BlockingHostTensorCopy(Rule):
     `torch.tensor(data, pin_memory=True)` pins only Python data: PyTorch refuses a
     numpy array ("Can't pin tensor constructed from numpy") and a tensor ("... from a
     variable") on a CUDA machine too. No rewrite is offered (the copy is reported,
-    with the reason) when the data is a numpy array where it is made. Code that runs
+    with the reason) when the data is a numpy array where it is made. As HDL101, only
+    code known to run every step is reported (`copies-outside-hot-code = true`: other
+    code too). Code that runs
     once per model (a constructor, `main`, a loading function, or, by the project
     model, a function only they call), once per test, once in a while (under a
     periodic guard, filling a cache or setting up lazily behind a flag, see HDL101), or
@@ -150,31 +153,31 @@ class BlockingHostTensorCopy(Rule):
         Invalid("import torch\nfrom torch.utils.data import DataLoader\ndef train(model, dataset):\n"
                 "    for step, (inputs, labels) in enumerate(DataLoader(dataset, batch_size=8)):\n"
                 "        model(inputs.cuda(), labels)\n", None, message_contains="a batch from a data loader"),
-        Invalid("import torch\ndef f(ids):\n    return torch.tensor([1, 2]).cuda()\n",
-                "import torch\ndef f(ids):\n    return torch.tensor([1, 2], pin_memory=True).cuda(non_blocking=True)\n"),
+        Invalid("import torch\ndef forward(ids):\n    return torch.tensor([1, 2]).cuda()\n",
+                "import torch\ndef forward(ids):\n    return torch.tensor([1, 2], pin_memory=True).cuda(non_blocking=True)\n"),
         Invalid("import torch\ndef forward(n, device):\n    return torch.arange(n).to(device)\n",
                 "import torch\ndef forward(n, device):\n"
                 "    return torch.arange(n, pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
                 message_contains="in `forward`"),
-        Invalid("import torch\ndef f(ids, device):\n    return torch.tensor(ids).to(device=device)\n",
-                "import torch\ndef f(ids, device):\n"
+        Invalid("import torch\ndef forward(ids, device):\n    return torch.tensor(ids).to(device=device)\n",
+                "import torch\ndef forward(ids, device):\n"
                 "    return torch.tensor(ids, pin_memory=torch.cuda.is_available()).to(device=device, non_blocking=True)\n",
                 unsafe=True),
-        Invalid("import torch\ndef f(a):\n    return torch.from_numpy(a).cuda()\n", None,
+        Invalid("import torch\ndef forward(a):\n    return torch.from_numpy(a).cuda()\n", None,
                 message_contains="staging buffer"),
-        Invalid("import numpy as np\nimport torch\ndef f(a, device):\n    return torch.tensor(np.pad(a, 1)).to(device)\n",
+        Invalid("import numpy as np\nimport torch\ndef forward(a, device):\n    return torch.tensor(np.pad(a, 1)).to(device)\n",
                 None, message_contains="`np.pad(a, 1)` is a numpy array"),
-        Invalid("import torch\ndef f(t):\n    t_cpu = t.cpu()\n    return t_cpu.to('cuda:0')\n", None),
-        Invalid("import torch\ndef f(x):\n    return x.pin_memory().cuda(non_blocking=False)\n",
-                "import torch\ndef f(x):\n    return x.pin_memory().cuda(non_blocking=True)\n"),
-        Invalid("import torch\ndef f(n):\n    return torch.zeros(n).cuda().sum().item()\n", None,
+        Invalid("import torch\ndef forward(t):\n    t_cpu = t.cpu()\n    return t_cpu.to('cuda:0')\n", None),
+        Invalid("import torch\ndef forward(x):\n    return x.pin_memory().cuda(non_blocking=False)\n",
+                "import torch\ndef forward(x):\n    return x.pin_memory().cuda(non_blocking=True)\n"),
+        Invalid("import torch\ndef forward(n):\n    return torch.zeros(n).cuda().sum().item()\n", None,
                 message_contains="read back"),
         Invalid("import torch\nclass Runner:\n    def forward(self, lens):\n"
                 "        return torch.concat([torch.arange(n) for n in lens]).to(device=self.device)\n", None,
                 message_contains="staging buffer"),
         Invalid("import torch\nfrom functools import cached_property\nclass Mapping:\n    @cached_property\n"
                 "    def table(self):\n        return torch.zeros(10, dtype=torch.int)\n"
-                "    def convert(self, ids):\n        tokens = self.table[ids.to('cpu')]\n        return tokens.to(ids.device)\n",
+                "    def forward(self, ids):\n        tokens = self.table[ids.to('cpu')]\n        return tokens.to(ids.device)\n",
                 None),
         Invalid("import torch\ndef forward(lens, pos, device):\n    masks = []\n    for n in lens:\n"
                 "        masks.append((torch.arange(n) >= pos).int())\n    return torch.concat(masks).to(device=device)\n",
@@ -215,7 +218,7 @@ class BlockingHostTensorCopy(Rule):
                 return  # the factory allocates on the context's device: there may be no host tensor to copy
         elif not placement_is_host(facts, copy.source, start.line):
             return
-        if runs_once(facts, start.line) is not None:
+        if left_unreported(facts, start.line, self.context.settings) is not None:
             return
         where = context_at(facts, start.line).describe()
         target = "a CUDA device" if device is Device.CUDA else f"`{shown(copy.device)}` (if it is a CUDA device)"

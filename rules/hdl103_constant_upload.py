@@ -12,13 +12,14 @@ from h2dlint.copies import (
     join_args,
     keyword,
     keywords_of,
+    left_unreported,
     may_call_tensor_with_device,
     shown,
     to_ast,
     torch_name,
 )
 from h2dlint.facts import Device
-from h2dlint.hotness import context_at, runs_once
+from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Fix
 from h2dlint.placement import classify_device
 from h2dlint.rule import Invalid, Rule, Valid
@@ -48,8 +49,9 @@ class ConstantUpload(Rule):
     with the same `device=` fill the tensor with a kernel on the device; nothing
     crosses the bus and the host does not wait.
 
-    Code that runs once per model (a constructor, `main`, a loading function, or, by
-    the project model, a function only they call), once per test (a test module or
+    As HDL101, only code known to run every step is reported (`copies-outside-hot-code
+    = true`: other code too). Code that runs once per model (a constructor, `main`, a
+    loading function, or, by the project model, a function only they call), once per test (a test module or
     a `test_*` function), once in a while (under a periodic guard, filling a
     cache or setting up lazily behind a flag, see HDL101), or in a function named for
     set-up, export, a test or a benchmark (see HDL101) is not reported: the copy
@@ -115,31 +117,31 @@ class ConstantUpload(Rule):
               "        t = torch.tensor(0, device=x.device)\n    return t\n"),
     )
     invalid_examples = (
-        Invalid("import torch\ndef f(h):\n    return torch.tensor(0, device=h.device)\n",
-                "import torch\ndef f(h):\n    return torch.zeros((), dtype=torch.int64, device=h.device)\n"),
-        Invalid("import torch\ndef loss(x, weight):\n    if weight is None:\n"
+        Invalid("import torch\ndef forward(h):\n    return torch.tensor(0, device=h.device)\n",
+                "import torch\ndef forward(h):\n    return torch.zeros((), dtype=torch.int64, device=h.device)\n"),
+        Invalid("import torch\ndef forward(x, weight):\n    if weight is None:\n"
                 "        return x.sum()\n    return torch.tensor(0.0, device=x.device)\n",
-                "import torch\ndef loss(x, weight):\n    if weight is None:\n"
+                "import torch\ndef forward(x, weight):\n    if weight is None:\n"
                 "        return x.sum()\n    return torch.zeros((), device=x.device)\n"),
-        Invalid("import torch\ndef scale(kind, d):\n    if kind == 'a':\n        return torch.tensor(2.0, device=d)\n"
+        Invalid("import torch\ndef forward(kind, d):\n    if kind == 'a':\n        return torch.tensor(2.0, device=d)\n"
                 "    raise ValueError(kind)\n",
-                "import torch\ndef scale(kind, d):\n    if kind == 'a':\n        return torch.full((), 2.0, device=d)\n"
+                "import torch\ndef forward(kind, d):\n    if kind == 'a':\n        return torch.full((), 2.0, device=d)\n"
                 "    raise ValueError(kind)\n"),
-        Invalid("import torch\ndef loss(x, enabled):\n    if not enabled:\n"
+        Invalid("import torch\ndef forward(x, enabled):\n    if not enabled:\n"
                 "        return torch.tensor(0.0, device=x.device)\n",
-                "import torch\ndef loss(x, enabled):\n    if not enabled:\n"
+                "import torch\ndef forward(x, enabled):\n    if not enabled:\n"
                 "        return torch.zeros((), device=x.device)\n"),
-        Invalid("import torch\nx = torch.tensor([1.0], device='cuda')\n",
-                "import torch\nx = torch.ones((1,), device='cuda')\n",
+        Invalid("import torch\nfor step in range(3):\n    x = torch.tensor([1.0], device='cuda')\n",
+                "import torch\nfor step in range(3):\n    x = torch.ones((1,), device='cuda')\n",
                 message_contains="constant"),
-        Invalid("import torch\nx = torch.tensor([[True, True]], device='cuda')\n",
-                "import torch\nx = torch.ones((1, 2), dtype=torch.bool, device='cuda')\n"),
-        Invalid("import torch as th\ndef f(d):\n    return th.tensor(-1, dtype=th.int32, device=d)\n",
-                "import torch as th\ndef f(d):\n    return th.full((), -1, dtype=th.int32, device=d)\n"),
-        Invalid("import torch\ndef f(d):\n    return torch.tensor([0.5, 0.5], device=d, requires_grad=True)\n",
-                "import torch\ndef f(d):\n    return torch.full((2,), 0.5, device=d, requires_grad=True)\n"),
-        Invalid("from torch import tensor\ndef f(d):\n    for _ in range(3):\n        yield tensor(False, device=d)\n",
-                "import torch\nfrom torch import tensor\ndef f(d):\n    for _ in range(3):\n"
+        Invalid("import torch\nfor step in range(3):\n    x = torch.tensor([[True, True]], device='cuda')\n",
+                "import torch\nfor step in range(3):\n    x = torch.ones((1, 2), dtype=torch.bool, device='cuda')\n"),
+        Invalid("import torch as th\ndef forward(d):\n    return th.tensor(-1, dtype=th.int32, device=d)\n",
+                "import torch as th\ndef forward(d):\n    return th.full((), -1, dtype=th.int32, device=d)\n"),
+        Invalid("import torch\ndef forward(d):\n    return torch.tensor([0.5, 0.5], device=d, requires_grad=True)\n",
+                "import torch\ndef forward(d):\n    return torch.full((2,), 0.5, device=d, requires_grad=True)\n"),
+        Invalid("from torch import tensor\ndef forward(d):\n    for _ in range(3):\n        yield tensor(False, device=d)\n",
+                "import torch\nfrom torch import tensor\ndef forward(d):\n    for _ in range(3):\n"
                 "        yield torch.zeros((), dtype=torch.bool, device=d)\n",
                 message_contains="in a loop"),
     )
@@ -170,7 +172,7 @@ class ConstantUpload(Rule):
         keywords = keywords_of(node)
         start, end = self.position(node)
         device = classify_device(facts, to_ast(keywords["device"].value), start.line)
-        if device is Device.NOT_CUDA or runs_once(facts, start.line) is not None:
+        if device is Device.NOT_CUDA or left_unreported(facts, start.line, self.context.settings) is not None:
             return
         site = facts.site_at(start, end)
         if site is not None and _fallback(facts, site.node):

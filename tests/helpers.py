@@ -10,6 +10,10 @@ from h2dlint.rule import all_rules
 from h2dlint.settings import Settings
 from h2dlint.source import decode_source
 
+# A configuration under which copies are findings wherever they are, not only in code known to run every step:
+# for tests of the plumbing on one-line modules (`--config COPIES_ANYWHERE`).
+COPIES_ANYWHERE = str(Path(__file__).parent / "copies_anywhere.toml")
+
 
 def linter_for(*codes: str, **settings) -> Linter:
     rules = all_rules()

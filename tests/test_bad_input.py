@@ -18,8 +18,21 @@ BLOCKING = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
 FIXED = "import torch\nx = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n"
 
 
+@pytest.fixture(autouse=True)
+def report_copies_anywhere(tmp_path_factory, monkeypatch):
+    """The files here are mostly one-line modules: with `copies-outside-hot-code`, their module-level copy is a
+    finding (by default only copies in code that runs every step are)."""
+    config = tmp_path_factory.mktemp("config") / "h2dlint.toml"
+    config.write_text("copies-outside-hot-code = true\n")
+    monkeypatch.setattr(sys.modules[__name__], "CONFIG", str(config))
+
+
+CONFIG = ""
+
+
 def run(*args):
-    result = CliRunner().invoke(main, [*map(str, args), "--output-format", "concise"], catch_exceptions=False)
+    result = CliRunner().invoke(main, [*map(str, args), "--output-format", "concise", "--config", CONFIG],
+                                catch_exceptions=False)
     assert "internal error" not in result.output, result.output
     return result
 
@@ -97,7 +110,7 @@ def test_empty_file(tmp_path):
 
 
 def test_very_large_file_is_checked_and_fixed_whole(tmp_path):
-    lines = ["import torch", "def f(n, device):"]
+    lines = ["import torch", "def forward(n, device):"]
     lines += [f"    x{i} = torch.tensor([{i}, n], device='cuda')" if i % 10_000 == 0 else f"    y = {i}  # line {i}"
               for i in range(50_000)]
     path = tmp_path / "large.py"

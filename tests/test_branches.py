@@ -5,6 +5,9 @@ import pytest
 
 from tests.test_project import by_file, check, make_project
 
+# The functions here are not known to be hot: their copies are findings with `copies-outside-hot-code`
+# (`copies_anywhere`), the setting under which a branch no call takes matters for them.
+
 SOLVER = '''\
 import torch
 
@@ -50,7 +53,7 @@ def generate_fast(values):
 
 
 def test_a_branch_no_call_takes_has_no_findings(tmp_path):
-    make_project(tmp_path, solver=SOLVER, runner=RUNNER)
+    make_project(tmp_path, copies_anywhere=True, solver=SOLVER, runner=RUNNER)
     # Every call passes "time_uniform" or "time_quadratic" on to `skip_type`, none passes `flag_rl` (False by
     # default) nor `order` (None), and every `Solver` is built with "linear": only lines 13 and 21 copy, and only
     # the `else` of the schedule test reads a size back.
@@ -73,7 +76,7 @@ def test_a_branch_no_call_takes_has_no_findings(tmp_path):
 ])
 def test_a_call_passing_another_value_brings_the_branch_back_through_the_cache(tmp_path, monkeypatch, change, back):
     monkeypatch.chdir(tmp_path)
-    make_project(tmp_path, solver=SOLVER, runner=RUNNER)
+    make_project(tmp_path, copies_anywhere=True, solver=SOLVER, runner=RUNNER)
     assert back not in by_file(check(tmp_path, cache=True))["solver.py"]
     (tmp_path / "pkg" / "other.py").write_text(f"import functools\nfrom pkg.solver import Solver\n\n\n"
                                                f"def other(values):\n{change}")
@@ -83,7 +86,7 @@ def test_a_call_passing_another_value_brings_the_branch_back_through_the_cache(t
 def test_a_parameter_the_function_rebinds_is_not_the_value_its_callers_pass(tmp_path):
     rebinding = SOLVER.replace('        steps = self.time_steps(skip_type, values)\n',
                                '        flag_rl = flag_rl or values.retry\n        steps = self.time_steps(skip_type, values)\n')
-    make_project(tmp_path, solver=rebinding, runner=RUNNER)
+    make_project(tmp_path, copies_anywhere=True, solver=rebinding, runner=RUNNER)
     assert (20, "HDL101") in by_file(check(tmp_path))["solver.py"]
 
 
@@ -91,14 +94,14 @@ def test_a_class_that_stores_attributes_by_computed_names_keeps_its_branches(tmp
     dynamic = SOLVER.replace('        self.device = device\n',
                              '        self.device = device\n        for key, value in device.items():\n'
                              '            setattr(self, key, value)\n')
-    make_project(tmp_path, solver=dynamic, runner=RUNNER)
+    make_project(tmp_path, copies_anywhere=True, solver=dynamic, runner=RUNNER)
     assert (25, "HDL101") in by_file(check(tmp_path))["solver.py"]
 
 
 def test_a_sync_in_a_branch_no_call_takes_is_not_reported(tmp_path):
     syncing = SOLVER.replace('            steps = torch.tensor(values, device="cuda")\n        if order',
                              '            steps = steps[steps.nonzero()]\n        if order')
-    make_project(tmp_path, solver=syncing, runner=RUNNER)
+    make_project(tmp_path, copies_anywhere=True, solver=syncing, runner=RUNNER)
     assert [row for row, code in by_file(check(tmp_path))["solver.py"] if code == "HDL301"] == [25]
     (tmp_path / "pkg" / "other.py").write_text("from pkg.solver import Solver\n\n\n"
                                                "def other(values):\n    return Solver('linear').sample(values, flag_rl=True)\n")
@@ -120,7 +123,7 @@ def generate(model, prefix="\\n", number_of_characters=100):
 
 
 def test_the_length_of_a_string_and_orders_of_numbers_are_read(tmp_path):
-    make_project(tmp_path, text=PREFIXED, trainer="from pkg.text import generate\n\n\n"
+    make_project(tmp_path, copies_anywhere=True, text=PREFIXED, trainer="from pkg.text import generate\n\n\n"
                  "def evaluate(model):\n    return generate(model, number_of_characters=50)\n")
     # The only call leaves the one-character prefix and passes 50 characters: only the last copy runs.
     assert by_file(check(tmp_path)) == {"text.py": [(10, "HDL101")]}
@@ -174,7 +177,7 @@ class Mode:
      "user": "from pkg.modes import Mode\n\n\ndef go(v):\n    return Mode().slowed().step(v)\n"},
 ])
 def test_values_the_model_cannot_follow_keep_the_branch(tmp_path, files):
-    make_project(tmp_path, **files)
+    make_project(tmp_path, copies_anywhere=True, **files)
     lines = files["modes"].splitlines()
     copy = next(index for index, text in enumerate(lines, 1) if "torch.tensor" in text)
     assert (copy, "HDL101") in by_file(check(tmp_path))["modes.py"]
@@ -192,12 +195,12 @@ def test_values_the_model_cannot_follow_keep_the_branch(tmp_path, files):
 def test_classmethods_and_parameters_changed_before_they_are_passed_on(tmp_path, caller, reported):
     maker = ("import torch\n\n\nclass Maker:\n    @classmethod\n    def build(cls, values, flag=False):\n"
              "        if flag:\n            return torch.tensor(values, device='cuda')\n        return values\n")
-    make_project(tmp_path, maker=maker, user=f"from pkg.maker import Maker\n\n\ndef go(values):\n{caller}")
+    make_project(tmp_path, copies_anywhere=True, maker=maker, user=f"from pkg.maker import Maker\n\n\ndef go(values):\n{caller}")
     assert ((8, "HDL101") in by_file(check(tmp_path)).get("maker.py", [])) is reported
 
 
 def test_a_sync_in_the_test_of_a_one_line_if_is_not_in_its_block(tmp_path):
     code = ("import torch\n\n\ndef pick(t, flag=False):\n    if t.nonzero().numel() > 0 and flag: return t\n"
             "    return None\n")
-    make_project(tmp_path, pick=code, user="from pkg.pick import pick\n\n\ndef go(t):\n    return pick(t.cuda())\n")
+    make_project(tmp_path, copies_anywhere=True, pick=code, user="from pkg.pick import pick\n\n\ndef go(t):\n    return pick(t.cuda())\n")
     assert (5, "HDL301") in by_file(check(tmp_path))["pick.py"]

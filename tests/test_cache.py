@@ -14,7 +14,7 @@ from h2dlint.rule import all_rules
 from h2dlint.runner import run_files
 from h2dlint.settings import Settings
 
-BLOCKING = "import torch\ndef f(d):\n    return torch.tensor([1, 2], device=d)\n"
+BLOCKING = "import torch\ndef forward(d):\n    return torch.tensor([1, 2], device=d)\n"
 
 
 class CountingLinter(Linter):
@@ -108,14 +108,14 @@ def test_a_file_changed_after_its_cache_lookup_is_linted_again(tmp_path):
     cache = FindingsCache(tmp_path, build_fingerprint(settings, settings.enabled_codes(all_rules())))
     path = tmp_path / "a.py"
     known = (cache.digest(path), cache.lookup(path))
-    path.write_text("import torch\ndef f(d):\n    return torch.tensor([1, 2])\n")
+    path.write_text("import torch\ndef forward(d):\n    return torch.tensor([1, 2])\n")
     result = process_file(path, linter, "fix", known)
     assert linter.linted == ["a.py"] and result.fixes_applied == 0 and result.findings == ()
 
 
 def test_add_noqa_after_a_cached_run_suppresses_the_cached_findings(tmp_path):
     # A finding without a fix: the cached result must not be taken as all there is to do.
-    (tmp_path / "a.py").write_text("import torch\ndef f(xs):\n    for x in xs:\n        print(x.cuda().item())\n"
+    (tmp_path / "a.py").write_text("import torch\ndef forward(xs):\n    for x in xs:\n        print(x.cuda().item())\n"
                                    "        total = x.cuda().sum().item()\n")
     run(tmp_path)
     results, linted = run(tmp_path, mode="add-noqa")
@@ -255,15 +255,15 @@ def _modules_imported_by_a_run(folder: Path, *arguments: str) -> tuple[str, set[
 def test_a_run_whose_findings_all_come_from_the_cache_does_not_import_libcst(tmp_path):
     """Importing LibCST takes about as long as the rest of a warm run: only a run that parses with it imports it."""
     (tmp_path / "step.py").write_text(BLOCKING)
-    (tmp_path / "quiet.py").write_text("def f(x):\n    return x + 1\n")
+    (tmp_path / "quiet.py").write_text("def forward(x):\n    return x + 1\n")
     first, imported = _modules_imported_by_a_run(tmp_path, "--jobs", "1")
     assert "HDL101" in first and "libcst" in imported
     again, imported = _modules_imported_by_a_run(tmp_path, "--jobs", "1")
     assert again == first
     assert "libcst" not in imported and "h2dlint.rules.hdl101_blocking_tensor_copy" in imported
     # An edit with nothing for LibCST to parse does not import it either; one with a finding does.
-    (tmp_path / "quiet.py").write_text("def f(x):\n    return x + 2\n")
+    (tmp_path / "quiet.py").write_text("def forward(x):\n    return x + 2\n")
     assert "libcst" not in _modules_imported_by_a_run(tmp_path, "--jobs", "1")[1]
-    (tmp_path / "quiet.py").write_text(BLOCKING.replace("def f", "def g"))
+    (tmp_path / "quiet.py").write_text(BLOCKING.replace("def forward", "def step"))
     edited, imported = _modules_imported_by_a_run(tmp_path, "--jobs", "1")
     assert "quiet.py" in edited and "libcst" in imported

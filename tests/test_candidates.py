@@ -30,7 +30,7 @@ def test_rules_whose_candidates_start_at_one_place_all_report(full_parse):
 # HDL302 needs GPU evidence in the text or a hot function: its text prefilter must see configured globs too.
 GLOB_HOT = """\
 import torch
-def run_train_step(x):
+def run_policy_step(x):
     return x[torch.isnan(x)]
 """
 

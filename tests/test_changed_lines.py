@@ -11,8 +11,8 @@ from h2dlint.cli import main
 from .helpers import commit_all as commit
 from .helpers import git
 
-OLD = "import torch\n\ndef old(device):\n    return torch.tensor([1], device=device)\n"
-BLOCKING = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
+OLD = "import torch\n\ndef forward(device):\n    return torch.tensor([1], device=device)\n"
+BLOCKING = "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], device='cuda')\n"
 
 
 def run(*args):
@@ -24,7 +24,7 @@ def repo(tmp_path, monkeypatch):
     """`main` with two files holding findings, and a branch `feature` checked out from it."""
     git(tmp_path, "init", "-q", "-b", "main")
     (tmp_path / "a.py").write_text(OLD)
-    (tmp_path / "b.py").write_text(BLOCKING + "y = torch.tensor([3], device='cuda')\n")
+    (tmp_path / "b.py").write_text(BLOCKING + "    y = torch.tensor([3], device='cuda')\n")
     commit(tmp_path, "base")
     git(tmp_path, "checkout", "-q", "-b", "feature")
     monkeypatch.chdir(tmp_path)
@@ -41,7 +41,7 @@ def reported(*args):
 def test_only_lines_the_branch_added_are_reported(repo):
     # "++ 1" is shown by git as "+++ 1": a body line that looks like a file header.
     (repo / "a.py").write_text(OLD.replace("\n\n", "\n++ 1\n\n", 1)
-                               + "\ndef new(device):\n    return torch.tensor([2], device=device)\n")
+                               + "\ndef step(device):\n    return torch.tensor([2], device=device)\n")
     (repo / "café.py").write_text(BLOCKING)  # git quotes this name: "caf\303\251.py"
     (repo / "with space.py").write_text(BLOCKING)  # git ends this name's header line with a tab
     commit(repo, "feature work")
@@ -54,7 +54,7 @@ def test_only_lines_the_branch_added_are_reported(repo):
 
     assert len(reported(".")) == 7
     assert reported(".", "--changed-since", "main") == [
-        ("a.py", 8), ("café.py", 2), ("uncommitted.py", 4), ("with space.py", 2)]
+        ("a.py", 8), ("café.py", 3), ("uncommitted.py", 4), ("with space.py", 3)]
     assert reported("a.py", "--changed-since", "main") == [("a.py", 8)]
     result = run("--changed-since", "main", "--output-format", "concise")
     assert result.exit_code == 1 and "Found 4 errors." in result.output

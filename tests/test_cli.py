@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from h2dlint import __version__
 from h2dlint.cli import main
 
-BLOCKING = "import torch\n\ndef f(device):\n    return torch.tensor([1, 2, 3], device=device)\n"
-SAFE_FIXABLE = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
+BLOCKING = "import torch\n\ndef forward(device):\n    return torch.tensor([1, 2, 3], device=device)\n"
+SAFE_FIXABLE = "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], device='cuda')\n"
 CLEAN = "import torch\nx = torch.tensor([1, 2])\n"
 
 
@@ -86,6 +86,9 @@ def test_json_has_ruffs_keys_in_ruffs_order(tmp_path):
                                        "json", "both.py"], capture_output=True, text=True, cwd=tmp_path).stdout)
     ours = json.loads(run(path, "--output-format", "json", "--no-cache").output)
     assert ruffs and ours
+    # h2dlint's own key, `evidence` (why the code runs every step), is the one Ruff lacks.
+    assert set(ours[0]) - set(ruffs[0]) == {"evidence"}
+    ours[0].pop("evidence")
     assert json.dumps(_shape(ours[0])) == json.dumps(_shape(ruffs[0]))
     for theirs, mine in ((ruffs[0], ours[0]), (ruffs[0]["fix"], ours[0]["fix"])):
         assert {key: type(value) for key, value in mine.items()} == {key: type(value) for key, value in theirs.items()}
@@ -102,7 +105,7 @@ def test_fix_rewrites_and_exits_0_when_nothing_is_left(tree):
 
 def test_unsafe_fix_needs_the_flag(tmp_path):
     path = tmp_path / "unsafe.py"
-    original = "import torch\ndef f(x, device):\n    return torch.tensor(x, device=device)\n"
+    original = "import torch\ndef forward(x, device):\n    return torch.tensor(x, device=device)\n"
     path.write_text(original)
     result = run(path, "--fix")
     assert result.exit_code == 1 and path.read_text() == original
@@ -179,7 +182,7 @@ def test_real_subprocess_console_script_and_module(tree):
 def test_the_fast_exit_delivers_the_whole_report(tmp_path):
     # The entry point leaves with os._exit, skipping Python's own flush at exit: a report longer than the
     # output buffers must still arrive whole, through a pipe and in an output file, with the right exit code.
-    sites = "".join(f"def f{index}(xs, device):\n    return torch.tensor(xs, device=device)\n" for index in range(600))
+    sites = "def forward(xs, device):\n" + "".join(f"    t{index} = torch.tensor(xs, device=device)\n" for index in range(600))
     (tmp_path / "many.py").write_text("import torch\n" + sites)
     command = [sys.executable, "-m", "h2dlint", "check", str(tmp_path / "many.py"), "--no-cache",
                "--output-format", "concise"]

@@ -9,8 +9,8 @@ from h2dlint.cli import main
 from h2dlint.config import resolve_settings
 from h2dlint.rule import all_rules
 
-BLOCKING = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
-UNSAFE = "import torch\ndef f(data, device):\n    return torch.tensor(data, device=device)\n"
+BLOCKING = "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], device='cuda')\n"
+UNSAFE = "import torch\ndef forward(data, device):\n    return torch.tensor(data, device=device)\n"
 
 
 def run(*args):
@@ -110,7 +110,7 @@ def test_rule_options_reach_the_rules(project):
     write_pyproject(project, 'pin-memory-helpers = ["pin_ok"]\nhot-functions = ["forward_step"]\n'
                              'gpu-device-names = ["self.device"]')
     (project / "src" / "model.py").write_text(
-        "import torch\nfrom util import pin_ok\ndef f(n, device):\n    return torch.tensor([n, n + 1], device=device)\n")
+        "import torch\nfrom util import pin_ok\ndef forward(n, device):\n    return torch.tensor([n, n + 1], device=device)\n")
     settings = resolve_settings([project], all_rules())
     assert settings.hot_functions == ("forward_step",)
     assert settings.gpu_device_names == ("self.device",)

@@ -15,8 +15,8 @@ from h2dlint.settings import Settings
 
 from .helpers import commit_all, git
 
-BLOCKING = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
-BROKEN = "import torch\nx = torch.tensor([1, 2], device='cuda')\ndef f(:\n    pass\n"
+BLOCKING = "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], device='cuda')\n"
+BROKEN = "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], device='cuda')\ndef f(:\n    pass\n"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -120,7 +120,7 @@ def test_changed_since_uses_the_repository_of_the_checked_paths(repository, tmp_
     monkeypatch.chdir(elsewhere)
     result = run(repository, "--changed-since", "main", "--output-format", "concise")
     assert result.exit_code == 1, result.output
-    assert f"{repository / 'a.py'}:2:5: HDL101" in result.output
+    assert f"{repository / 'a.py'}:3:9: HDL101" in result.output
 
 
 def test_changed_since_in_a_shallow_clone_says_so(repository, tmp_path):

@@ -6,7 +6,7 @@ from h2dlint.copies import may_copy_to_a_named_device
 
 from .helpers import fix, lint
 
-CHAIN = ("import torch\ndef f(ids, device):\n    x = (\n        torch.tensor([1, 2])\n        .to(device)\n    )\n"
+CHAIN = ("import torch\ndef forward(ids, device):\n    x = (\n        torch.tensor([1, 2])\n        .to(device)\n    )\n"
          "    return x\n")
 
 
@@ -20,12 +20,12 @@ def test_a_method_chain_broken_over_lines_is_checked_and_fixed(full_parse):
 
 
 def test_constant_uploads_are_reported_by_hdl103_only():
-    code = "import torch\ndef f(device):\n    return torch.tensor([0, 0], device=device), torch.tensor([0, 1], device=device)\n"
+    code = "import torch\ndef forward(device):\n    return torch.tensor([0, 0], device=device), torch.tensor([0, 1], device=device)\n"
     assert [(f.code, f.start.column) for f in lint(code, "HDL101", "HDL103")] == [("HDL103", 11), ("HDL101", 48)]
 
 
 def test_fixes_of_the_family_apply_together():
-    code = ("import torch\ndef f(ids, device):\n    a = torch.tensor(1.0, device=device)\n"
+    code = ("import torch\ndef forward(ids, device):\n    a = torch.tensor(1.0, device=device)\n"
             "    b = torch.tensor(ids).to(device, non_blocking=True)\n    return a, b\n")
     fixed = fix(code, "HDL1")
     assert "torch.ones((), device=device)" in fixed
@@ -40,7 +40,7 @@ def test_fixes_of_the_family_apply_together():
 ])
 def test_moving_the_device_after_other_arguments_is_safe_only_for_torch_device(device, safe):
     code = ("import torch as th\nfrom torch import device as dev\ndef device(kind, index):\n    return kind\n"
-            f"def f(ids):\n    return th.tensor(ids, device={device}, dtype=th.int64)\n")
+            f"def forward(ids):\n    return th.tensor(ids, device={device}, dtype=th.int64)\n")
     [finding] = lint(code, "HDL101")
     assert ("the device is now evaluated after the other arguments" not in finding.fix.message) is safe
 
@@ -87,7 +87,7 @@ def test_may_run_under_default_device_follows_the_block_and_the_constructor_it_r
     assert found[7] == "in `build`, which runs under `with torch.device(...)` (line 11)"  # called by `__init__`
     assert found[9] is None, "`forward` runs later, outside the block"
     assert found[14] is None, "a CPU default device pins fine"
-    with_default = "import torch\ntorch.set_default_device('cuda:0')\ndef f(n):\n    return torch.arange(n)\n"
+    with_default = "import torch\ntorch.set_default_device('cuda:0')\ndef forward(n):\n    return torch.arange(n)\n"
     facts = FileFacts(ast.parse(with_default), LineIndex(with_default))
     assert may_run_under_default_device(facts, 4) == "`torch.set_default_device` is called on line 2"
 

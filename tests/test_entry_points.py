@@ -14,9 +14,9 @@ from h2dlint.rule import all_rules
 from h2dlint.settings import Settings
 from h2dlint.stdin import process_stdin
 
-BLOCKING = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
-FIXED = "import torch\nx = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n"
-UNSAFE = "import torch\ndef f(data, device):\n    return torch.tensor(data, device=device)\n"
+BLOCKING = "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], device='cuda')\n"
+FIXED = "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n"
+UNSAFE = "import torch\ndef forward(data, device):\n    return torch.tensor(data, device=device)\n"
 
 
 def h2dlint(*args, stdin="", cwd=None, env=None):
@@ -28,7 +28,7 @@ def test_stdin_check_reports_under_the_given_name(tmp_path):
     result = h2dlint("check", "-", "--stdin-filename", "pkg/model.py", "--output-format", "concise",
                      stdin=BLOCKING, cwd=tmp_path)
     assert result.returncode == 1
-    assert result.stdout.decode().startswith("pkg/model.py:2:5: HDL101")
+    assert result.stdout.decode().startswith("pkg/model.py:3:9: HDL101")
 
 
 def test_stdin_fix_prints_only_the_fixed_source(tmp_path):
@@ -52,7 +52,7 @@ def test_stdin_uses_the_configuration_of_the_given_name(tmp_path):
 def test_flake8_plugin_class():
     lines = BLOCKING.splitlines(keepends=True) + ["y = torch.tensor([3, 4], device='cuda')  # noqa: HDL101\n"]
     [(line, column, message, kind)] = list(Plugin(None, "example.py", lines).run())
-    assert (line, column, kind) == (2, 4, Plugin)
+    assert (line, column, kind) == (3, 8, Plugin)
     assert message.startswith("HDL101 `torch.tensor` copies host data")
 
 
@@ -61,7 +61,7 @@ def test_real_flake8_runs_the_plugin(tmp_path):
     result = subprocess.run([sys.executable, "-m", "flake8", "--select", "HDL", "model.py"], cwd=tmp_path,
                             capture_output=True, text=True)
     assert result.returncode == 1, result.stderr
-    assert result.stdout.startswith("./model.py:2:5: HDL101 ") or result.stdout.startswith("model.py:2:5: HDL101 ")
+    assert result.stdout.startswith("./model.py:3:9: HDL101 ") or result.stdout.startswith("model.py:3:9: HDL101 ")
 
 
 def test_progress_bar_only_for_a_person_at_a_terminal():

@@ -63,13 +63,13 @@ def test_aliases_resolve_imports():
     ("torch.device(type=0)", Device.UNKNOWN),
 ])
 def test_classify_device(value, expected):
-    code = f"import torch\ndef f(param, x, flag, rank):\n    TARGET = {value}\n"
+    code = f"import torch\ndef forward(param, x, flag, rank):\n    TARGET = {value}\n"
     node, line = expression(code)
     assert classify_device(facts_for(code), node, line) is expected
 
 
 def test_device_names_follow_reaching_bindings():
-    code = ("import torch\ndef f(a):\n    dev = 'cpu'\n    if a:\n        dev2 = 'cuda'\n    else:\n"
+    code = ("import torch\ndef forward(a):\n    dev = 'cpu'\n    if a:\n        dev2 = 'cuda'\n    else:\n"
             "        dev2 = 'cuda:1'\n    TARGET = (dev, dev2)\n")
     node, line = expression(code)
     facts = facts_for(code)
@@ -79,20 +79,20 @@ def test_device_names_follow_reaching_bindings():
 
 def test_a_name_bound_to_ints_is_no_device_ordinal():
     # A count or an index as often as a device; only an int written as the device is one (as the text shows).
-    code = "def f(c):\n    first = 0\n    either = 0 if c else 1\n    TARGET = (first, either, 1 if c else 0)\n"
+    code = "def forward(c):\n    first = 0\n    either = 0 if c else 1\n    TARGET = (first, either, 1 if c else 0)\n"
     node, line = expression(code)
     assert [classify_device(facts_for(code), element, line) for element in node.elts] == [
         Device.UNKNOWN, Device.UNKNOWN, Device.CUDA]
 
 
 def test_bindings_in_the_other_branch_do_not_reach():
-    code = "def f(c):\n    if c:\n        idx = None\n    else:\n        idx = []\n        TARGET = idx\n"
+    code = "def forward(c):\n    if c:\n        idx = None\n    else:\n        idx = []\n        TARGET = idx\n"
     node, line = expression(code)
     assert classify_data(facts_for(code), node, line) is Data.HOST
 
 
 def test_a_later_binding_in_a_loop_reaches_an_earlier_use():
-    code = "def f(xs):\n    idx = []\n    for x in xs:\n        TARGET = idx\n        idx = x.cuda()\n"
+    code = "def forward(xs):\n    idx = []\n    for x in xs:\n        TARGET = idx\n        idx = x.cuda()\n"
     node, line = expression(code)
     assert classify_data(facts_for(code), node, line) is Data.UNKNOWN
 
@@ -102,7 +102,7 @@ def test_a_later_binding_in_a_loop_reaches_an_earlier_use():
     ("x.device", Device.UNKNOWN), ("param_list[0].device", Device.UNKNOWN),
 ])
 def test_a_tensor_device_is_where_the_tensor_lives(value, expected):
-    code = ("import torch\ndef f(x, mask, n):\n    ends = mask.to(device='cpu').nonzero(as_tuple=True)[0]\n"
+    code = ("import torch\ndef forward(x, mask, n):\n    ends = mask.to(device='cpu').nonzero(as_tuple=True)[0]\n"
             "    lens = torch.zeros(n, device='cuda')\n    param_list = []\n    param_list.append(x)\n"
             f"    TARGET = {value}\n")
     node, line = expression(code)
@@ -111,7 +111,7 @@ def test_a_tensor_device_is_where_the_tensor_lives(value, expected):
 
 def test_a_binding_is_classified_where_it_was_made():
     # `orig` keeps the device `w` had then; `w` rebound to a host copy later does not move it.
-    code = ("import torch\ndef f(w):\n    w = w.cuda()\n    orig = w.device\n    w = w.cpu()\n"
+    code = ("import torch\ndef forward(w):\n    w = w.cuda()\n    orig = w.device\n    w = w.cpu()\n"
             "    TARGET = orig\n")
     node, line = expression(code)
     assert classify_device(facts_for(code), node, line) is Device.CUDA
@@ -119,7 +119,7 @@ def test_a_binding_is_classified_where_it_was_made():
 
 def test_a_binding_does_not_reach_its_own_value():
     # `ends` inside the value of its own rebinding is the host tensor bound before it, not the result.
-    code = ("import torch\ndef f(mask, c):\n    ends = mask.cpu().nonzero()\n    ends = torch.cat([\n"
+    code = ("import torch\ndef forward(mask, c):\n    ends = mask.cpu().nonzero()\n    ends = torch.cat([\n"
             "        ends,\n        torch.tensor([c], device=ends.device),\n    ])\n")
     tree = ast.parse(code)
     device = next(node for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "device")
@@ -128,7 +128,7 @@ def test_a_binding_does_not_reach_its_own_value():
 
 def test_a_device_taken_from_a_tensor_built_on_its_own_device_ends():
     # The name's binding in the loop reads the name's own device: classified once, then unknown, not forever.
-    code = ("import torch\ndef f(xs):\n    acc = xs[0]\n    for x in xs:\n"
+    code = ("import torch\ndef forward(xs):\n    acc = xs[0]\n    for x in xs:\n"
             "        acc = torch.cat([acc, torch.zeros(1, device=acc.device)])\n    TARGET = acc.device\n")
     node, line = expression(code)
     assert classify_device(facts_for(code), node, line) is Device.UNKNOWN
@@ -140,7 +140,7 @@ def test_a_device_taken_from_a_tensor_built_on_its_own_device_ends():
     ("t.cuda()", Data.TENSOR), ("torch.zeros(3)", Data.TENSOR), ("values", Data.UNKNOWN),
 ])
 def test_classify_data(value, expected):
-    code = f"import torch\nimport numpy as np\ndef f(t, lens_cpu, meta, values):\n    TARGET = {value}\n"
+    code = f"import torch\nimport numpy as np\ndef forward(t, lens_cpu, meta, values):\n    TARGET = {value}\n"
     node, line = expression(code)
     assert classify_data(facts_for(code), node, line) is expected
 
@@ -151,7 +151,7 @@ def test_classify_data(value, expected):
     ("t.to(x.device)", Placement.UNKNOWN), ("t", Placement.UNKNOWN), ("seq_lens_cpu", Placement.HOST),
 ])
 def test_classify_placement(value, expected):
-    code = f"import torch\ndef f(t, a, x, seq_lens_cpu):\n    TARGET = {value}\n"
+    code = f"import torch\ndef forward(t, a, x, seq_lens_cpu):\n    TARGET = {value}\n"
     node, line = expression(code)
     assert classify_placement(facts_for(code), node, line) is expected
 
@@ -176,7 +176,11 @@ def test_code_context():
     ("init_forward_metadata_replay_cuda_graph", (), True), ("_init_frozen_kv_metadata_replay_cuda_graph", (), True),
     ("init_forward_metadata_capture_cuda_graph", (), False), ("prepare_for_decode", (), True),
     ("prepare_for_caching_req", (), False), ("verify", (), False), ("helper", (), False),
-    ("verify", ("verify",), True), ("run_train_step", ("run_*_step",), True), ("run_eval", ("run_*_step",), False),
+    ("verify", ("verify",), True), ("run_policy_step", ("run_*_step",), True), ("run_eval", ("run_*_step",), False),
+    # A training step by its words: named for training and for one step, batch or iteration of it.
+    ("_train_batch", (), True), ("train_one_step", (), True), ("train_on_batch", (), True),
+    ("training_iteration", (), True), ("train_epoch", (), False), ("train_dataloader", (), False),
+    ("setup_train_step", (), False), ("train", (), False), ("step_count", (), False),
     ("init_forward_metadata_capture_cuda_graph", ("*capture*",), True),
 ])
 def test_hot_function_names_and_patterns(name, configured, expected):
@@ -191,7 +195,7 @@ def test_hot_function_names_and_patterns(name, configured, expected):
     ("b.size_per_gpu", Placement.UNKNOWN),
 ])
 def test_placement_from_attribute_name_suffixes(name, expected):
-    code = f"def f(self, b, t, batch, seq_lens_gpu, seq_lens_cpu):\n    TARGET = {name}\n"
+    code = f"def forward(self, b, t, batch, seq_lens_gpu, seq_lens_cpu):\n    TARGET = {name}\n"
     node, line = expression(code)
     assert classify_placement(facts_for(code), node, line) is expected
 
@@ -228,13 +232,13 @@ def test_a_parameter_is_the_device_copy_only_when_its_mirror_is_a_host_copy_of_i
 
 
 @pytest.mark.parametrize(("code", "expected"), [
-    ("def f(b):\n    return b.lens, lens_cpu\n", True),
-    ("def f(b):\n    return (b.\\\n            lens), lens_cpu\n", True),
-    ("def f(b):\n    return (b.  # c\n            lens.sum()), lens_cpu\n", True),
-    ("def f(lens, lens_cpu):\n    pass\n", True),
-    ("def f(lens: int = 0):\n    return lens_cpu\n", True),
+    ("def forward(b):\n    return b.lens, lens_cpu\n", True),
+    ("def forward(b):\n    return (b.\\\n            lens), lens_cpu\n", True),
+    ("def forward(b):\n    return (b.  # c\n            lens.sum()), lens_cpu\n", True),
+    ("def forward(lens, lens_cpu):\n    pass\n", True),
+    ("def forward(lens: int = 0):\n    return lens_cpu\n", True),
     ("f = lambda lens: lens_cpu\n", True),
-    ("def f(*lens  # c\n      ):\n    return lens_cpu\n", True),
+    ("def forward(*lens  # c\n      ):\n    return lens_cpu\n", True),
     ("lens_cpu = load()\nprint(lens + 1)\n", False),
     ("lens_cpu = load()\nlens.append(lens_cpu)\n", False),
     ("lens_cpu = load()\nif lens == 1:\n    lens_of_x = 2\n", False),
@@ -256,7 +260,7 @@ def test_a_quoted_cuda_is_gpu_evidence_where_the_string_can_be_a_device(code, ex
 
 @pytest.mark.parametrize(("code", "expected"), [
     ("y = x.to('cuda')\n", True), ("t = torch.zeros(3, device=  'cuda')\n", True), ("d = 1 if c else 'cuda'\n", True),
-    ("d = 1 if c else'cuda'\n", True), ("d = (\n    # c\n    'cuda')\n", True), ("def f():\n    return 'cuda'\n", True),
+    ("d = 1 if c else'cuda'\n", True), ("d = (\n    # c\n    'cuda')\n", True), ("def forward():\n    return 'cuda'\n", True),
     ("d = '' 'cuda'\n", True), ("print((d := 'cuda'))\n", True), ("d = \\\n    'cuda'\n", True),
     # where classify_device reads no device: compared, a later argument, in a collection, in a comment
     ("if d.type == 'cuda':\n    pass\n", False), ("ok = d != 'cuda'\n", False), ("xs = ('cpu', 'cuda')\n", False),
@@ -274,7 +278,7 @@ def test_no_host_mirror_placement_for_other_accelerators():
 
 
 def test_configured_hot_function_globs_make_code_hot():
-    code = "def run_train_step(x):\n    return x\n"
+    code = "def run_policy_step(x):\n    return x\n"
     assert context_at(facts_for(code), 2, frozenset({"run_*_step"})).hot_function
     assert not context_at(facts_for(code), 2).hot_function
 
@@ -304,9 +308,9 @@ GPU_SOURCES = [
     "import torch\nTARGET = torch.ones(2, device=torch.device(1))\n",
     "import torch\nTARGET = torch.ones(2, device=torch.cuda.current_device())\n",
     "import torch\nTARGET = batch.seq_lens_gpu\n",
-    "import torch\ndef f(seq_lens, seq_lens_cpu):\n    TARGET = seq_lens\n",
+    "import torch\ndef forward(seq_lens, seq_lens_cpu):\n    TARGET = seq_lens\n",
     "import torch\nTARGET = forward_batch.seq_lens + 1\nn = forward_batch.seq_lens_cpu\n",
-    "import torch\nimport torch.distributed as dist\ndef f(n, device):\n    t = torch.zeros(n, device=device)\n    TARGET = t\n"
+    "import torch\nimport torch.distributed as dist\ndef forward(n, device):\n    t = torch.zeros(n, device=device)\n    TARGET = t\n"
     "    dist.all_reduce(t)\n",
 ]
 
@@ -359,7 +363,7 @@ def test_a_tensor_passed_to_a_collective_is_on_the_device(collective, expected):
 
 def test_collective_placement_needs_the_tensor_that_reaches_the_collective():
     code = ("import torch\nimport torch.distributed as dist\n"
-            "def f(p, n, d):\n    h = torch.zeros(n)\n    t = torch.zeros(n, device=d)\n    dist.all_reduce(h)\n"
+            "def forward(p, n, d):\n    h = torch.zeros(n)\n    t = torch.zeros(n, device=d)\n    dist.all_reduce(h)\n"
             "    dist.all_reduce(t)\n    dist.all_reduce(p)\n    t = t.tolist()\n    return t, h\n")
     facts = facts_for(code)
     assert classify_placement(facts, ast.Name("t"), 6) is Placement.GPU
@@ -370,14 +374,14 @@ def test_collective_placement_needs_the_tensor_that_reaches_the_collective():
 
 def test_no_collective_placement_in_a_function_that_may_pick_the_host():
     code = ("import torch\nimport torch.distributed as dist\n"
-            "def f(n, force_cpu):\n    d = torch.device('cpu' if force_cpu else 'cuda')\n"
+            "def forward(n, force_cpu):\n    d = torch.device('cpu' if force_cpu else 'cuda')\n"
             "    t = torch.zeros(n, device=d)\n    dist.broadcast(t, src=0)\n")
     assert classify_placement(facts_for(code), ast.Name("t"), 6) is Placement.UNKNOWN
 
 
 def test_no_collective_placement_in_a_file_that_names_the_gloo_backend():
     code = ("import torch\nimport torch.distributed as dist\nBACKENDS = ['nccl', 'gloo']\n"
-            "def f(t):\n    dist.all_reduce(t)\n")
+            "def forward(t):\n    dist.all_reduce(t)\n")
     assert classify_placement(facts_for(code), ast.Name("t"), 5) is Placement.UNKNOWN
     assert not has_gpu_evidence(code)
 
@@ -393,7 +397,7 @@ def test_no_collective_placement_in_a_file_that_names_the_gloo_backend():
     ("torch.cat([torch.arange(3), t.cuda()])", Placement.GPU),
 ])
 def test_joining_host_tensors_gives_a_host_tensor(value, expected):
-    code = ("import torch\ndef f(t, a, b, lens, parts, others):\n"
+    code = ("import torch\ndef forward(t, a, b, lens, parts, others):\n"
             "    host_parts = [torch.arange(3), torch.ones(2)]\n    appended = []\n    empty = []\n    extended = []\n    mixed = []\n"
             "    for n in lens:\n        appended.append(torch.arange(n))\n        extended.extend(others)\n"
             "        mixed.append(torch.arange(n))\n        mixed.append(t)\n"
@@ -440,14 +444,14 @@ def test_placement_of_properties_and_module_tensors(value, expected):
     ("torch.arange(n) * pos", Placement.UNKNOWN),  # arithmetic is left unknown (see classify_placement)
 ])
 def test_a_comparison_with_a_host_tensor_with_dimensions_gives_a_host_tensor(value, expected):
-    code = ("import torch\ndef f(n, pos, lens, eol, d):\n    row = torch.zeros(2, 3)\n"
+    code = ("import torch\ndef forward(n, pos, lens, eol, d):\n    row = torch.zeros(2, 3)\n"
             f"    TARGET = {value}\n")
     node, line = expression(code)
     assert classify_placement(facts_for(code), node, line) is expected
 
 
 def test_configured_gpu_device_names_are_cuda_devices():
-    code = "import torch\ndef f(self, device, other):\n    local = 'cpu'\n    TARGET = (device, self.device, other, local)\n"
+    code = "import torch\ndef forward(self, device, other):\n    local = 'cpu'\n    TARGET = (device, self.device, other, local)\n"
     node, line = expression(code)
     facts = facts_for(code)
     facts.gpu_device_names = frozenset({"device", "self.device", "local"})
@@ -476,20 +480,20 @@ def test_annotations_are_not_indexed_but_defaults_and_bodies_are():
 
 # The per-file facts come from the tree: a word in a comment or a string proves nothing.
 @pytest.mark.parametrize(("code", "mirrored"), [
-    ("def f(batch):\n    return batch.seq_lens, batch.seq_lens_cpu\n", {"seq_lens"}),
-    ("def f(seq_lens, seq_lens_host):\n    pass\n", {"seq_lens"}),
-    ("def f(batch):\n    return batch.seq_lens  # see seq_lens_cpu\n", set()),  # the mirror only in a comment
-    ("def f(batch):\n    '''seq_lens_cpu mirrors it'''\n    return batch.seq_lens\n", set()),  # in a docstring
-    ("def f(batch):\n    return batch.seq_lens_cpu  # seq_lens\n", set()),  # the name only in a comment
-    ("def f(batch):\n    return batch.is_cpu, batch.is_\n", set()),  # a flag, not a mirror
-    ("import torch_npu\ndef f(b):\n    return b.seq_lens, b.seq_lens_cpu\n", set()),  # another accelerator
+    ("def forward(batch):\n    return batch.seq_lens, batch.seq_lens_cpu\n", {"seq_lens"}),
+    ("def forward(seq_lens, seq_lens_host):\n    pass\n", {"seq_lens"}),
+    ("def forward(batch):\n    return batch.seq_lens  # see seq_lens_cpu\n", set()),  # the mirror only in a comment
+    ("def forward(batch):\n    '''seq_lens_cpu mirrors it'''\n    return batch.seq_lens\n", set()),  # in a docstring
+    ("def forward(batch):\n    return batch.seq_lens_cpu  # seq_lens\n", set()),  # the name only in a comment
+    ("def forward(batch):\n    return batch.is_cpu, batch.is_\n", set()),  # a flag, not a mirror
+    ("import torch_npu\ndef forward(b):\n    return b.seq_lens, b.seq_lens_cpu\n", set()),  # another accelerator
 ])
 def test_mirrored_names_are_names_of_the_tree(code, mirrored):
     assert facts_for(code).evidence.mirrored == mirrored
 
 
 def test_a_mirror_in_a_comment_makes_no_cuda_tensor():
-    code = "def f(batch):\n    TARGET = batch.seq_lens  # batch.seq_lens_cpu is the host copy\n"
+    code = "def forward(batch):\n    TARGET = batch.seq_lens  # batch.seq_lens_cpu is the host copy\n"
     node, line = expression(code)
     assert classify_placement(facts_for(code), node, line) is Placement.UNKNOWN
     used = code.replace("  # batch.seq_lens_cpu is the host copy", "\n    host = batch.seq_lens_cpu")
@@ -507,7 +511,7 @@ def test_streams_are_calls_of_the_tree(code, expected):
     assert facts_for(code).uses_several_streams is expected
 
 
-COLLECTIVE = "import torch\nimport torch.distributed as dist\ndef f(n):\n    t = torch.zeros(n)\n    {call}\n    TARGET = t\n"
+COLLECTIVE = "import torch\nimport torch.distributed as dist\ndef forward(n):\n    t = torch.zeros(n)\n    {call}\n    TARGET = t\n"
 
 
 @pytest.mark.parametrize(("call", "expected"), [
@@ -524,19 +528,19 @@ def test_a_collective_argument_is_on_the_gpu_unless_the_tree_names_a_host_group(
 
 def test_a_host_group_is_named_in_the_tree_not_in_a_comment():
     code = COLLECTIVE.format(call="dist.all_reduce(t)").replace("torch.zeros(n)", "make(n)")
-    assert facts_for(code.replace("def f(n):", "def f(n):  # gloo elsewhere")).evidence.device_collectives
+    assert facts_for(code.replace("def forward(n):", "def forward(n):  # gloo elsewhere")).evidence.device_collectives
     assert not facts_for(code.replace("dist.all_reduce(t)", "dist.all_reduce(t)\n    backend = 'gloo'")) \
         .evidence.device_collectives
 
 
 def test_a_device_from_another_accelerators_api_is_no_cuda_device():
-    code = "import torch\ndef f(rows):\n    return torch.tensor(rows, device=torch.npu.current_device())\n"
+    code = "import torch\ndef forward(rows):\n    return torch.tensor(rows, device=torch.npu.current_device())\n"
     assert lint(code, "HDL101") == []
     assert [f.code for f in lint(code.replace("npu", "cuda"), "HDL101")] == ["HDL101"]
 
 
 def test_in_a_file_for_another_accelerator_only_a_device_of_unknown_kind_is_no_cuda_device():
-    npu = "import torch\nimport torch_npu\ndef f(rows, device):\n    return torch.tensor(rows, device=device)\n"
+    npu = "import torch\nimport torch_npu\ndef forward(rows, device):\n    return torch.tensor(rows, device=device)\n"
     assert lint(npu, "HDL101") == []
     # a file that names CUDA too may run either way: the copy is reported
     both = npu + "def g():\n    return torch.cuda.current_device()\n"
@@ -647,7 +651,7 @@ def test_a_flag_the_statements_after_an_if_set_makes_its_block_run_once_per_obje
     ("if key in _CACHE:\n    return _CACHE[key]\nwith lock:\n    _CACHE[key] = make()\nreturn _CACHE[key]\n", [4, 6]),
 ])
 def test_the_statements_that_run_when_a_cache_misses(body, lines):
-    code = "def f(self, key, device, mask, cache, keep):\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    code = "def forward(self, key, device, mask, cache, keep):\n" + "".join(f"    {line}\n" for line in body.splitlines())
     function = ast.parse(code).body[0]
     assert [statement.lineno for statement in statements_run_on_a_miss(function)] == lines
 

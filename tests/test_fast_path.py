@@ -122,10 +122,12 @@ CASES = [
     ), 1, id='parenthesized-list-repetition'),
     pytest.param('HDL102', (
         'import torch\n'
-        'import pytest\n'
-        '@pytest.mark.parametrize("t", [torch.tensor([1.0]).cuda()])\n'
-        'def test_it(t):\n'
-        '    assert t\n'
+        'import functools\n'
+        'def forward(x):\n'
+        '    @functools.partial(torch.add, torch.tensor([1.0]).cuda())\n'
+        '    def inner(t):\n'
+        '        return t\n'
+        '    return inner\n'
     ), 1, id='copy-in-a-decorator'),
     pytest.param('HDL201', (
         'import torch\n'
@@ -144,7 +146,7 @@ CASES = [
 FAST_PATH_MISSES = [
     # HDL104's candidate filter read the binding of `b` at the name's line, where the statement's own `b = ...`
     # is already visible, not at the copy's first line as the visitor does.
-    pytest.param("HDL104", "import torch\ndef f(n, device):\n    b = torch.empty(n)\n    b = (\n        b).to(device, "
+    pytest.param("HDL104", "import torch\ndef forward(n, device):\n    b = torch.empty(n)\n    b = (\n        b).to(device, "
                  "non_blocking=True)\n    return b\n", 1, id="binding-read-at-the-copy's-first-line"),
     pytest.param("HDL108", "import torch\ndef step(self, x):\n    flags = x.cuda()\n    flags[0, 0] = True\n"
                  "    (flags[0, 1]) = True\n", 2, id="parenthesized-element-write-beside-a-plain-one"),
@@ -159,7 +161,7 @@ FILTER_MISSES = [
     # An imported name equal to a method's name: `x.cuda()` is still the method.
     pytest.param("HDL102", "import torch\nimport pycuda.driver as cuda\ndef forward(n):\n"
                  "    return torch.arange(n).cuda()\n", 1, id="module-imported-as-cuda"),
-    pytest.param("HDL101", "import torch\nfrom numpy import asarray as tensor\ndef f(n, d):\n"
+    pytest.param("HDL101", "import torch\nfrom numpy import asarray as tensor\ndef forward(n, d):\n"
                  "    return torch.tensor([n], device=d)\n", 1, id="other-function-imported-as-tensor"),
     # Legacy constructors however `torch.cuda` is reached.
     pytest.param("HDL105", "from torch.cuda import LongTensor\nx = LongTensor([1, 2, 3])\n", 1,
@@ -174,7 +176,7 @@ FILTER_MISSES = [
     pytest.param("HDL201", "def forward(x):\r    y = (x.\rcuda())\r    return y.sum().item()\r", 1,
                  id="cuda-after-a-carriage-return"),
     # Comments in files whose lines end with a carriage return only.
-    pytest.param("HDL404", "import torch\ndef f(device):\r    w = (torch.zeros(3, requires_grad=True)  # c\r"
+    pytest.param("HDL404", "import torch\ndef forward(device):\r    w = (torch.zeros(3, requires_grad=True)  # c\r"
                  "        .to(device))\r    return w\r", 1, id="comment-in-a-cr-only-file"),
 ]
 # Spellings the prefilters once missed: blanks or line continuations before `(`, a blank after `.`, names
@@ -286,7 +288,7 @@ SPELLINGS = [
                  "    return y.sum().item()\n", 1, id="device-keyword-before-a-line-continuation"),
     pytest.param("HDL201", "def forward(self):\n    return self.\\\nlens_gpu.sum().item()\n", 1,
                  id="gpu-attribute-after-a-line-continuation"),
-    pytest.param("HDL404", "import torch\ndef f(device):\n    w = torch.zeros(3, requires_grad\\\n=True).to(device)\n"
+    pytest.param("HDL404", "import torch\ndef forward(device):\n    w = torch.zeros(3, requires_grad\\\n=True).to(device)\n"
                  "    return w\n", 1, id="requires-grad-before-a-line-continuation"),
     pytest.param("HDL302", "import torch\ndef \\\nforward(x, y):\n    keep = torch.isfinite(y) & (y > 0)\n"
                  "    return x[keep]\n", 1, id="hot-function-name-after-a-line-continuation"),
@@ -313,9 +315,9 @@ SPELLINGS = [
     # Found by a second reader of the other rules (2026-12-03): calls in annotations (the index leaves annotations
     # out; the visitors now skip them too), an in-place update taken for a pinned buffer, parenthesized callees.
     pytest.param("HDL105", "import torch\nx: torch.cuda.LongTensor([1, 2]) = 1\n", 0, id="call-in-an-annotation"),
-    pytest.param("HDL101", "import torch\ndef f(n, d, x: torch.tensor([n], device=d) = 0):\n    pass\n", 0,
+    pytest.param("HDL101", "import torch\ndef forward(n, d, x: torch.tensor([n], device=d) = 0):\n    pass\n", 0,
                  id="call-in-a-parameter-annotation"),
-    pytest.param("HDL402", "def f(dst, xs):\n    for x in xs:\n        buf += x\n        dst.copy_(buf, non_blocking=True)\n",
+    pytest.param("HDL402", "def forward(dst, xs):\n    for x in xs:\n        buf += x\n        dst.copy_(buf, non_blocking=True)\n",
                  0, id="buffer-only-updated-in-place"),
     pytest.param("HDL301", "import torch\ndef forward(x):\n    y = x.cuda()\n    return (y.nonzero)()\n", 1,
                  id="parenthesized-method"),
@@ -344,10 +346,10 @@ SPELLINGS = [
 # Every text test looks across comment lines between tokens, resuming after a failed attempt where it stopped; a
 # real match after a comment block that an earlier attempt skipped is still found.
 ACROSS_COMMENTS = [
-    pytest.param("HDL404", "import torch\ndef f(device):\n    w = (torch.zeros(3, requires_grad=True)  # made here\n"
+    pytest.param("HDL404", "import torch\ndef forward(device):\n    w = (torch.zeros(3, requires_grad=True)  # made here\n"
                  "         # and moved\n         .  # here\n         to(device))\n    return w\n", 1,
                  id="copy-split-by-comment-lines"),
-    pytest.param("HDL404", "import torch\ndef f(a, device):\n    u = g(a)\n    # old: h(a).to(device)\n    # gone\n"
+    pytest.param("HDL404", "import torch\ndef forward(a, device):\n    u = g(a)\n    # old: h(a).to(device)\n    # gone\n"
                  "    w = (torch.zeros(3, requires_grad=True)\n         # moved\n         .to(device))\n    return w\n", 1,
                  id="copy-after-a-skipped-comment-block"),
     pytest.param("HDL501", "import torch\ndef capture(g, x):\n    with (torch.cuda.graph  # capture\n"
@@ -369,7 +371,7 @@ ACROSS_COMMENTS = [
                  "    return tt(ids, device=d)\n", 1, id="tensor-imported-as-across-a-comment"),
     pytest.param("HDL106", "import torch\ndef forward(n):\n    t = torch.zeros(n, device='cuda')\n    (t[0]  # c\n"
                  "    ) = 1\n    return t\n", 1, id="element-write-split-by-a-comment"),
-    pytest.param("HDL404", "import torch\ndef f(device):\n    w = torch.zeros(3, requires_grad  # c\n=True).to(device)\n"
+    pytest.param("HDL404", "import torch\ndef forward(device):\n    w = torch.zeros(3, requires_grad  # c\n=True).to(device)\n"
                  "    return w\n", 1, id="requires-grad-split-by-a-comment"),
     pytest.param("HDL201", "def forward(x):\n    y = (x.cuda  # c\n    ())\n    return y.sum().item()\n", 1,
                  id="cuda-call-evidence-split-by-a-comment"),
@@ -435,24 +437,24 @@ DEVICE_STRINGS = [
 # `device`, `self.out_dev`, `DEVICE_ID`, a `torch.device(...)` call, however imported, or a call of a function named
 # for the device it returns.
 NAMED_DEVICES = [
-    pytest.param("HDL102", "import torch\ndef f():\n    return torch.arange(4).to(get_local_torch_device())\n", 1,
+    pytest.param("HDL102", "import torch\ndef forward():\n    return torch.arange(4).to(get_local_torch_device())\n", 1,
                  id="to-a-call-named-for-a-device"),
-    pytest.param("HDL102", "import torch\ndef f(device):\n    return torch.arange(4).to(device)\n", 1, id="to-device"),
-    pytest.param("HDL102", "import torch\nclass M:\n    def f(self):\n        return torch.arange(4).to(self.out_dev)\n",
+    pytest.param("HDL102", "import torch\ndef forward(device):\n    return torch.arange(4).to(device)\n", 1, id="to-device"),
+    pytest.param("HDL102", "import torch\nclass M:\n    def forward(self):\n        return torch.arange(4).to(self.out_dev)\n",
                  1, id="to-an-attribute-named-like-a-device"),
-    pytest.param("HDL102", "import torch\ndef f(DEVICE_ID):\n    return torch.arange(4).to(dtype=torch.int, device=DEVICE_ID)\n",
+    pytest.param("HDL102", "import torch\ndef forward(DEVICE_ID):\n    return torch.arange(4).to(dtype=torch.int, device=DEVICE_ID)\n",
                  1, id="device-keyword-after-another"),
-    pytest.param("HDL102", "import torch\nfrom torch import device as D\ndef f(k):\n    return torch.arange(4).to(D(k))\n",
+    pytest.param("HDL102", "import torch\nfrom torch import device as D\ndef forward(k):\n    return torch.arange(4).to(D(k))\n",
                  1, id="torch-device-imported-under-another-name"),
-    pytest.param("HDL102", "import torch\ndef f(device):\n    return (torch.arange(4).to  # c\n        (  # where\n"
+    pytest.param("HDL102", "import torch\ndef forward(device):\n    return (torch.arange(4).to  # c\n        (  # where\n"
                  "        device))\n", 1, id="to-device-split-by-comments"),
-    pytest.param("HDL102", "import torch\ndef f(device):\n    d = device\n    return torch.arange(4).to(d)\n", 0,
+    pytest.param("HDL102", "import torch\ndef forward(device):\n    d = device\n    return torch.arange(4).to(d)\n", 0,
                  id="to-a-name-not-named-like-a-device"),
-    pytest.param("HDL102", "import torch\ndef f(x):\n    return torch.arange(4).to(torch.float16), x.to(')')\n", 0,
+    pytest.param("HDL102", "import torch\ndef forward(x):\n    return torch.arange(4).to(torch.float16), x.to(')')\n", 0,
                  id="to-a-dtype"),
 ]
 # Imports wherever they sit on their line: without them `th.tensor` is not known to be torch's.
-IMPORTS = [pytest.param("HDL102", imports + "def f(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n",
+IMPORTS = [pytest.param("HDL102", imports + "def forward(ids, device):\n    x = th.tensor([1, 2]).to(device)\n    return x\n",
                         1, id=name)
            for name, imports in [("after-if", "if True: import torch as th\n"),
                                  ("after-semicolon", "import os; import torch as th\n"),
@@ -478,8 +480,8 @@ def test_a_size_sync_in_a_configured_hot_function_is_found_on_both_paths(code):
 
 
 @pytest.mark.parametrize("text", [
-    "import torch\rdef f(ids, device):\r    x = torch.tensor([1, 2]).to(device)\r    return x\r",
-    "\x0cimport torch\ndef f(ids, device):\n\x0c    x = torch.tensor([1, 2]).to(device)\n    return x\n",
+    "import torch\rdef forward(ids, device):\r    x = torch.tensor([1, 2]).to(device)\r    return x\r",
+    "\x0cimport torch\ndef forward(ids, device):\n\x0c    x = torch.tensor([1, 2]).to(device)\n    return x\n",
 ], ids=["cr-line-endings", "form-feeds"])
 def test_text_that_libcst_does_not_render_back_exactly_keeps_its_fixes_on_both_paths(text):
     # LibCST drops a final "\r" and a form feed before code when it renders a module: the whole-file path must

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 
-def offsets(rows, device):
+def forward(rows, device):
     table = np.concatenate(rows)
     lengths = [len(row) for row in rows]
     return torch.tensor(table, device=device), torch.tensor(lengths, device=device)

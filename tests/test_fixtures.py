@@ -11,6 +11,9 @@ import pytest
 from .helpers import linter_for
 
 FIXTURES = sorted(path for path in (Path(__file__).parent.parent / "fixtures").iterdir() if path.is_dir())
+# A fixture's functions are helpers its `replay` calls, and nothing shows that they run every step: the copies
+# in them are findings with `copies-outside-hot-code` (fixtures/h2dlint.toml), as in any project that sets it.
+CONFIG = Path(__file__).parent.parent / "fixtures" / "h2dlint.toml"
 
 
 def fixture_code(folder: Path) -> str:
@@ -22,7 +25,7 @@ def test_fix_turns_before_into_after_exactly(folder, tmp_path):
     target = tmp_path / "before.py"
     shutil.copyfile(folder / "before.py", target)
     subprocess.run([sys.executable, "-m", "h2dlint", "check", str(target), "--fix", "--unsafe-fixes",
-                    "--select", fixture_code(folder)], capture_output=True, check=False)
+                    "--select", fixture_code(folder), "--config", str(CONFIG)], capture_output=True, check=False)
     assert target.read_bytes() == (folder / "after.py").read_bytes()
 
 
@@ -31,7 +34,7 @@ def test_after_compiles_and_has_nothing_left_to_fix(folder):
     compile((folder / "after.py").read_bytes(), str(folder / "after.py"), "exec")
     from h2dlint.source import read_source
 
-    linter = linter_for(fixture_code(folder), unsafe_fixes=True)
+    linter = linter_for(fixture_code(folder), unsafe_fixes=True, copies_outside_hot_code=True)
     assert all(finding.fix is None for finding in linter.lint(read_source(folder / "after.py")))
     assert linter.lint(read_source(folder / "before.py")), "a fixture's before.py must show the problem"
 

@@ -16,7 +16,7 @@ from h2dlint.ci_formats import github_annotation
 from h2dlint.cli import main
 from h2dlint.model import Finding, Position
 
-from .helpers import commit_all, git
+from .helpers import COPIES_ANYWHERE, commit_all, git
 
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "sarif-schema-2.1.0.json").read_text())
 REPO = Path(__file__).resolve().parent.parent
@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 NON_ASCII = (
     "import torch\n"
     "\n"
-    "def f(device, x):\n"
+    "def forward(device, x):\n"
     "    # «ünïcode» comment\n"
     '    table = {"é→": torch.tensor([1, 2, 3], device=device)}\n'
     "    return torch.tensor(x, device=device)\n"
@@ -45,6 +45,7 @@ def project(tmp_path, monkeypatch):
     (tmp_path / "pkg" / "non ascii.py").write_text(NON_ASCII, encoding="utf-8")
     (tmp_path / "pkg" / "multi.py").write_text(MULTI_LINE)
     (tmp_path / "pkg" / "clean.py").write_text(CLEAN)
+    shutil.copy(COPIES_ANYWHERE, tmp_path / "h2dlint.toml")  # multi.py's module-level copy is a finding
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -7,11 +7,13 @@ from click.testing import CliRunner
 
 from h2dlint.cli import main
 
+from .helpers import COPIES_ANYWHERE
+
 COPY = "torch.tensor([1, 2], device='cuda')"
 
 
 def run(*args):
-    return CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
+    return CliRunner().invoke(main, [*(str(arg) for arg in args), "--config", COPIES_ANYWHERE], catch_exceptions=False)
 
 
 def check(tmp_path, code, *args):

@@ -1,11 +1,21 @@
 """Jupyter notebooks: discovered, checked per cell, fixed in place without touching the rest of the file."""
 
 import json
+import shutil
 
 import pytest
 from click.testing import CliRunner
 
 from h2dlint.cli import main
+
+from .helpers import COPIES_ANYWHERE
+
+
+@pytest.fixture(autouse=True)
+def report_copies_anywhere(tmp_path):
+    """A cell's top-level copy is a finding with `copies-outside-hot-code` (by default only copies in code known to
+    run every step are)."""
+    shutil.copy(COPIES_ANYWHERE, tmp_path / "h2dlint.toml")
 
 
 def run(*args):

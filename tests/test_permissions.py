@@ -16,8 +16,8 @@ import pytest
 
 from h2dlint.source import NotWrittenError, read_source, write_source_atomically
 
-BLOCKING = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
-FIXED = "import torch\nx = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n"
+BLOCKING = "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], device='cuda')\n"
+FIXED = "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n"
 NOBODY = 65534
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 SETPRIV = shutil.which("setpriv")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-BLOCKING = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
-FIXED = "import torch\nx = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n"
+BLOCKING = "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], device='cuda')\n"
+FIXED = "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n"
 CLEAN = "import torch\nx = torch.tensor([1, 2])\n"
 
 pytestmark = [
@@ -79,7 +79,7 @@ def test_try_repo_check_hook_refuses_and_fix_hook_rewrites(scratch, tmp_path):
     result = pre_commit(scratch, tmp_path / "store", "try-repo", str(REPO), "--all-files")  # both hooks, in order
     assert result.returncode == 1, result.stdout + result.stderr
     check_output, fix_output = result.stdout.split("h2dlint (fix)")
-    assert "Failed" in check_output and "model.py:2:5: HDL101" in check_output
+    assert "Failed" in check_output and "model.py:3:9: HDL101" in check_output
     assert "files were modified by this hook" in fix_output
     assert (scratch / "model.py").read_text() == FIXED
 
@@ -89,7 +89,7 @@ def test_check_hook(scratch, hooks_config):
     git(scratch, "add", ".")
     refused = run_hook(scratch, hooks_config, "h2dlint", "--all-files")
     assert refused.returncode == 1, refused.stdout + refused.stderr
-    assert "model.py:2:5: HDL101" in refused.stdout
+    assert "model.py:3:9: HDL101" in refused.stdout
     assert (scratch / "model.py").read_text() == BLOCKING
     for good in (CLEAN, FIXED):
         (scratch / "model.py").write_text(good)

@@ -58,8 +58,10 @@ class ModelRunner(torch.nn.Module):
 '''
 
 
-def make_project(root: Path, **files: str) -> Path:
-    (root / "pyproject.toml").write_text("")
+def make_project(root: Path, copies_anywhere: bool = False, **files: str) -> Path:
+    """`copies_anywhere`: copies are findings outside code known to be hot too (`copies-outside-hot-code`), for
+    the tests of what runs once or never, which only matters there."""
+    (root / "pyproject.toml").write_text("[tool.h2dlint]\ncopies-outside-hot-code = true\n" if copies_anywhere else "")
     package = root / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -605,8 +607,12 @@ def test_copy_findings_say_why_their_code_runs_often_when_it_does(tmp_path):
     found = {(Path(finding["filename"]).name, finding["location"]["row"]): finding.get("evidence")
              for finding in check(tmp_path, "--select", "HDL101")}
     assert found == {("helper.py", 5): {"hot": "Runner.forward -> upload"},  # hot through calls
-                     ("helper.py", 9): None,  # nothing shows how often it runs: no evidence
                      ("runner.py", 11): {"hot": "in a loop"}}
+    # Nothing shows how often `once` runs: reported only with `copies-outside-hot-code`, with no evidence.
+    (tmp_path / "pyproject.toml").write_text("[tool.h2dlint]\ncopies-outside-hot-code = true\n")
+    found = {(Path(finding["filename"]).name, finding["location"]["row"]): finding.get("evidence")
+             for finding in check(tmp_path, "--select", "HDL101")}
+    assert found[("helper.py", 9)] is None and len(found) == 3
 
 
 def test_a_call_through_an_attribute_of_a_known_type_and_super_resolve(tmp_path):
@@ -861,7 +867,7 @@ def test_a_copy_only_run_once_code_calls_is_not_reported(tmp_path):
 def test_a_method_called_on_an_object_of_unknown_class_may_run_often(tmp_path):
     # `state.prepare(...)` on an object the model cannot type may be a per-step call: the copy is reported.
     runner = "def forward(state, ranks, device):\n    return state.prepare(ranks, device)\n"
-    make_project(tmp_path, loader=LOADER, runner=runner)
+    make_project(tmp_path, copies_anywhere=True, loader=LOADER, runner=runner)
     assert by_file(check(tmp_path)) == {"loader.py": [(9, "HDL101")]}
 
 
@@ -935,10 +941,10 @@ def main(losses):
 
 def test_a_function_only_main_calls_runs_once_but_its_loop_does_not(tmp_path):
     # `main` runs once per process: the copy before `fit`'s loop waits once, the one in the loop every step.
-    make_project(tmp_path, trainer=TRAINER)
+    make_project(tmp_path, copies_anywhere=True, trainer=TRAINER)
     assert by_file(check(tmp_path)) == {"trainer.py": [(8, "HDL103")]}
     (tmp_path / "other").mkdir()
-    make_project(tmp_path / "other", trainer=TRAINER.replace("def main(", "def run_epoch("))
+    make_project(tmp_path / "other", copies_anywhere=True, trainer=TRAINER.replace("def main(", "def run_epoch("))
     assert by_file(check(tmp_path / "other")) == {"trainer.py": [(5, "HDL103"), (8, "HDL103")]}
 
 
@@ -1305,7 +1311,7 @@ def test_code_a_dataset_runs_to_prepare_samples_holds_host_tensors(tmp_path, mon
     the GPU unless the code puts it there. A change of the dataset class in its own file changes the findings
     in the file of the function it calls."""
     monkeypatch.chdir(tmp_path)
-    make_project(tmp_path, clips=CLIPS, features=FEATURES)
+    make_project(tmp_path, copies_anywhere=True, clips=CLIPS, features=FEATURES)
     assert by_file(check(tmp_path, "--select", "ALL", cache=True)) == {}
     (tmp_path / "pkg" / "clips.py").write_text(CLIPS.replace("class Clips(Dataset):", "class Clips:"))
     assert by_file(check(tmp_path, "--select", "ALL", cache=True)) == {"features.py": [(5, "HDL204"), (6, "HDL101")]}
@@ -1387,7 +1393,7 @@ class Table:
 
 def test_code_nothing_in_the_project_runs_has_no_copy_or_shape_findings_outside_loops(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    make_project(tmp_path, uploads=UPLOADS, user="from pkg.uploads import Table\n")
+    make_project(tmp_path, copies_anywhere=True, uploads=UPLOADS, user="from pkg.uploads import Table\n")
     # The project uses the module, but no module calls `upload` or `expand`: the project shows no sign that they
     # run at all (in held-out trees, such code was mostly set-up, dead, or API the project never calls per step).
     # A loop still repeats, and a property runs where it is read.
@@ -1416,7 +1422,8 @@ def test_code_nothing_in_the_project_runs_has_no_copy_or_shape_findings_outside_
     "def hook(param, ids, cond):\n    param.register_hook(upload if cond else None)\n",
 ])
 def test_a_function_handed_on_by_a_return_or_to_a_call_is_not_taken_for_uncalled(tmp_path, hand_on):
-    make_project(tmp_path, uploads=UPLOADS + "\n\n" + hand_on, user="from pkg.uploads import Table\n")
+    make_project(tmp_path, copies_anywhere=True, uploads=UPLOADS + "\n\n" + hand_on,
+                 user="from pkg.uploads import Table\n")
     assert (5, "HDL101") in by_file(check(tmp_path))["uploads.py"]
 
 
@@ -1433,13 +1440,13 @@ HF_TRAINER = "import torch\nfrom transformers import Trainer\n\n\nclass MyTraine
 
 @pytest.mark.parametrize("source, reported", [(EVENT_HOOKS, 6), (HF_TRAINER, 7)])
 def test_methods_code_outside_the_project_calls_are_not_taken_for_uncalled(tmp_path, source, reported):
-    make_project(tmp_path, hooks=source, user="from pkg import hooks\n")
+    make_project(tmp_path, copies_anywhere=True, hooks=source, user="from pkg import hooks\n")
     assert by_file(check(tmp_path)) == {"hooks.py": [(reported, "HDL101")]}
 
 
 def test_the_functions_of_a_module_no_module_imports_are_reported_uncalled(tmp_path):
     # A script or an example of its own (examples/quickstart.py): the project says nothing of how it runs.
-    make_project(tmp_path, uploads=UPLOADS)
+    make_project(tmp_path, copies_anywhere=True, uploads=UPLOADS)
     assert (5, "HDL101") in by_file(check(tmp_path))["uploads.py"]
 
 

@@ -74,12 +74,13 @@ def test_a_fix_that_pins_numpy_data_is_caught_by_the_same_replay():
     pytest.importorskip("torch")
     from h2dlint.verify.examples import replay_example
 
-    original = "import numpy as np\nimport torch\ndef f(rows, device):\n    return torch.tensor(np.stack(rows), device=device)\n"
-    crashing = ("import numpy as np\nimport torch\ndef f(rows, device):\n"
+    original = ("import numpy as np\nimport torch\ndef forward(rows, device):\n"
+                "    return torch.tensor(np.stack(rows), device=device)\n")
+    crashing = ("import numpy as np\nimport torch\ndef forward(rows, device):\n"
                 "    return torch.tensor(np.stack(rows), pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n")
     replay = replay_example(original, crashing)
     assert replay.crashes and all(crash.endswith("Can't pin tensor constructed from numpy") for crash in replay.crashes)
-    assert any(crash.startswith("f(list, device): `torch.tensor` with pin_memory would raise on CUDA")
+    assert any(crash.startswith("forward(list, device): `torch.tensor` with pin_memory would raise on CUDA")
                for crash in replay.crashes)
     [finding] = lint(original, "HDL101")
     assert finding.fix is None and "is a numpy array" in finding.message, "h2dlint itself offers no such fix"

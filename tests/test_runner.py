@@ -7,7 +7,7 @@ from h2dlint.rule import all_rules
 from h2dlint.runner import PARALLEL_THRESHOLD, run_files
 from h2dlint.settings import Settings
 
-BLOCKING = "import torch\ndef f(d, n):\n    return torch.tensor([1, {n}], device=d)\n"
+BLOCKING = "import torch\ndef forward(d, n):\n    return torch.tensor([1, {n}], device=d)\n"
 
 
 class RecordingLinter(Linter):

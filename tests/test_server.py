@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import shutil
 import subprocess
 import sys
 import threading
@@ -17,17 +18,20 @@ from pygls.uris import from_fs_path
 from h2dlint.output import rule_url
 from h2dlint.rule import all_rules, rule_help
 
+from .helpers import COPIES_ANYWHERE
+
 WAIT_SECONDS = 20
 
 # Two safe HDL101 findings; the second one's fix pins with a literal `pin_memory=True`.
 SAFE = ("import torch\n\n\n"
         "def step(n, states):\n"
         "    ids = [i * 2 for i in range(n)]\n"
-        "    return torch.tensor(ids, device=states.device)\n\n\n"
-        "CONSTANTS = torch.tensor([1, 2], device='cuda')\n")
+        "    return torch.tensor(ids, device=states.device)\n\n"
+        "for step_index in range(3):\n"
+        "    CONSTANTS = torch.tensor([1, 2], device='cuda')\n")
 # One HDL101 finding whose fix is unsafe.
 UNSAFE = ("import torch\n\n\n"
-          "def f(indices, states):\n"
+          "def forward(indices, states):\n"
           "    return torch.tensor(indices, device=states.device, dtype=torch.int64)\n")
 
 SERVER = (sys.executable, "-m", "h2dlint", "server")
@@ -254,9 +258,9 @@ def test_a_client_without_resolve_or_versioned_edits_counting_utf8(tmp_path):
         general=types.GeneralClientCapabilities(position_encodings=[types.PositionEncodingKind.Utf8]))
 
     async def scenario(editor: Editor):
-        wide = "import torch\n\u00e9 = torch.tensor([1, 2], device='cuda')\n"
+        wide = "import torch\nfor _ in range(2):\n    \u00e9 = torch.tensor([1, 2], device='cuda')\n"
         _, (diagnostic,) = await editor.open(tmp_path / "wide.py", wide)
-        assert diagnostic.range.start == types.Position(line=1, character=5)  # "é = " is 5 bytes, 4 code points
+        assert diagnostic.range.start == types.Position(line=2, character=9)  # "é = " is 5 bytes, 4 code points
         uri, _ = await editor.open(tmp_path / "model.py", SAFE)
         (action,) = await editor.code_actions(uri, whole_line(0), only=[types.CodeActionKind.Source])
         (edits,) = action.edit.changes.values()  # no versioned document changes: the client has none
@@ -277,7 +281,7 @@ def test_noqa_action_suppresses_the_finding(server, tmp_path):
         assert noqa.edit is None  # made when the action is picked
         noqa = await editor.resolve(noqa)
         diagnostics = await editor.apply(noqa.edit)
-        assert editor.texts[uri].splitlines()[8] == "CONSTANTS = torch.tensor([1, 2], device='cuda')  # noqa: HDL101"
+        assert editor.texts[uri].splitlines()[8] == "    CONSTANTS = torch.tensor([1, 2], device='cuda')  # noqa: HDL101"
         assert [d.range.start.line for d in diagnostics] == [5]
 
     server.run(scenario)
@@ -382,7 +386,7 @@ def test_a_burst_of_changes_is_linted_less_often_ending_with_the_last(server, tm
         uri, _ = await editor.open(tmp_path / "model.py", SAFE)
         text = SAFE
         for version in range(2, 12):  # ten changes sent at once, as fast typing or a paste replay sends them
-            text += f"x{version} = torch.tensor([{version}, 0], device='cuda')\n"
+            text += f"for _ in range(2): x{version} = torch.tensor([{version}, 0], device='cuda')\n"
             editor.client.text_document_did_change(types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
                 content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
@@ -454,6 +458,7 @@ def test_notebook_cells_are_checked_together(server, tmp_path):
     """The code cells of a notebook the editor opens as one are linted together (the import is in another
     cell); diagnostics and fixes count lines within their cell; fix all fixes every cell."""
     notebook = from_fs_path(str(tmp_path / "demo.ipynb"))
+    shutil.copy(COPIES_ANYWHERE, tmp_path / "h2dlint.toml")  # the cells' top-level copies are findings
     cells = {f"{notebook}#cell{number}": text for number, text in enumerate(
         ["import torch\n", "# Notes\n", "%matplotlib inline\nx = torch.tensor([1, 2], device='cuda')\n",
          "y = torch.tensor([3, 4], device='cuda')"], 1)}

@@ -210,7 +210,7 @@ def test_run_instruments_only_the_included_folders(program):
 
 
 def test_the_linter_never_imports_torch(tmp_path):
-    (tmp_path / "a.py").write_text("import torch\nx = torch.tensor([1, 2], device='cuda')\n")
+    (tmp_path / "a.py").write_text("import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], device='cuda')\n")
     code = ("import sys\nfrom click.testing import CliRunner\nfrom h2dlint.cli import main\n"
             f"CliRunner().invoke(main, [{str(tmp_path)!r}, '--fix'])\nprint('torch' in sys.modules)\n")
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -256,7 +256,7 @@ def test_examples_replays_every_documented_fix_on_its_pinned_branch():
     unknown = rows["HDL101-invalid-3"]
     assert unknown["unsafe"] and unknown["runs"] and unknown["cuda_crashes"]
     assert {crash.split(":")[0] for crash in unknown["cuda_crashes"]} == {
-        "f(numpy, numpy)", "f(numpy, tensor)", "f(tensor, numpy)", "f(tensor, tensor)"}
+        "forward(numpy, numpy)", "forward(numpy, tensor)", "forward(tensor, numpy)", "forward(tensor, tensor)"}
     safe = [row for row in rows.values() if not row["unsafe"] and row["pin_requests"]]
     assert safe and not any(row["cuda_crashes"] for row in safe)
 

@@ -54,9 +54,10 @@ class Instrumented:
 
 
 def fixing_linter() -> Linter:
-    """The linter as `h2dlint check --select ALL --fix --unsafe-fixes` runs it."""
+    """The linter as `h2dlint check --select ALL --fix --unsafe-fixes` runs it, copies outside code known to be hot
+    included (`copies-outside-hot-code`): the run shows how often each site really runs."""
     rules = all_rules()
-    settings = Settings(select=("ALL",), unsafe_fixes=True)
+    settings = Settings(select=("ALL",), unsafe_fixes=True, copies_outside_hot_code=True)
     return Linter([rules[code] for code in settings.enabled_codes(rules)], settings)
 
 
