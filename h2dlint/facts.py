@@ -390,7 +390,7 @@ def names_host(node: ast.AST, words: tuple[str, ...], host_strings: bool = False
 # for the training steps `hotness.named_training_step` finds by their words.
 _HOT_NAMES = "|".join(sorted(HOT_FUNCTION_NAMES))
 _DEFINES_A_HOT_NAME = re.compile(
-    rf"def[\s\\]+(?:(?:{_HOT_NAMES})\b|init_forward_metadata|\w*_replay_cuda_graph\b|\w*train)")
+    rf"def[\s\\]+(?:(?:{_HOT_NAMES})\b|init_forward_metadata|\w*_replay_cuda_graph\b|(?i:\w*train))")
 
 
 # Words of a folder or module name written for another accelerator: `experimental/torch_tpu/`,

@@ -125,22 +125,26 @@ def is_hot_function(name: str, configured: frozenset[str] = frozenset()) -> bool
     (`named_training_step`), or a configured `hot-functions` entry (a name or a glob pattern)."""
     if name in HOT_FUNCTION_NAMES or name in configured or any(fnmatchcase(name, pattern) for pattern in configured):
         return True
-    if named_training_step(name):
+    if named_training_step(name):  # (never a name with `capture`: NOT_PER_STEP_WORDS)
         return True
     return "capture" not in name and any(fnmatchcase(name, pattern) for pattern in HOT_FUNCTION_PATTERNS)
 
 
 # A function named for training and for one step of it runs once per batch: OLMo-core's `_train_batch`,
 # FastVideo's `train_one_step`, Keras's `train_on_batch`, a trainer's `training_iteration`. Not with a word of a
-# longer span (`train_epoch` holds the step loop and the epoch's set-up), nor set-up or data loading.
+# longer span (`train_epoch` holds the step loop and the epoch's set-up), of work off the step (`warmup_train_step`,
+# `load_train_batch`, `profile_train_step`: NOT_PER_STEP_WORDS), nor of a setting or a builder run once
+# (`set_train_batch_size`, `get_train_micro_batch_size`, `make_train_step`, `build_train_iter`).
 _TRAINING_WORDS = frozenset({"train", "training"})
 _ONE_STEP_WORDS = frozenset({"step", "batch", "iteration", "iter", "microbatch"})
-_LONGER_SPAN_WORDS = frozenset({"epoch", "epochs", "setup", "init", "loader", "dataloader"})
+_NOT_ONE_STEP_WORDS = NOT_PER_STEP_WORDS | frozenset({
+    "epoch", "epochs", "dataloader", "sampler", "load", "checkpoint", "register", "configure", "config",
+    "size", "sizes", "get", "set", "make", "build", "create", "compile"})
 
 
 def named_training_step(name: str) -> bool:
     words = set(name_words(name))
-    return bool(words & _TRAINING_WORDS and words & _ONE_STEP_WORDS and not words & _LONGER_SPAN_WORDS)
+    return bool(words & _TRAINING_WORDS and words & _ONE_STEP_WORDS and not words & _NOT_ONE_STEP_WORDS)
 
 
 class _LineMap:

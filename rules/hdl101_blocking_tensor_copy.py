@@ -58,7 +58,8 @@ class BlockingTensorCopy(Rule):
     without a rewrite too: TorchScript's `torch.tensor` takes no `pin_memory`. Data with no
     elements (`[]`, `[[]] * batch`) is not reported: such a copy returns before it reaches the device.
 
-    Only code known to run every step is reported: in a loop, under CUDA graph capture, or
+    Only code known to run every step is reported: in a `for` or `while` loop (not a
+    comprehension's, whose copies repeat within one call), under CUDA graph capture, or
     in a function hot by its name (`forward`, `step`, a training step such as
     `_train_batch`, an engine's per-step entry point, a `hot-functions` entry) or called
     from one through the project (the finding's `evidence` names the chain). In held-out

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from h2dlint.copies import dotted, join_args, keyword, shown, to_ast, torch_name
+from h2dlint.copies import dotted, join_args, keyword, left_unreported, shown, to_ast, torch_name
 from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -26,7 +26,9 @@ class LegacyCudaConstructor(Rule):
     Finds the legacy typed constructors `torch.cuda.LongTensor(data)`,
     `torch.cuda.FloatTensor(data)`, ... called with host data (a list, a tuple, a list
     comprehension, `.tolist()`, or a local name bound only to those). A call with sizes
-    (`torch.cuda.FloatTensor(3, 4)`) allocates on the device and is not reported.
+    (`torch.cuda.FloatTensor(3, 4)`) allocates on the device and is not reported. As
+    HDL101, only code known to run every step is reported (`copies-outside-hot-code =
+    true`: other code too), and never code that runs once (a constructor, loading, ...).
 
     ## Why is this bad?
     Like `torch.tensor(data, device="cuda")`, the constructor builds the tensor in
@@ -70,20 +72,22 @@ class LegacyCudaConstructor(Rule):
 
     valid_examples = (
         Valid("import torch\nx = torch.cuda.FloatTensor(3, 4)\n"),
+        # Module-level code runs once, at import.
+        Valid("import torch\nx = torch.cuda.LongTensor([1, 2, 3])\n"),
         Valid("import torch\nx = torch.cuda.LongTensor(5)\n"),
         Valid("import torch\nx = torch.LongTensor([1, 2])\n"),
         Valid("import torch\ndef f(t):\n    return torch.cuda.FloatTensor(t)\n"),
         Valid("import torch\ndef f(t):\n    return isinstance(t, torch.cuda.FloatTensor)\n"),
     )
     invalid_examples = (
-        Invalid("import torch\nx = torch.cuda.LongTensor([1, 2, 3])\n",
-                "import torch\nx = torch.tensor([1, 2, 3], dtype=torch.int64, pin_memory=True)"
+        Invalid("import torch\nfor step in range(3):\n    x = torch.cuda.LongTensor([1, 2, 3])\n",
+                "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2, 3], dtype=torch.int64, pin_memory=True)"
                 ".to(\"cuda\", non_blocking=True)\n", message_contains="blocking copy"),
-        Invalid("import torch as th\ndef f(t):\n    ids = t.tolist()\n    return th.cuda.FloatTensor(ids)\n",
-                "import torch as th\ndef f(t):\n    ids = t.tolist()\n"
+        Invalid("import torch as th\ndef forward(t):\n    ids = t.tolist()\n    return th.cuda.FloatTensor(ids)\n",
+                "import torch as th\ndef forward(t):\n    ids = t.tolist()\n"
                 "    return th.tensor(ids, dtype=th.float32, pin_memory=True).to(\"cuda\", non_blocking=True)\n"),
-        Invalid("import torch\ns = torch.cuda.Stream()\ndef f(n):\n    return torch.cuda.BoolTensor([i > 2 for i in n])\n",
-                "import torch\ns = torch.cuda.Stream()\ndef f(n):\n"
+        Invalid("import torch\ns = torch.cuda.Stream()\ndef forward(n):\n    return torch.cuda.BoolTensor([i > 2 for i in n])\n",
+                "import torch\ns = torch.cuda.Stream()\ndef forward(n):\n"
                 "    return torch.tensor([i > 2 for i in n], dtype=torch.bool, pin_memory=True)"
                 ".to(\"cuda\", non_blocking=True)\n", unsafe=True),
     )
@@ -102,7 +106,8 @@ class LegacyCudaConstructor(Rule):
             return
         data = node.args[0].value
         start, _ = self.position(node)
-        if not _is_host_sequence(facts, to_ast(data), start.line):
+        if not _is_host_sequence(facts, to_ast(data), start.line) \
+                or left_unreported(facts, start.line, self.context.settings) is not None:
             return
         where = context_at(facts, start.line).describe()
         self.report(node, f"`torch.cuda.{constructor}({shown(data, 40)})` copies host data to the GPU with a "

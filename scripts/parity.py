@@ -25,7 +25,8 @@ from h2dlint.settings import Settings
 
 
 def findings(files: list[Path], full_parse: bool, select: tuple[str, ...]) -> dict[str, list[tuple]]:
-    settings = Settings(select=select, full_parse=full_parse)
+    # Every copy, hot or not: both parse paths must agree on all the sites the rules look at.
+    settings = Settings(select=select, full_parse=full_parse, copies_outside_hot_code=True)
     rules = all_rules()
     linter = Linter([rules[code] for code in settings.enabled_codes(rules)], settings)
     report = {}

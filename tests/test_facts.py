@@ -181,6 +181,10 @@ def test_code_context():
     ("_train_batch", (), True), ("train_one_step", (), True), ("train_on_batch", (), True),
     ("training_iteration", (), True), ("train_epoch", (), False), ("train_dataloader", (), False),
     ("setup_train_step", (), False), ("train", (), False), ("step_count", (), False),
+    # Not work off the step, nor a setting or a builder run once.
+    ("warmup_train_step", (), False), ("capture_train_step", (), False), ("load_train_batch", (), False),
+    ("set_train_batch_size", (), False), ("get_train_micro_batch_size_per_gpu", (), False),
+    ("make_train_step", (), False), ("build_train_iter", (), False), ("Train_Batch", (), True),
     ("init_forward_metadata_capture_cuda_graph", ("*capture*",), True),
 ])
 def test_hot_function_names_and_patterns(name, configured, expected):

@@ -201,3 +201,9 @@ def test_the_word_gate_admits_every_file_whose_tree_holds_gpu_evidence_or_a_hot_
         assert gate.hot_names or not any(is_hot_function(defined) for defined in evidence.defined), name
         opened += evidence.gpu
     assert opened > 50
+
+
+def test_the_word_gate_admits_a_training_step_named_in_capitals():
+    # `named_training_step` reads lower-cased words: the gate's word test must not be case-sensitive.
+    text = "def Train_Batch(x):\n    return x\n"
+    assert is_hot_function("Train_Batch") and word_gate(text, Settings()).hot_names
