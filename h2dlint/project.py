@@ -105,7 +105,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 30
+SUMMARY_VERSION = 31
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -124,8 +124,9 @@ _SUMMARY_CACHE_FORMAT = 2
 #               "returns": [value], "passes": {index into calls: [[value of each positional argument],
 #               {keyword: value}]}, "occasional": [index into calls of each call made once in a while: under
 #               `if step % log_interval == 0:` or filling a cache], "cached": bool (`functools.cache`),
-#               "defaults": {parameter: value} (only in the `__init__` written for a dataclass, ["none"] for
-#               None)}}; a `passes` entry's keywords hold "*" when the call also passes `*args` or `**kwargs`
+#               "defaults": {parameter: value} (every field of the `__init__` written for a dataclass, ["none"]
+#               for None; elsewhere only a device written out, `device="cpu"`)}}; a `passes` entry's keywords
+#               hold "*" when the call also passes `*args` or `**kwargs`
 #   classes' "flows": {attr: [[function qualname, value], ...]} for attributes assigned what only the model can place
 #   classes' "bound": {attr: [method name]} for `self.attr = self.method` (a call of `self.attr(...)` runs it)
 #   functions' "decorated": true when a decorator may run it where no call shows (`@property`, `@register_model`)
@@ -407,6 +408,11 @@ class _Summarizer:
                      *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
         literals = {arg.arg: literal[1] for arg, default in defaulted
                     if default is not None and (literal := _literal(default))}
+        # A device written out as a default (`device="cpu"`) is what a call leaving the parameter out passes.
+        devices = {arg.arg: ["d", ["k", kind, f"the device `{_describe(default)}`"]] for arg, default in defaulted
+                   if default is not None and (kind := _device_kind(default))}
+        if devices:
+            record["defaults"] = devices
         returned = _dotted(node.returns) if node.returns is not None else None
         if returned:
             record["rtype"] = returned  # the class a call's result is an object of, when the project defines it
@@ -1665,7 +1671,7 @@ class ProjectModel:
                 return None
             value, where = _argument(record, name, passed, bound), caller
             if value is _LEFT_OUT and name in record.get("defaults", {}):
-                # Left out (written only for a dataclass's `__init__`): the default, unless it is None, which
+                # Left out: the default (a dataclass field's, or a device written out), unless it is None, which
                 # holds no tensor and says nothing of where the others passed live.
                 value, where = record["defaults"][name], function
                 if value == ["none"]:

@@ -1492,3 +1492,24 @@ def test_calls_through_a_local_or_an_attribute_bound_to_a_function_are_calls_of_
     assert chains["experts._looped"] == "Experts.forward -> _looped"
     assert chains["experts.Experts._decode_loop_labels"] == "Experts.forward -> Experts._decode_loop_labels"
     assert chains["experts.Experts._decode_frames"] == "Experts.forward -> Experts._decode_frames"
+
+
+CODEC = """\
+import torch
+
+
+def decode(frames, device="cpu"):
+    for frame in frames:
+        yield torch.tensor(frame, device=device)
+"""
+
+
+def test_a_device_parameter_every_call_leaves_at_its_cpu_default_is_no_cuda_device(tmp_path):
+    # encodec's `decompress(..., device="cpu")`: every caller in the project decodes on the CPU.
+    make_project(tmp_path, codec=CODEC, cli="from pkg.codec import decode\n\n\ndef run(frames):\n"
+                                          "    return list(decode(frames))\n")
+    assert by_file(check(tmp_path)) == {}
+    # One call passing a CUDA device: the callers disagree, and the copy may go to the GPU.
+    (tmp_path / "pkg" / "gpu.py").write_text("from pkg.codec import decode\n\n\ndef run_on_gpu(frames):\n"
+                                             "    return list(decode(frames, device='cuda'))\n")
+    assert by_file(check(tmp_path)) == {"codec.py": [(6, "HDL101")]}
