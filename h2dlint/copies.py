@@ -37,7 +37,7 @@ _DEVICE_WORD = re.compile("dev", re.IGNORECASE)
 
 
 def left_unreported(facts: FileFacts, line: int, settings: Settings) -> str | None:
-    """Why the blocking-copy rules (HDL101, HDL102, HDL103) leave a copy at `line` unreported: it runs once (see
+    """Why the blocking-copy rules (HDL101, HDL102, HDL103, HDL105) leave a copy at `line` unreported: it runs once (see
     `runs_once`), or nothing shows that it runs every step (no loop, no hot function by its name or through the
     project's calls, no CUDA graph capture around it) and `copies-outside-hot-code` is off. Read in held-out trees,
     copies without such evidence were right about as often as wrong: mostly set-up, an epoch's or an evaluation's

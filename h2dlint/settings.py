@@ -48,7 +48,7 @@ class Settings:
     source_roots: tuple[str, ...] = ()
     gpu_attributes: tuple[str, ...] = ()
     module_inputs_on_gpu: bool = False
-    # Whether the copy rules (HDL101-HDL103) report copies where nothing shows that the code runs every step (no
+    # Whether the copy rules (HDL101-HDL103, HDL105) report copies where nothing shows that the code runs every step (no
     # loop, hot function or CUDA graph capture around them); off: only copies in such code (see copies.py).
     copies_outside_hot_code: bool = False
 
