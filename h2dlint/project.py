@@ -1665,6 +1665,7 @@ class ProjectModel:
         if not callers or len(callers) > _MAX_CALLERS or unseen and not module_input:
             return None
         placed: list[tuple[str, AttributePlacement]] = []
+        defaulted = False
         for caller, index, bound in callers:
             passed = self.functions[caller].get("passes", {}).get(index)
             if passed is None:
@@ -1673,7 +1674,7 @@ class ProjectModel:
             if value is _LEFT_OUT and name in record.get("defaults", {}):
                 # Left out: the default (a dataclass field's, or a device written out), unless it is None, which
                 # holds no tensor and says nothing of where the others passed live.
-                value, where = record["defaults"][name], function
+                value, where, defaulted = record["defaults"][name], function, True
                 if value == ["none"]:
                     continue
             elif value is _LEFT_OUT or value is None:
@@ -1683,12 +1684,22 @@ class ProjectModel:
                 return None
             placed.append((caller, found))
         agreed = _agreed([found for _, found in placed])
-        if agreed is None or unseen and agreed.placement != GPU:
-            return None
+        if agreed is None or (unseen or defaulted and self._called_unseen(function, record)) and agreed.placement != GPU:
+            return None  # calls the model cannot see may pass a CUDA device where the seen ones leave the default
         caller, found = placed[0]
         others = f" and {len(placed) - 1} more" if len(placed) > 1 else ""
         return found.through(f"`{name}` of `{short_name(function)}`",
                              f"passed {found.where} by `{short_name(caller)}`{others}")
+
+    def _called_unseen(self, function: str, record: dict) -> bool:
+        """Whether code no summary shows may call `function` (so pass its parameters anything): it is decorated
+        (a registry), used as a value (`functools.partial(decode, ...)`, `{"default": decode}`), a special method,
+        or a method of a class derived from another library's, whose code may call it. Not a constructor: it runs
+        where objects are built, which the calls show."""
+        short = function.rpartition(".")[2]
+        return bool(record.get("decorated") or short in self._names_used_as_values()
+                    or short.startswith("__") and short != "__init__"
+                    or record["class"] and self._framework_base(f"{record['module']}.{record['class']}"))
 
     def takes_module_inputs(self, function: str) -> bool:
         """Whether `function` is the `forward` of an `nn.Module` whose inputs the model takes to be on the GPU when

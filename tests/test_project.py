@@ -1513,3 +1513,14 @@ def test_a_device_parameter_every_call_leaves_at_its_cpu_default_is_no_cuda_devi
     (tmp_path / "pkg" / "gpu.py").write_text("from pkg.codec import decode\n\n\ndef run_on_gpu(frames):\n"
                                              "    return list(decode(frames, device='cuda'))\n")
     assert by_file(check(tmp_path)) == {"codec.py": [(6, "HDL101")]}
+
+
+@pytest.mark.parametrize("hidden", [
+    "import functools\n\n\ndef on_gpu():\n    return functools.partial(decode, device='cuda')\n",
+    "DECODERS = {'default': decode}\n",
+])
+def test_a_default_device_says_nothing_where_calls_the_model_cannot_see_may_pass_another(tmp_path, hidden):
+    # Handed on as a value, `decode` may be called with `device="cuda"` where no summary shows it.
+    make_project(tmp_path, codec=CODEC, cli="from pkg.codec import decode\n\n\ndef run(frames):\n"
+                                          f"    return list(decode(frames))\n\n\n{hidden}")
+    assert by_file(check(tmp_path)) == {"codec.py": [(6, "HDL101")]}
