@@ -37,17 +37,16 @@ _DEVICE_WORD = re.compile("dev", re.IGNORECASE)
 
 
 def left_unreported(facts: FileFacts, line: int, settings: Settings) -> str | None:
-    """Why the blocking-copy rules (HDL101, HDL102, HDL103, HDL105) leave a copy at `line` unreported: it runs once (see
-    `runs_once`), or nothing shows that it runs every step (no loop, no hot function by its name or through the
-    project's calls, no CUDA graph capture around it) and `copies-outside-hot-code` is off. Read in held-out trees,
-    copies without such evidence were right about as often as wrong: mostly set-up, an epoch's or an evaluation's
-    bookkeeping, or weight conversion at load (docs/precision.md, "Copies outside hot code"). None: report it."""
-    once = runs_once(facts, line)
-    if once is not None:
-        return once
+    """Why the blocking-copy rules (HDL101, HDL102, HDL103, HDL105) leave a copy at `line` unreported: nothing
+    shows that it runs every step (no loop, no hot function by its name or through the project's calls, no CUDA
+    graph capture around it) and `copies-outside-hot-code` is off, or it runs once (see `runs_once`). Read in
+    held-out trees, copies without such evidence were right about as often as wrong: mostly set-up, an epoch's or
+    an evaluation's bookkeeping, or weight conversion at load (docs/precision.md, "Copies outside hot code").
+    None: report it. Hotness is asked first: outside hot code the project-model questions of `runs_once` (who
+    calls the function) would decide nothing."""
     if not settings.copies_outside_hot_code and not context_at(facts, line).hot:
         return "nothing shows that it runs every step"
-    return None
+    return runs_once(facts, line)
 
 
 def may_copy_to_a_named_device(text: str) -> bool:

@@ -125,7 +125,7 @@ def is_hot_function(name: str, configured: frozenset[str] = frozenset()) -> bool
     (`named_training_step`), or a configured `hot-functions` entry (a name or a glob pattern)."""
     if name in HOT_FUNCTION_NAMES or name in configured or any(fnmatchcase(name, pattern) for pattern in configured):
         return True
-    if named_training_step(name):  # (never a name with `capture`: NOT_PER_STEP_WORDS)
+    if named_training_step(name):  # (never one with the word `capture`: NOT_PER_STEP_WORDS)
         return True
     return "capture" not in name and any(fnmatchcase(name, pattern) for pattern in HOT_FUNCTION_PATTERNS)
 

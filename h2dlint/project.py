@@ -1684,8 +1684,10 @@ class ProjectModel:
                 return None
             placed.append((caller, found))
         agreed = _agreed([found for _, found in placed])
-        if agreed is None or (unseen or defaulted and self._called_unseen(function, record)) and agreed.placement != GPU:
-            return None  # calls the model cannot see may pass a CUDA device where the seen ones leave the default
+        # Calls the model cannot see may pass a CUDA device where the seen ones leave the default.
+        hidden = unseen or defaulted and self._called_unseen(function, record)
+        if agreed is None or hidden and agreed.placement != GPU:
+            return None
         caller, found = placed[0]
         others = f" and {len(placed) - 1} more" if len(placed) > 1 else ""
         return found.through(f"`{name}` of `{short_name(function)}`",
@@ -1693,9 +1695,10 @@ class ProjectModel:
 
     def _called_unseen(self, function: str, record: dict) -> bool:
         """Whether code no summary shows may call `function` (so pass its parameters anything): it is decorated
-        (a registry), used as a value (`functools.partial(decode, ...)`, `{"default": decode}`), a special method,
-        or a method of a class derived from another library's, whose code may call it. Not a constructor: it runs
-        where objects are built, which the calls show."""
+        (a registry), its name is used as a value (`functools.partial(decode, ...)`, `{"default": decode}`), it is
+        a special method other than `__init__`, or a method of a class derived from another library's, whose code
+        may call it. (`literals` asks this of every function but `__init__`, whose callers it judges by the
+        classes handed on instead.)"""
         short = function.rpartition(".")[2]
         return bool(record.get("decorated") or short in self._names_used_as_values()
                     or short.startswith("__") and short != "__init__"
@@ -1930,20 +1933,18 @@ class ProjectModel:
 
     def _literals_uncached(self, function: str, name: str, depth: int) -> frozenset | None:
         record = self.functions.get(function)
-        if record is None or not record["name"] or record.get("decorated"):
+        if record is None or not record["name"]:
             return None
         owner, _, short = function.rpartition(".")
-        handed_on = self._names_used_as_values()
         if short == "__init__":
             # Objects made by calls no summary holds: the class, or a subclass, handed on (`{"jets": JETS}`), or
-            # remade by `type(self)(...)`.
+            # remade by `type(self)(...)`; or a constructor decorated or of a class derived from another library's.
             related = self._related_classes(owner)
-            if any(self.classes[name].get("remade") for name in related) \
-                    or not {name.rpartition(".")[2] for name in related}.isdisjoint(handed_on):
+            if record.get("decorated") or any(self.classes[name].get("remade") for name in related) \
+                    or not {name.rpartition(".")[2] for name in related}.isdisjoint(self._names_used_as_values()) \
+                    or record["class"] and self._framework_base(f"{record['module']}.{record['class']}"):
                 return None
-        elif short.startswith("__") or short in handed_on:
-            return None
-        if record["class"] and self._framework_base(f"{record['module']}.{record['class']}"):
+        elif self._called_unseen(function, record):
             return None
         callers, unseen = self._callers(function)
         if unseen:  # calls by its name on objects of unknown class may run it: what they pass counts too

@@ -14,24 +14,16 @@ from h2dlint.engine import _non_overlapping
 from h2dlint.model import Applicability, Edit, Fix, Position
 from h2dlint.source import FileChangedError, read_source, write_source_atomically
 
+from .helpers import COPIES_ANYWHERE
+
 BLOCKING = "import torch\nx = torch.tensor([1, 2], device='cuda')\n"
 FIXED = "import torch\nx = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n"
 
 
-@pytest.fixture(autouse=True)
-def report_copies_anywhere(tmp_path_factory, monkeypatch):
-    """The files here are mostly one-line modules: with `copies-outside-hot-code`, their module-level copy is a
-    finding (by default only copies in code that runs every step are)."""
-    config = tmp_path_factory.mktemp("config") / "h2dlint.toml"
-    config.write_text("copies-outside-hot-code = true\n")
-    monkeypatch.setattr(sys.modules[__name__], "CONFIG", str(config))
-
-
-CONFIG = ""
-
-
 def run(*args):
-    result = CliRunner().invoke(main, [*map(str, args), "--output-format", "concise", "--config", CONFIG],
+    result = CliRunner().invoke(main, [*map(str, args), "--output-format", "concise",
+                                             # mostly one-line modules: their module-level copy is a finding
+                                             "--config", COPIES_ANYWHERE],
                                 catch_exceptions=False)
     assert "internal error" not in result.output, result.output
     return result

@@ -58,10 +58,13 @@ class ModelRunner(torch.nn.Module):
 '''
 
 
+COPIES_ANYWHERE_PYPROJECT = "[tool.h2dlint]\ncopies-outside-hot-code = true\n"
+
+
 def make_project(root: Path, copies_anywhere: bool = False, **files: str) -> Path:
     """`copies_anywhere`: copies are findings outside code known to be hot too (`copies-outside-hot-code`), for
     the tests of what runs once or never, which only matters there."""
-    (root / "pyproject.toml").write_text("[tool.h2dlint]\ncopies-outside-hot-code = true\n" if copies_anywhere else "")
+    (root / "pyproject.toml").write_text(COPIES_ANYWHERE_PYPROJECT if copies_anywhere else "")
     package = root / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -609,7 +612,7 @@ def test_copy_findings_say_why_their_code_runs_often_when_it_does(tmp_path):
     assert found == {("helper.py", 5): {"hot": "Runner.forward -> upload"},  # hot through calls
                      ("runner.py", 11): {"hot": "in a loop"}}
     # Nothing shows how often `once` runs: reported only with `copies-outside-hot-code`, with no evidence.
-    (tmp_path / "pyproject.toml").write_text("[tool.h2dlint]\ncopies-outside-hot-code = true\n")
+    (tmp_path / "pyproject.toml").write_text(COPIES_ANYWHERE_PYPROJECT)
     found = {(Path(finding["filename"]).name, finding["location"]["row"]): finding.get("evidence")
              for finding in check(tmp_path, "--select", "HDL101")}
     assert found[("helper.py", 9)] is None and len(found) == 3
