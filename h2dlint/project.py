@@ -105,7 +105,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 31
+SUMMARY_VERSION = 32
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -118,7 +118,8 @@ _SUMMARY_CACHE_FORMAT = 2
 #   module:   the file's dotted module name
 #   imports:  {local name: qualified name}; star_imports: [module] of `from module import *`, when there are any
 #   classes:  {class qualname: {"bases": [dotted as written], "attrs": {attr: [placement, why]},
-#              "types": {attr: dotted type as written}}}
+#              "types": {attr: dotted type as written}, "made": {attr: name of the function whose result is
+#              assigned to it, when no type is written}}}
 #   functions: {qualname: {"class": class qualname or "", "calls": [call reference],
 #               "params": {parameter: dotted annotation}, "replay": bool, "order": [positional parameter],
 #               "returns": [value], "passes": {index into calls: [[value of each positional argument],
@@ -126,7 +127,8 @@ _SUMMARY_CACHE_FORMAT = 2
 #               `if step % log_interval == 0:` or filling a cache], "cached": bool (`functools.cache`),
 #               "defaults": {parameter: value} (every field of the `__init__` written for a dataclass, ["none"]
 #               for None; elsewhere only a device written out, `device="cpu"`)}}; a `passes` entry's keywords
-#               hold "*" when the call also passes `*args` or `**kwargs`
+#               hold "*" when the call also passes `*args` or `**kwargs`; "shapes": {index into calls: "count
+#               of positional arguments[:keyword,...]"} for the calls passing arguments but none the model places
 #   classes' "flows": {attr: [[function qualname, value], ...]} for attributes assigned what only the model can place
 #   classes' "bound": {attr: [method name]} for `self.attr = self.method` (a call of `self.attr(...)` runs it)
 #   functions' "decorated": true when a decorator may run it where no call shows (`@property`, `@register_model`)
@@ -362,16 +364,19 @@ class _Summarizer:
                     self._class_set(class_name, target.id, "", _literal(statement.value))
             self._name_values_in(statement.value)  # `__call__ = forward`
 
-    def _attribute(self, class_name: str, attr: str, value: ast.expr | None, annotation: ast.expr | None) -> None:
+    def _attribute(self, class_name: str, attr: str, value: ast.expr | None, annotation: ast.expr | None,
+                   parameter_type: str | None = None) -> None:
         entry = self.classes[class_name]
-        if annotation is not None:
-            annotated = _dotted(annotation)
-            if annotated:
-                entry["types"].setdefault(attr, annotated)
+        annotated = _dotted(annotation) if annotation is not None else parameter_type
+        if annotated:
+            entry["types"].setdefault(attr, annotated)
         if isinstance(value, ast.Call):
             made = _dotted(value.func)
             if made and made.rpartition(".")[2][:1].isupper():
                 entry["types"].setdefault(attr, made)
+            elif made and "." not in made:
+                # `self.state = init_state(...)`: a factory, whose result's class the model may find
+                entry.setdefault("made", {}).setdefault(attr, made)
         if _not_a_tensor(value, annotation) and attr not in entry["scalars"]:
             entry["scalars"].append(attr)
         placement, why = value_placement(value) if value is not None else ("", "")
@@ -456,14 +461,16 @@ class _Summarizer:
             record["returns"] = returns
         # What each call passes: the values the model places (`passes`), and the literals and parameters, for the
         # values a parameter takes (ProjectModel.literals: `arguments`, and `bare` for a call passing nothing).
-        passes, arguments, bare = {}, {}, []
+        passes, arguments, bare, shapes = {}, {}, [], {}
         for index, call in pending.calls:
             if not call.args and not call.keywords:
                 bare.append(index)
                 continue
             positional, keywords = _call_arguments(call, values.of)
-            if any(positional) or any(keywords.values()):  # absent: passes nothing the model can place
+            if any(positional) or any(keywords.values()):
                 passes[index] = [positional, keywords]
+            else:  # passes nothing the model can place: only which parameters it passes, for their defaults
+                shapes[index] = f"{len(positional)}:{','.join(keywords)}" if keywords else str(len(positional))
             positional, keywords = _call_arguments(call, lambda expr: _literal_or_parameter(expr, pending))
             if any(positional) or any(keywords.values()):
                 # Written out as text, read back only for the calls a question reaches (`_read_arguments`): a
@@ -476,6 +483,8 @@ class _Summarizer:
             record["arguments"] = arguments
         if bare:
             record["bare"] = bare
+        if shapes:
+            record["shapes"] = shapes
         for attr, value in pending.stores:
             self._class_set(pending.class_name, attr, qualname,
                             _literal_or_parameter(value, pending) if value is not None else [])
@@ -585,7 +594,11 @@ class _Summarizer:
                     if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name \
                             and target.value.id == self_name:
                         annotation = node.annotation if kind is ast.AnnAssign else None
-                        self._attribute(class_name, target.attr, node.value, annotation)
+                        value = node.value
+                        # `self.model = model` of a parameter `model: SupportsMultiModal`: the attribute's type
+                        handed = params.get(value.id) if value.__class__ is ast.Name and not nested \
+                            and self._pending is not None and value.id not in self._pending.assigned else None
+                        self._attribute(class_name, target.attr, value, annotation, handed)
                         # `self._decode = self._decode_loop_labels`: a call of `self._decode(...)` runs the method
                         bound = [reference[2:] for reference in _named_functions(node.value, self_name)
                                  if reference.startswith("s:")] if node.value is not None else []
@@ -1207,6 +1220,7 @@ class ProjectModel:
     _module_suffixes: dict[str, str] = field(default_factory=dict)
     _project_names: dict[str, str | None] = field(default_factory=dict)
     _resolved: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    _result_classes: dict[str, str | None] = field(default_factory=dict)  # function -> the class of its result
     _roots_by_name: dict[str, str | None] = field(default_factory=dict)
     _off_step_files: dict[str, bool] = field(default_factory=dict)
     _placement_digest: str | None = None
@@ -1378,22 +1392,32 @@ class ProjectModel:
 
     # -- calls --
 
-    def callees(self, function: str) -> list[str]:
-        """The functions `function` may call every time it runs: not those it calls once in a while (see
-        `occasional` in the summary layout), nor those that cache their results."""
+    def callees(self, function: str, receiver: str | None = None) -> list[tuple[str, str]]:
+        """The functions `function` may call every time it runs, each with the class of the object it runs on (see
+        `_call_targets`), when `function` runs on an object of `receiver` (by default its own class): not those it
+        calls once in a while (see `occasional` in the summary layout), nor those that cache their results."""
         record = self.functions[function]
         occasional = record.get("occasional", ())
-        found: list[str] = []
+        found: list[tuple[str, str]] = []
         for index, reference in enumerate(record["calls"]):
             if index not in occasional:
-                found.extend(callee for callee in self._resolve_call(record, reference)
-                             if not self.functions[callee].get("cached"))
+                found.extend(target for target in self._call_targets(record, reference, receiver)
+                             if not self.functions[target[0]].get("cached"))
         return found
 
     def _resolve_call(self, record: dict, reference: str) -> list[str]:
+        """The project functions a call the function `record` describes makes may run."""
+        return [callee for callee, _ in self._call_targets(record, reference)]
+
+    def _call_targets(self, record: dict, reference: str, receiver: str | None = None) -> list[tuple[str, str]]:
+        """The project functions the call may run, each with the class of the object it runs on, which decides
+        what its own calls on `self` run: `EnvBase.reset`, inherited by `DreamerEnv` and called on one, runs
+        `self._reset()` of `DreamerEnv`, not of every other environment. `receiver` is the class of the object
+        the calling function runs on, when known to be narrower than its own class."""
         kind, _, name = reference.partition(":")
         module, class_name = record["module"], record["class"]
         own_class = f"{module}.{class_name}" if class_name else ""
+        receiver = receiver or own_class
         if kind in ("n", "d"):
             target = self._resolve_name(module, name)
             if target is None and kind == "d" and name.split(".")[0] not in self._imports(module):
@@ -1401,34 +1425,40 @@ class ProjectModel:
                 typed = record.get("locals", {}).get(holder)
                 held = self._class_of(record, typed) if typed else None
                 if held is not None:  # `builder = group.get_builder(); builder.build(...)`: a typed local
-                    return self._methods(held, method, overrides=True)
+                    return self._dispatch(held, method, overrides=True)
                 return self._by_method_name(method)  # `<object>.method(...)`
             if target is None or target in self.classes:
                 return []  # a constructor runs once per object: no hotness flows into it
-            return [target]
+            return [(target, self._own_class(target))]
         if kind == "s":
-            found = self._methods(own_class, name, overrides=True)
-            if not found and own_class in self.classes:
-                for method in self._bound_methods(own_class, name):  # `self._decode = self._decode_loop_labels`
-                    found.extend(self._methods(own_class, method, overrides=True))
+            found = self._dispatch(receiver, name, overrides=True)
+            if not found and receiver in self.classes:
+                for method in self._bound_methods(receiver, name):  # `self._decode = self._decode_loop_labels`
+                    found.extend(self._dispatch(receiver, method, overrides=True))
             if not found and "." not in name:
                 # `self.visual(pixels)`: an attribute holding a module runs its `forward`
-                holder = self.attribute_type(own_class, name) if own_class in self.classes else None
+                holder = self.attribute_type(receiver, name) if receiver in self.classes else None
                 if holder is not None and self._is_module_class(holder):
-                    return self._methods(holder, "forward", overrides=True)
+                    return self._dispatch(holder, "forward", overrides=True)
             return found
-        if kind == "u":
+        if kind == "u":  # `super().name(...)`: a base's method, still on the same object
             bases = self.classes.get(own_class, {}).get("resolved_bases", [])
-            return next((found for base in bases if (found := self._methods(base, name, overrides=False))), [])
+            found = next((found for base in bases if (found := self._methods(base, name, overrides=False))), [])
+            return [(callee, receiver) for callee in found]
         if kind in ("sa", "p"):
             holder, _, method = name.partition(".")
             resolved = self._class_of(record, f"{kind}:{holder}")  # the type of `self.holder`, or an annotation
             if resolved is not None:
-                return self._methods(resolved, method, overrides=True)
+                return self._dispatch(resolved, method, overrides=True)
             return self._by_method_name(method)
         if kind == "a":
             return self._by_method_name(name)
         return []
+
+    def _own_class(self, function: str) -> str:
+        """The qualified name of the class `function` is a method of; "" for a plain function."""
+        record = self.functions[function]
+        return f"{record['module']}.{record['class']}" if record["class"] else ""
 
     def _bound_methods(self, class_name: str, attr: str) -> list[str]:
         """The methods the class (or a base) binds to `self.attr` (`self._decode = self._decode_loop_labels`)."""
@@ -1461,21 +1491,53 @@ class ProjectModel:
             return None
         return resolved if resolved in self.classes else None
 
-    def _result_class(self, function: str) -> str | None:
-        """The project class `function`'s result is annotated with."""
+    def _result_class(self, function: str, depth: int = 0) -> str | None:
+        """The project class of `function`'s result: the one its result is annotated with; with no such
+        annotation, the nearest class every project class it returns an object of derives from (a factory,
+        `return EncoderOnlyState(...)` in one branch and `return DefaultState(...)` in another, returns a
+        `State`). What it returns that the model cannot tell (`cls(...)` of a class it was handed) is left out."""
+        if function in self._result_classes:
+            return self._result_classes[function]
+        self._result_classes[function] = None  # while it is worked out: a factory returning its own result
         record = self.functions[function]
         returned = record.get("rtype")
         resolved = self._resolve_name(record["module"], returned) if returned else None
-        return resolved if resolved in self.classes else None
+        if resolved not in self.classes and depth < 3:
+            made: list[str] = []
+            for value in record.get("returns", ()):
+                if value[:1] != ["c"] or value[1][:2] not in ("n:", "d:"):
+                    continue
+                target = self._resolve_name(record["module"], value[1][2:])
+                if target in self.functions:
+                    target = self._result_class(target, depth + 1)
+                if target in self.classes and target not in made:
+                    made.append(target)
+            resolved = self._common_base(made)
+        found = resolved if resolved in self.classes else None
+        self._result_classes[function] = found
+        return found
+
+    def _common_base(self, classes: list[str]) -> str | None:
+        """The nearest project class all of `classes` are (or derive from); None when they share none."""
+        if not classes:
+            return None
+        others = [set(self.mro(other)) for other in classes[1:]]
+        return next((owner for owner in self.mro(classes[0]) if all(owner in mro for mro in others)), None)
 
     def _methods(self, class_name: str, method: str, overrides: bool) -> list[str]:
         """`method` as found on `class_name` (its own or inherited) and, with `overrides`, as overridden in its
         subclasses: any of them may run for a call on `self`."""
+        return [function for function, _ in self._dispatch(class_name, method, overrides)]
+
+    def _dispatch(self, class_name: str, method: str, overrides: bool) -> list[tuple[str, str]]:
+        """`_methods`, each with the class of the object it runs on: `class_name` for the method it has (its own or
+        inherited), the subclass for an override."""
         found = next((f"{owner}.{method}" for owner in self.mro(class_name) if f"{owner}.{method}" in self.functions),
                      None)
-        result = [found] if found else []
+        result = [(found, class_name)] if found else []
         if overrides:
-            result.extend(f"{sub}.{method}" for sub in self._subclasses(class_name) if f"{sub}.{method}" in self.functions)
+            result.extend((f"{sub}.{method}", sub) for sub in self._subclasses(class_name)
+                          if f"{sub}.{method}" in self.functions)
         return result
 
     def _subclasses(self, class_name: str) -> list[str]:
@@ -1488,13 +1550,14 @@ class ProjectModel:
                 queue.extend(self.subclasses.get(sub, []))
         return list(found)
 
-    def _by_method_name(self, method: str) -> list[str]:
+    def _by_method_name(self, method: str) -> list[tuple[str, str]]:
         if "_" not in method.strip("_") or method.startswith("__") or method.endswith("_") \
                 or method in NOT_PROJECT_METHODS:
             return []
         candidates = self.methods_by_name.get(method, [])
         owners = {candidate.rpartition(".")[0] for candidate in candidates}
-        return candidates if 0 < len(owners) <= MAX_CLASSES_BY_NAME else []
+        return [(candidate, self._own_class(candidate)) for candidate in candidates] \
+            if 0 < len(owners) <= MAX_CLASSES_BY_NAME else []
 
     # -- hotness --
 
@@ -1521,20 +1584,30 @@ class ProjectModel:
         return None
 
     def _propagate_hotness(self) -> None:
-        queue: deque[str] = deque()
+        """Breadth first from the roots along the calls, so that each function keeps the shortest chain from a
+        root. A function is visited once per class of object it is reached running on (see `_call_targets`): a
+        base's method reached on one subclass's objects does not make every subclass's overrides hot."""
+        queue: deque[tuple[str, str]] = deque()
+        chains: dict[tuple[str, str], tuple[str, ...]] = {}
         for qualified, record in self.functions.items():
             if self._root_reason(qualified, record) and not self._off_the_step(record["file"]):
                 self.hot[qualified] = Hot((qualified,))
-                queue.append(qualified)
-        while queue:  # breadth first: each function keeps the shortest chain from a root
-            caller = queue.popleft()
-            for callee in self.callees(caller):
-                if callee in self.hot:
+                state = (qualified, self._own_class(qualified))
+                chains[state] = (qualified,)
+                queue.append(state)
+        while queue:
+            state = queue.popleft()
+            caller, receiver = state
+            for callee in self.callees(caller, receiver):
+                if callee in chains:
                     continue
-                record = self.functions[callee]
+                function = callee[0]
+                record = self.functions[function]
                 if runs_once(record["name"].rpartition(".")[2]) or self._off_the_step(record["file"]):
                     continue
-                self.hot[callee] = Hot((*self.hot[caller].chain, callee))
+                chains[callee] = (*chains[state], function)
+                if function not in self.hot:
+                    self.hot[function] = Hot(chains[callee])
                 queue.append(callee)
 
     def _propagate_device_contexts(self) -> None:
@@ -1667,7 +1740,7 @@ class ProjectModel:
         placed: list[tuple[str, AttributePlacement]] = []
         defaulted = False
         for caller, index, bound in callers:
-            passed = self.functions[caller].get("passes", {}).get(index)
+            passed = _passed(self.functions[caller], index)
             if passed is None:
                 return None
             value, where = _argument(record, name, passed, bound), caller
@@ -2207,9 +2280,17 @@ class ProjectModel:
         return self._holders
 
     def attribute_type(self, class_name: str, attr: str) -> str | None:
-        """The project class of `<object of class_name>.attr`, by its annotation or the class assigned to it."""
+        """The project class of `<object of class_name>.attr`, by its annotation, the class assigned to it or,
+        failing both, the class of what the factory assigned to it returns (`self.state = init_state(...)`)."""
         written = self._written_type(class_name, attr)
         resolved = self._resolve_name(written[0], written[1]) if written else None
+        if resolved is None and written is None:
+            for owner in self.mro(class_name):
+                factory = self.classes[owner].get("made", {}).get(attr)
+                if factory:
+                    found = self._resolve_name(self.classes[owner]["module"], factory)
+                    resolved = self._result_class(found) if found in self.functions else None
+                    break
         return resolved if resolved in self.classes else None
 
     def attribute_annotation(self, class_name: str, attr: str) -> str | None:
@@ -2271,6 +2352,22 @@ def _read_arguments(record: dict, index: int) -> list | None:
 
 
 _LEFT_OUT = ["left out"]  # a parameter a call does not pass (see `_argument`)
+
+
+def _passed(record: dict, index: int) -> list | None:
+    """What the call `index` of the function `record` describes passes ([positional, keywords], as `passes`
+    holds it); for a call that passes nothing the model places, which parameters it passes, each unknown ([]),
+    so that those it leaves out take their defaults."""
+    passed = record.get("passes", {}).get(index)
+    if passed is not None:
+        return passed
+    if index in record.get("bare", ()):
+        return [[], {}]
+    shape = record.get("shapes", {}).get(index)
+    if shape is None:
+        return None
+    count, _, keywords = shape.partition(":")
+    return [[[]] * int(count), {keyword: [] for keyword in keywords.split(",") if keyword}]
 
 
 def _argument(record: dict, name: str, passed: list, bound: bool) -> list | None:
@@ -2538,6 +2635,8 @@ class FileView:
             if name.rpartition(".")[2] in passed or name.endswith("__init__") \
                     and record["class"].rpartition(".")[2] in passed:
                 return True
+            if "defaults" in record:  # a call that leaves the parameter out passes its default
+                return True
             if any(written_name(reference) in returned for reference in record["calls"]):
                 return True
         return not assigned.isdisjoint(self.summary["reads"])
@@ -2556,8 +2655,11 @@ class FileView:
                    for written in [*record["types"].values(), *record["bases"]] if written]
         written += [annotation for record in self.summary["functions"].values()
                     for annotation in record["params"].values()]
-        for dotted in written:
+        factories = [made for record in self.summary["classes"].values() for made in record.get("made", {}).values()]
+        for dotted in [*written, *factories]:
             resolved = self.model._resolve_name(module, dotted)
+            if resolved in self.model.functions:  # `self.state = init_state(...)`: the class it returns
+                resolved = self.model._result_class(resolved)
             if resolved in self.model.classes and any(
                     placed.placement == GPU for owner in self.model.mro(resolved)
                     for placed in self.model.attribute_placements.get(owner, {}).values()):

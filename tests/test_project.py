@@ -1527,3 +1527,143 @@ def test_a_default_device_says_nothing_where_calls_the_model_cannot_see_may_pass
     make_project(tmp_path, codec=CODEC, cli="from pkg.codec import decode\n\n\ndef run(frames):\n"
                                           f"    return list(decode(frames))\n\n\n{hidden}")
     assert by_file(check(tmp_path)) == {"codec.py": [(6, "HDL101")]}
+
+
+def test_a_call_passing_nothing_the_model_places_still_leaves_the_device_at_its_default(tmp_path):
+    # deepchem's `parse_moldesc(self.moldesc)` with `device=torch.device('cpu')` left out: the call passes only
+    # what the model cannot place, and which parameters it passes is all that tells the default is taken.
+    make_project(tmp_path, codec=CODEC, cli="from pkg.codec import decode\n\n\ndef run():\n"
+                                          "    return list(decode([[1, 2], [3]]))\n")
+    assert by_file(check(tmp_path)) == {}
+    (tmp_path / "pkg" / "cli.py").write_text("from pkg.codec import decode\n\n\ndef run(device):\n"
+                                             "    return list(decode([[1, 2], [3]], device))\n")
+    assert by_file(check(tmp_path)) == {"codec.py": [(6, "HDL101")]}
+
+
+STATES = """\
+import torch
+
+
+class State:
+    def admit(self, index):
+        pass
+
+
+class DefaultState(State):
+    pass
+
+
+class EncoderState(State):
+    pass
+
+
+class DiffusionState(State):
+    def __init__(self):
+        self.step = torch.zeros(8, dtype=torch.int64, device="cuda")
+
+    def admit(self, index):
+        return torch.tensor([index], device="cuda")
+"""
+
+STATE_FACTORY = """\
+from pkg.states import DefaultState, EncoderState
+
+
+def init_state(encoder, model):
+    if hasattr(model, "state_class"):
+        return model.state_class()
+    if encoder:
+        return EncoderState()
+    return DefaultState()
+"""
+
+STATE_RUNNER = """\
+from pkg.factory import init_state
+
+
+class Runner:
+    def __init__(self, encoder, model):
+        self.state = init_state(encoder, model)
+
+    def execute_model(self, index):
+        self.state.admit(index)
+"""
+
+
+def test_an_attribute_assigned_a_factorys_result_has_the_class_all_it_returns_share(tmp_path):
+    # vLLM's `self.model_state = init_model_state(...)`: no annotation, one of several `ModelState` subclasses (or
+    # a class the model hands over), so `self.model_state.add_request(...)` may run any override of it.
+    make_project(tmp_path, states=STATES, factory=STATE_FACTORY, runner=STATE_RUNNER)
+    findings = check(tmp_path)
+    assert by_file(findings) == {"states.py": [(22, "HDL101")]}
+    assert findings[0]["evidence"]["hot"] == "Runner.execute_model -> DiffusionState.admit"
+    # Classes with no common base say nothing of what the attribute holds.
+    (tmp_path / "pkg" / "factory.py").write_text(STATE_FACTORY.replace("return DefaultState()", "return object()")
+                                                 .replace("return EncoderState()", "return Other()")
+                                                 + "\n\nclass Other:\n    pass\n")
+    assert check(tmp_path) == []
+
+
+def test_an_attribute_assigned_an_annotated_parameter_has_the_annotations_class(tmp_path):
+    # vLLM's encoder runner: `self.model = model` of a parameter `model: SupportsMultiModal`, a protocol every
+    # multimodal model derives from; `self.model.embed_multimodal(...)` may run any of theirs.
+    interfaces = "from typing import Protocol\n\n\nclass SupportsImages(Protocol):\n    def embed(self, images):\n" \
+                 "        ...\n"
+    model = ("import torch\nfrom pkg.interfaces import SupportsImages\n\n\nclass Chameleon(SupportsImages):\n"
+             "    def embed(self, images):\n        return torch.tensor(images, device='cuda')\n")
+    runner = ("from pkg.interfaces import SupportsImages\n\n\nclass EncoderRunner:\n"
+              "    def __init__(self, model: SupportsImages):\n        self.model = model\n\n"
+              "    def execute_model(self, images):\n        return self.model.embed(images)\n")
+    make_project(tmp_path, interfaces=interfaces, model=model, runner=runner)
+    findings = check(tmp_path)
+    assert by_file(findings) == {"model.py": [(7, "HDL101")]}
+    assert findings[0]["evidence"]["hot"] == "EncoderRunner.execute_model -> Chameleon.embed"
+    (tmp_path / "pkg" / "runner.py").write_text(runner.replace("model: SupportsImages", "model"))
+    assert check(tmp_path) == []
+
+
+ENVS = """\
+import torch
+
+
+class EnvBase:
+    def reset(self):
+        return self._reset()
+
+    def _reset(self):
+        raise NotImplementedError
+
+
+class ModelEnv(EnvBase):
+    def _reset(self):
+        return torch.zeros(2, device="cuda")
+
+
+class Pendulum(EnvBase):
+    def _reset(self):
+        return torch.tensor([0.5, 0.1], device="cuda")
+"""
+
+ENV_LOSS = """\
+from pkg.envs import ModelEnv
+
+
+class ActorLoss:
+    def __init__(self, env: ModelEnv):
+        self.env = env
+
+    def execute_model(self, batch):
+        return self.env.reset()
+"""
+
+
+def test_a_bases_method_called_on_a_subclass_runs_that_subclasss_overrides_only(tmp_path):
+    # TorchRL's Dreamer loss resets its model-based environment every step: `EnvBase.reset`, inherited, calls
+    # `self._reset()`, which on that object is `ModelEnv._reset`, not the pendulum's.
+    make_project(tmp_path, envs=ENVS, loss=ENV_LOSS)
+    assert check(tmp_path) == []
+    # On an object annotated as any environment, any environment's `_reset` may run.
+    (tmp_path / "pkg" / "loss.py").write_text(ENV_LOSS.replace("ModelEnv", "EnvBase"))
+    findings = check(tmp_path)
+    assert by_file(findings) == {"envs.py": [(19, "HDL101")]}
+    assert findings[0]["evidence"]["hot"] == "ActorLoss.execute_model -> EnvBase.reset -> Pendulum._reset"
