@@ -25,7 +25,7 @@ from .hotness import (
     flag_uses,
     occasional_block,
     statements,
-    statements_run_on_a_miss,
+    statements_run_once_in_a_while,
 )
 from .syntax import dotted_name, name_words, terminal_name
 
@@ -565,7 +565,7 @@ class FileFacts:
                             and node.body[0].lineno > node.lineno:
                         self.occasional.append((node.body[0].lineno, node.end_lineno or node.lineno))
                     self.occasional.extend((statement.lineno, statement.end_lineno or statement.lineno)
-                                           for statement in statements_run_on_a_miss(node))
+                                           for statement in statements_run_once_in_a_while(node))
             elif kind is ast.While:
                 self.loops.append((node.lineno, node.end_lineno or node.lineno))
             elif kind in (ast.For, ast.AsyncFor):

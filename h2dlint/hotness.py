@@ -194,6 +194,20 @@ def periodic_test(test: ast.expr) -> bool:
     return False
 
 
+def periodic_skip(test: ast.expr) -> bool:
+    """An `if` test that holds on every step but one every so many: `step % self.demo_every != 0`, `i %
+    log_interval` (a remainder taken as true), `not periodic_test(...)`, or an `or` with one such test (`if
+    step % every != 0 or self.done: return`). What follows an early return under it runs once per period."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return any(periodic_skip(value) for value in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return periodic_test(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotEq):
+        left, right = test.left, test.comparators[0]
+        return isinstance(right, ast.Constant) and right.value == 0 and _every_n_steps(left)
+    return _every_n_steps(test)
+
+
 def occasional_block(node: ast.If, flags: Callable[[], FlagUses] | None = None) -> list[ast.stmt]:
     """The block of an `if` that runs once in a while, not every time the `if` does: the body under a periodic
     guard (`periodic_test`) or filling a cache (`fills_a_cache`), the block that runs only while tracing or
@@ -473,18 +487,25 @@ _ATTRIBUTE_REGISTRARS = frozenset({"register_buffer", "register_parameter"})
 _ATTRIBUTE_DICTS = frozenset({"_buffers", "_parameters", "__dict__"})
 
 
-def statements_run_on_a_miss(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
-    """The statements of a function's body that run only when a cache kept beyond the call misses, so once per
-    key: all those after an early return on a hit, when one of them fills what the hit tested (`if key in _CACHE:
-    return _CACHE[key]`, then `_CACHE[key] = t`; `if "_t" in self._buffers: return`, then
-    `self.register_buffer("_t", t)`); and an `if x is None:` whose body fills the place `x` was read from
-    (`x = self._x`, `x = cache.get(key)` or `x = getattr(self, "_x", None)`, then `self._x = ...`,
-    `cache[key] = ...` or `self.register_buffer("_x", ...)`). A cache is an attribute of `self`, or a container
-    the function neither binds nor takes (a module's or a closure's: `gumbel_map`)."""
+def statements_run_once_in_a_while(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    """The statements of a function's body that run only once in a while, not every time it is called:
+
+    - all those after an early return off the period (`if step % self.demo_every != 0: return`, alone or in an
+      `or`: a callback run every batch that does its work every so many steps, `periodic_skip`);
+    - those run only when a cache kept beyond the call misses, so once per key: all those after an early return
+      on a hit, when one of them fills what the hit tested (`if key in _CACHE: return _CACHE[key]`, then
+      `_CACHE[key] = t`; `if "_t" in self._buffers: return`, then `self.register_buffer("_t", t)`); and an
+      `if x is None:` whose body fills the place `x` was read from (`x = self._x`, `x = cache.get(key)` or
+      `x = getattr(self, "_x", None)`, then `self._x = ...`, `cache[key] = ...` or
+      `self.register_buffer("_x", ...)`). A cache is an attribute of `self`, or a container the function
+      neither binds nor takes (a module's or a closure's: `gumbel_map`)."""
     body = function.body
     read_from: dict[str, tuple[str, str]] = {}  # a local name -> the place it was read from
     found: list[ast.stmt] = []
     for index, statement in enumerate(body):
+        if isinstance(statement, ast.If) and not statement.orelse and isinstance(statement.body[-1], ast.Return) \
+                and periodic_skip(statement.test):
+            return [*found, *body[index + 1:]]
         if isinstance(statement, ast.Assign):
             _forget_rebound(statement, read_from)
             if len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
@@ -704,7 +725,7 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     test, loops and all. A copy there waits once, at start-up: the copy rules do not report it. In a loop it
     waits once too where the function is a loading function of `RUN_ONCE_FUNCTIONS` or an `nn.Module`'s
     constructor (see `_loops_run_once`). Nor one every so many steps (`periodic_test`), once per key of a
-    cache or once per object behind a flag (`fills_a_cache`, `statements_run_on_a_miss`, `functools.cache`),
+    cache or once per object behind a flag (`fills_a_cache`, `statements_run_once_in_a_while`, `functools.cache`),
     whose wait is spread over many calls. Nor, outside a loop, a function nothing in the project runs (`uncalled`):
     in held-out trees such copies were mostly set-up, dead code or API the project itself never calls per step.
     Nor a branch no call takes (`untaken_branch`), which never runs, hot or not. None elsewhere."""

@@ -57,7 +57,7 @@ from .hotness import (
     is_hot_function,
     is_off_the_step_path,
     occasional_block,
-    statements_run_on_a_miss,
+    statements_run_once_in_a_while,
 )
 from .syntax import dotted_name, name_words
 
@@ -105,7 +105,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 32
+SUMMARY_VERSION = 33
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -124,7 +124,8 @@ _SUMMARY_CACHE_FORMAT = 2
 #               "params": {parameter: dotted annotation}, "replay": bool, "order": [positional parameter],
 #               "returns": [value], "passes": {index into calls: [[value of each positional argument],
 #               {keyword: value}]}, "occasional": [index into calls of each call made once in a while: under
-#               `if step % log_interval == 0:` or filling a cache], "cached": bool (`functools.cache`),
+#               `if step % log_interval == 0:` or filling a cache], "cached": bool (`functools.cache`, or
+#               `self.m = lru_cache(n)(self.m)` in the class),
 #               "defaults": {parameter: value} (every field of the `__init__` written for a dataclass, ["none"]
 #               for None; elsewhere only a device written out, `device="cpu"`)}}; a `passes` entry's keywords
 #               hold "*" when the call also passes `*args` or `**kwargs`; "shapes": {index into calls: "count
@@ -281,6 +282,9 @@ class _Summarizer:
                               "attrs": {}, "types": {}, "scalars": [], "unplaced": []}
         self._body(node.body, prefix=f"{name}.", class_name=name)
         self._dataclass_init(node, name)
+        for method in self.classes[name].pop("recached", ()):  # `self.m = lru_cache(100)(self.m)`
+            if f"{name}.{method}" in self.functions:
+                self.functions[f"{name}.{method}"]["cached"] = True
         sets = self.classes[name].get("sets")
         if sets:  # as text, as `arguments` is: read back only for the attributes a question reaches
             self.classes[name]["sets"] = {attr: repr(stores) for attr, stores in sets.items()}
@@ -442,7 +446,7 @@ class _Summarizer:
             record["classmethod"] = True  # `Class.build(x)` binds `cls` as `obj.build(x)` does
         self._constructs = (self_name, class_name) if classmethod and self_name else None
         try:
-            on_a_miss = {id(statement) for statement in statements_run_on_a_miss(node)}
+            on_a_miss = {id(statement) for statement in statements_run_once_in_a_while(node)}
             for statement in node.body:
                 self._scan(qualname, class_name, statement, params, self_name, id(statement) in on_a_miss)
             self._settle(qualname, record, params, self_name)
@@ -599,6 +603,10 @@ class _Summarizer:
                         handed = params.get(value.id) if value.__class__ is ast.Name and not nested \
                             and self._pending is not None and value.id not in self._pending.assigned else None
                         self._attribute(class_name, target.attr, value, annotation, handed)
+                        if value.__class__ is ast.Call and len(value.args) == 1 and caches_results(value.func) \
+                                and _is_name(value.args[0], self_name, target.attr):
+                            # The method wrapped in a cache on each object: it runs once per distinct arguments.
+                            self.classes[class_name].setdefault("recached", []).append(target.attr)
                         # `self._decode = self._decode_loop_labels`: a call of `self._decode(...)` runs the method
                         bound = [reference[2:] for reference in _named_functions(node.value, self_name)
                                  if reference.startswith("s:")] if node.value is not None else []

@@ -13,7 +13,7 @@ from h2dlint.hotness import (
     flag_uses,
     is_hot_function,
     periodic_test,
-    statements_run_on_a_miss,
+    statements_run_once_in_a_while,
 )
 from h2dlint.placement import classify_data, classify_device, classify_placement
 from h2dlint.source import LineIndex
@@ -651,13 +651,21 @@ def test_a_flag_the_statements_after_an_if_set_makes_its_block_run_once_per_obje
     # a name rebound since it was read holds something else
     ("t = self.buf\nt, n = make()\nif t is None:\n    self.buf = make()\nreturn t\n", []),
     ("t = self.buf\nfor t in make():\n    pass\nif t is None:\n    self.buf = make()\nreturn t\n", []),
+    # past an early return off the period: once every so many steps
+    ("if (step - 1) % self.demo_every != 0 or self.done:\n    return\nnoise = make()\nreturn noise\n", [4, 5]),
+    ("if step % self.log_interval:\n    return\nlog(make())\n", [4]),
+    ("if not step % self.log_interval == 0:\n    return\nlog(make())\n", [4]),
+    # an early return on some other condition, or every other step, leaves the rest per call
+    ("if step % 2 != 0:\n    return\nlog(make())\n", []),
+    ("if step % self.grad_accumulation_steps != 0:\n    return\nlog(make())\n", []),
+    ("if self.done:\n    return\nlog(make())\n", []),
     # `with` blocks and `try` bodies run whenever what holds them runs
     ("if key in _CACHE:\n    return _CACHE[key]\nwith lock:\n    _CACHE[key] = make()\nreturn _CACHE[key]\n", [4, 6]),
 ])
-def test_the_statements_that_run_when_a_cache_misses(body, lines):
-    code = "def forward(self, key, device, mask, cache, keep):\n" + "".join(f"    {line}\n" for line in body.splitlines())
+def test_the_statements_that_run_once_in_a_while(body, lines):
+    code = "def forward(self, key, device, mask, cache, keep, step):\n" + "".join(f"    {line}\n" for line in body.splitlines())
     function = ast.parse(code).body[0]
-    assert [statement.lineno for statement in statements_run_on_a_miss(function)] == lines
+    assert [statement.lineno for statement in statements_run_once_in_a_while(function)] == lines
 
 
 @pytest.mark.parametrize(("path", "other"), [

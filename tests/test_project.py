@@ -1667,3 +1667,52 @@ def test_a_bases_method_called_on_a_subclass_runs_that_subclasss_overrides_only(
     findings = check(tmp_path)
     assert by_file(findings) == {"envs.py": [(19, "HDL101")]}
     assert findings[0]["evidence"]["hot"] == "ActorLoss.execute_model -> EnvBase.reset -> Pendulum._reset"
+
+
+PATTERN = """\
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+
+class Pattern:
+    def __init__(self):
+        self._scatter_indexes = lru_cache(100)(self._scatter_indexes)
+
+    def _scatter_indexes(self, steps, device):
+        return torch.from_numpy(np.arange(steps)).to(device)
+
+    def build(self, codes):
+        return codes[..., self._scatter_indexes(codes.shape[-1], codes.device)]
+
+
+class Trainer:
+    def __init__(self):
+        self.pattern = Pattern()
+
+    def training_step(self, codes):
+        return self.pattern.build(codes)
+"""
+
+
+def test_a_method_wrapped_in_a_cache_on_its_object_runs_once_per_arguments(tmp_path):
+    # stable-audio-tools' `Pattern.__post_init__`: `self.m = lru_cache(100)(self.m)`; the copy runs once per shape.
+    make_project(tmp_path, pattern=PATTERN)
+    assert check(tmp_path) == []
+    (tmp_path / "pkg" / "pattern.py").write_text(PATTERN.replace(
+        "        self._scatter_indexes = lru_cache(100)(self._scatter_indexes)\n", "        pass\n"))
+    findings = check(tmp_path)
+    assert by_file(findings) == {"pattern.py": [(12, "HDL102")]}
+    assert findings[0]["evidence"]["hot"] == "Trainer.training_step -> Pattern.build -> Pattern._scatter_indexes"
+
+
+def test_what_a_callback_does_past_an_early_return_off_its_period_is_not_per_step(tmp_path):
+    # A demo callback runs every batch and returns at once but every `demo_every` steps.
+    callback = ("import torch\n\n\nclass Demo:\n    def on_train_batch_end(self, trainer, module):\n"
+                "        if (trainer.global_step - 1) % self.demo_every != 0:\n            return\n"
+                "        return torch.randn(4).to(module.device)\n")
+    make_project(tmp_path, demo=callback)
+    assert check(tmp_path) == []
+    (tmp_path / "pkg" / "demo.py").write_text(callback.replace("self.demo_every != 0", "2 != 0"))
+    assert by_file(check(tmp_path)) == {"demo.py": [(8, "HDL102")]}
