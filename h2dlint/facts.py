@@ -23,6 +23,7 @@ from .hotness import (
     HOT_FUNCTION_NAMES,
     caches_results,
     flag_uses,
+    methods_cached_on_objects,
     occasional_block,
     statements,
     statements_run_once_in_a_while,
@@ -585,6 +586,10 @@ class FileFacts:
                 with_blocks.append(node)
             elif kind is ast.ClassDef:
                 self._class_nodes.append(node)
+                cached = methods_cached_on_objects(node)  # as a cached method's body, run once per arguments
+                self.occasional.extend((method.body[0].lineno, method.end_lineno or method.lineno)
+                                       for method in node.body if isinstance(method, ast.FunctionDef)
+                                       and method.name in cached and method.body[0].lineno > method.lineno)
         self.functions.sort()
         self._function_nodes.sort(key=lambda node: (node.lineno, node.col_offset))
         self._collect_imports(sorted(imports, key=lambda node: (node.lineno, node.col_offset)), tree)

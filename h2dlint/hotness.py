@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import PurePath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from .branches import untaken_branch
 from .syntax import blocks, dotted_name, name_words
@@ -204,7 +204,9 @@ def periodic_skip(test: ast.expr) -> bool:
         return periodic_test(test.operand)
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotEq):
         left, right = test.left, test.comparators[0]
-        return isinstance(right, ast.Constant) and right.value == 0 and _every_n_steps(left)
+        if isinstance(right, ast.Constant) and right.value == 0:
+            return _every_n_steps(left)
+        return isinstance(left, ast.Constant) and left.value == 0 and _every_n_steps(right)
     return _every_n_steps(test)
 
 
@@ -292,6 +294,27 @@ def _every_n_steps(expr: ast.expr) -> bool:
 
 def caches_results(decorator: ast.expr) -> bool:
     return dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator) in _CACHING_DECORATORS
+
+
+def methods_cached_on_objects(node: ast.ClassDef) -> list[str]:
+    """The methods a class's constructor wraps in a cache on each object (`self.m = lru_cache(100)(self.m)` or
+    `self.m = functools.cache(self.m)` among the statements of `__init__` or `__post_init__`): a call of `self.m`
+    then runs the method's body once per distinct arguments, as a decorated method's."""
+    found: list[str] = []
+    for method in node.body:
+        if not isinstance(method, ast.FunctionDef) or method.name not in ("__init__", "__post_init__") \
+                or not method.args.args:
+            continue
+        self_name = method.args.args[0].arg
+        for statement in method.body:
+            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+                continue
+            target, value = statement.targets[0], statement.value
+            if _is_attribute_of(target, self_name) and isinstance(value, ast.Call) and len(value.args) == 1 \
+                    and not value.keywords and caches_results(value.func) \
+                    and _is_attribute_of(value.args[0], self_name) and value.args[0].attr == target.attr:
+                found.append(target.attr)
+    return found
 
 
 def fills_a_cache(node: ast.If, flags: Callable[[], FlagUses] | None = None) -> bool:
@@ -638,7 +661,11 @@ def _is_self(expr: ast.expr) -> bool:
 
 
 def _is_self_attribute(node: ast.expr) -> bool:
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+    return _is_attribute_of(node, "self")
+
+
+def _is_attribute_of(node: ast.expr, name: str) -> TypeGuard[ast.Attribute]:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name
 
 
 def _persistent_container(node: ast.expr) -> bool:

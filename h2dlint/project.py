@@ -56,6 +56,7 @@ from .hotness import (
     flag_uses,
     is_hot_function,
     is_off_the_step_path,
+    methods_cached_on_objects,
     occasional_block,
     statements_run_once_in_a_while,
 )
@@ -105,7 +106,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 33
+SUMMARY_VERSION = 34
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -118,8 +119,8 @@ _SUMMARY_CACHE_FORMAT = 2
 #   module:   the file's dotted module name
 #   imports:  {local name: qualified name}; star_imports: [module] of `from module import *`, when there are any
 #   classes:  {class qualname: {"bases": [dotted as written], "attrs": {attr: [placement, why]},
-#              "types": {attr: dotted type as written}, "made": {attr: name of the function whose result is
-#              assigned to it, when no type is written}}}
+#              "types": {attr: dotted type as written}, "handed": {attr: the annotation of the parameter assigned
+#              to it}, "made": {attr: the name of the function (no dotted path) whose result is assigned to it}}}
 #   functions: {qualname: {"class": class qualname or "", "calls": [call reference],
 #               "params": {parameter: dotted annotation}, "replay": bool, "order": [positional parameter],
 #               "returns": [value], "passes": {index into calls: [[value of each positional argument],
@@ -282,8 +283,8 @@ class _Summarizer:
                               "attrs": {}, "types": {}, "scalars": [], "unplaced": []}
         self._body(node.body, prefix=f"{name}.", class_name=name)
         self._dataclass_init(node, name)
-        for method in self.classes[name].pop("recached", ()):  # `self.m = lru_cache(100)(self.m)`
-            if f"{name}.{method}" in self.functions:
+        for method in methods_cached_on_objects(node):  # `self.m = lru_cache(100)(self.m)` in `__init__`
+            if f"{name}.{method}" in self.functions:  # (a base's method wrapped so is left as it is)
                 self.functions[f"{name}.{method}"]["cached"] = True
         sets = self.classes[name].get("sets")
         if sets:  # as text, as `arguments` is: read back only for the attributes a question reaches
@@ -371,9 +372,13 @@ class _Summarizer:
     def _attribute(self, class_name: str, attr: str, value: ast.expr | None, annotation: ast.expr | None,
                    parameter_type: str | None = None) -> None:
         entry = self.classes[class_name]
-        annotated = _dotted(annotation) if annotation is not None else parameter_type
-        if annotated:
-            entry["types"].setdefault(attr, annotated)
+        if annotation is not None:
+            annotated = _dotted(annotation)
+            if annotated:
+                entry["types"].setdefault(attr, annotated)
+        elif parameter_type:
+            # `self.model = model` of a parameter `model: SupportsMultiModal`: a type only where none is written
+            entry.setdefault("handed", {}).setdefault(attr, parameter_type)
         if isinstance(value, ast.Call):
             made = _dotted(value.func)
             if made and made.rpartition(".")[2][:1].isupper():
@@ -600,13 +605,11 @@ class _Summarizer:
                         annotation = node.annotation if kind is ast.AnnAssign else None
                         value = node.value
                         # `self.model = model` of a parameter `model: SupportsMultiModal`: the attribute's type
+                        pending = self._pending
                         handed = params.get(value.id) if value.__class__ is ast.Name and not nested \
-                            and self._pending is not None and value.id not in self._pending.assigned else None
+                            and pending is not None and value.id not in pending.assigned \
+                            and value.id not in pending.rebound else None
                         self._attribute(class_name, target.attr, value, annotation, handed)
-                        if value.__class__ is ast.Call and len(value.args) == 1 and caches_results(value.func) \
-                                and _is_name(value.args[0], self_name, target.attr):
-                            # The method wrapped in a cache on each object: it runs once per distinct arguments.
-                            self.classes[class_name].setdefault("recached", []).append(target.attr)
                         # `self._decode = self._decode_loop_labels`: a call of `self._decode(...)` runs the method
                         bound = [reference[2:] for reference in _named_functions(node.value, self_name)
                                  if reference.startswith("s:")] if node.value is not None else []
@@ -1229,6 +1232,9 @@ class ProjectModel:
     _project_names: dict[str, str | None] = field(default_factory=dict)
     _resolved: dict[tuple[str, str], str | None] = field(default_factory=dict)
     _result_classes: dict[str, str | None] = field(default_factory=dict)  # function -> the class of its result
+    _results_working: set[str] = field(default_factory=set)
+    _result_cuts: int = 0
+    _subclasses_of: dict[str, list[str]] = field(default_factory=dict)
     _roots_by_name: dict[str, str | None] = field(default_factory=dict)
     _off_step_files: dict[str, bool] = field(default_factory=dict)
     _placement_digest: str | None = None
@@ -1499,31 +1505,51 @@ class ProjectModel:
             return None
         return resolved if resolved in self.classes else None
 
-    def _result_class(self, function: str, depth: int = 0) -> str | None:
+    def _result_class(self, function: str) -> str | None:
         """The project class of `function`'s result: the one its result is annotated with; with no such
         annotation, the nearest class every project class it returns an object of derives from (a factory,
         `return EncoderOnlyState(...)` in one branch and `return DefaultState(...)` in another, returns a
-        `State`). What it returns that the model cannot tell (`cls(...)` of a class it was handed) is left out."""
+        `State`), or the class of what a function it returns the result of returns. A call the model cannot
+        resolve (`cls(...)` of a class it was handed, `REGISTRY[key]()`) is taken to build an object of that
+        class too, as factories that name their classes in some branches do in others; a return of any other
+        value (a parameter, an attribute) leaves the class unknown. An answer found while the function's own
+        answer was being worked out (a cycle of calls) is not kept, so it does not depend on what was asked first."""
         if function in self._result_classes:
             return self._result_classes[function]
-        self._result_classes[function] = None  # while it is worked out: a factory returning its own result
+        if function in self._results_working:
+            self._result_cuts += 1
+            return None
         record = self.functions[function]
         returned = record.get("rtype")
         resolved = self._resolve_name(record["module"], returned) if returned else None
-        if resolved not in self.classes and depth < 3:
-            made: list[str] = []
-            for value in record.get("returns", ()):
-                if value[:1] != ["c"] or value[1][:2] not in ("n:", "d:"):
-                    continue
-                target = self._resolve_name(record["module"], value[1][2:])
-                if target in self.functions:
-                    target = self._result_class(target, depth + 1)
-                if target in self.classes and target not in made:
-                    made.append(target)
-            resolved = self._common_base(made)
+        cuts = self._result_cuts
+        if resolved not in self.classes:
+            self._results_working.add(function)
+            try:
+                resolved = self._returned_class(record)
+            finally:
+                self._results_working.discard(function)
         found = resolved if resolved in self.classes else None
-        self._result_classes[function] = found
+        if self._result_cuts == cuts:
+            self._result_classes[function] = found
         return found
+
+    def _returned_class(self, record: dict) -> str | None:
+        """`_result_class` of an unannotated function, from what its summary says it returns."""
+        made: list[str] = []
+        for value in record.get("returns", ()):
+            if not value:
+                continue  # `None`, or an expression no value describes
+            if value[0] != "c" or value[1][:2] not in ("n:", "d:"):
+                return None
+            target = self._resolve_name(record["module"], value[1][2:])
+            if target in self.functions:
+                target = self._result_class(target)
+                if target is None:
+                    return None
+            if target in self.classes and target not in made:
+                made.append(target)
+        return self._common_base(made)
 
     def _common_base(self, classes: list[str]) -> str | None:
         """The nearest project class all of `classes` are (or derive from); None when they share none."""
@@ -1550,13 +1576,15 @@ class ProjectModel:
 
     def _subclasses(self, class_name: str) -> list[str]:
         """The project's subclasses of `class_name`, however far down, nearest first."""
-        queue, found = deque(self.subclasses.get(class_name, [])), {}
-        while queue:
-            sub = queue.popleft()
-            if sub not in found:
-                found[sub] = None
-                queue.extend(self.subclasses.get(sub, []))
-        return list(found)
+        if class_name not in self._subclasses_of:
+            queue, found = deque(self.subclasses.get(class_name, [])), {}
+            while queue:
+                sub = queue.popleft()
+                if sub not in found:
+                    found[sub] = None
+                    queue.extend(self.subclasses.get(sub, []))
+            self._subclasses_of[class_name] = list(found)
+        return self._subclasses_of[class_name]
 
     def _by_method_name(self, method: str) -> list[tuple[str, str]]:
         if "_" not in method.strip("_") or method.startswith("__") or method.endswith("_") \
@@ -2274,7 +2302,8 @@ class ProjectModel:
         if self._holders is None:
             holders: dict[str, set[str]] = {}
             for class_name in self.classes:
-                for attr in self.classes[class_name]["types"]:
+                record = self.classes[class_name]
+                for attr in {**record["types"], **record.get("handed", {}), **record.get("made", {})}:
                     holder = self.attribute_type(class_name, attr)
                     if holder is None or not self._is_module_class(holder):
                         continue
@@ -2288,18 +2317,25 @@ class ProjectModel:
         return self._holders
 
     def attribute_type(self, class_name: str, attr: str) -> str | None:
-        """The project class of `<object of class_name>.attr`, by its annotation, the class assigned to it or,
-        failing both, the class of what the factory assigned to it returns (`self.state = init_state(...)`)."""
+        """The project class of `<object of class_name>.attr`, by its annotation or the class assigned to it; where
+        no type is written, by the annotation of a parameter assigned to it (`self.model = model`) or the class of
+        what a factory assigned to it returns (`self.state = init_state(...)`)."""
         written = self._written_type(class_name, attr)
-        resolved = self._resolve_name(written[0], written[1]) if written else None
-        if resolved is None and written is None:
-            for owner in self.mro(class_name):
-                factory = self.classes[owner].get("made", {}).get(attr)
-                if factory:
-                    found = self._resolve_name(self.classes[owner]["module"], factory)
-                    resolved = self._result_class(found) if found in self.functions else None
-                    break
-        return resolved if resolved in self.classes else None
+        if written is not None:
+            resolved = self._resolve_name(written[0], written[1])
+            return resolved if resolved in self.classes else None
+        for owner in self.mro(class_name):
+            record = self.classes[owner]
+            handed = record.get("handed", {}).get(attr)
+            if handed:
+                resolved = self._resolve_name(record["module"], handed)
+                if resolved in self.classes:
+                    return resolved
+            factory = record.get("made", {}).get(attr)
+            if factory:
+                found = self._resolve_name(record["module"], factory)
+                return self._result_class(found) if found in self.functions else None
+        return None
 
     def attribute_annotation(self, class_name: str, attr: str) -> str | None:
         """The annotation written for `attr` (a dataclass field, `self.x: int = ...`) by the first class of
@@ -2636,15 +2672,16 @@ class FileView:
 
     def _may_receive_values(self) -> bool:
         """Whether the model may place a value in this file through values (a superset, by names alone): one of its
-        functions has the name of a function some call passes a value to, one of its calls has the name of a
-        function that returns a value, or it reads an attribute of that name that some class is assigned a value."""
+        functions has the name of a function some call passes a value to or a parameter whose default a call may
+        take (`device="cpu"`), one of its calls has the name of a function that returns a value, or it reads an
+        attribute of that name that some class is assigned a value."""
         passed, returned, assigned = self.model.value_names()
         for name, record in self.summary["functions"].items():
             if name.rpartition(".")[2] in passed or name.endswith("__init__") \
                     and record["class"].rpartition(".")[2] in passed:
                 return True
-            if "defaults" in record:  # a call that leaves the parameter out passes its default
-                return True
+            if any(value != ["none"] for value in record.get("defaults", {}).values()):
+                return True  # a call that leaves the parameter out passes its default
             if any(written_name(reference) in returned for reference in record["calls"]):
                 return True
         return not assigned.isdisjoint(self.summary["reads"])
@@ -2663,7 +2700,8 @@ class FileView:
                    for written in [*record["types"].values(), *record["bases"]] if written]
         written += [annotation for record in self.summary["functions"].values()
                     for annotation in record["params"].values()]
-        factories = [made for record in self.summary["classes"].values() for made in record.get("made", {}).values()]
+        factories = [made for record in self.summary["classes"].values()
+                     for made in [*record.get("handed", {}).values(), *record.get("made", {}).values()]]
         for dotted in [*written, *factories]:
             resolved = self.model._resolve_name(module, dotted)
             if resolved in self.model.functions:  # `self.state = init_state(...)`: the class it returns

@@ -655,6 +655,7 @@ def test_a_flag_the_statements_after_an_if_set_makes_its_block_run_once_per_obje
     ("if (step - 1) % self.demo_every != 0 or self.done:\n    return\nnoise = make()\nreturn noise\n", [4, 5]),
     ("if step % self.log_interval:\n    return\nlog(make())\n", [4]),
     ("if not step % self.log_interval == 0:\n    return\nlog(make())\n", [4]),
+    ("if 0 != step % self.log_interval:\n    return\nlog(make())\n", [4]),
     # an early return on some other condition, or every other step, leaves the rest per call
     ("if step % 2 != 0:\n    return\nlog(make())\n", []),
     ("if step % self.grad_accumulation_steps != 0:\n    return\nlog(make())\n", []),

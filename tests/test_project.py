@@ -1571,7 +1571,8 @@ from pkg.states import DefaultState, EncoderState
 
 def init_state(encoder, model):
     if hasattr(model, "state_class"):
-        return model.state_class()
+        cls = model.state_class()
+        return cls(model)
     if encoder:
         return EncoderState()
     return DefaultState()
@@ -1597,10 +1598,12 @@ def test_an_attribute_assigned_a_factorys_result_has_the_class_all_it_returns_sh
     findings = check(tmp_path)
     assert by_file(findings) == {"states.py": [(22, "HDL101")]}
     assert findings[0]["evidence"]["hot"] == "Runner.execute_model -> DiffusionState.admit"
-    # Classes with no common base say nothing of what the attribute holds.
-    (tmp_path / "pkg" / "factory.py").write_text(STATE_FACTORY.replace("return DefaultState()", "return object()")
-                                                 .replace("return EncoderState()", "return Other()")
+    # Classes with no common base, or a return of a value that is no object made there, say nothing of what the
+    # attribute holds.
+    (tmp_path / "pkg" / "factory.py").write_text(STATE_FACTORY.replace("return DefaultState()", "return Other()")
                                                  + "\n\nclass Other:\n    pass\n")
+    assert check(tmp_path) == []
+    (tmp_path / "pkg" / "factory.py").write_text(STATE_FACTORY.replace("return DefaultState()", "return model"))
     assert check(tmp_path) == []
 
 
@@ -1705,6 +1708,27 @@ def test_a_method_wrapped_in_a_cache_on_its_object_runs_once_per_arguments(tmp_p
     findings = check(tmp_path)
     assert by_file(findings) == {"pattern.py": [(12, "HDL102")]}
     assert findings[0]["evidence"]["hot"] == "Trainer.training_step -> Pattern.build -> Pattern._scatter_indexes"
+
+
+def test_a_method_wrapped_in_a_cache_is_no_copy_outside_hot_code_either(tmp_path):
+    # The file's own index knows the wrapped method as the project model does.
+    make_project(tmp_path, copies_anywhere=True, pattern=PATTERN)
+    assert check(tmp_path) == []
+
+
+def test_a_parameters_annotation_gives_way_to_a_class_written_for_the_attribute(tmp_path):
+    # `model: nn.Module` says less than the wrapper the constructor may put in its place.
+    runner = ("from torch import nn\nfrom pkg.wrapper import Wrapper\n\n\nclass Runner:\n"
+              "    def __init__(self, model: nn.Module, compile):\n        self.model = model\n"
+              "        if compile:\n            self.model = Wrapper(self.model)\n\n"
+              "    def execute_model(self, x):\n        return self.model.prepare_batch(x)\n")
+    wrapper = ("import torch\n\n\nclass Wrapper:\n    def __init__(self, model):\n        self.model = model\n\n"
+               "    def prepare_batch(self, x):\n        return torch.tensor(x, device='cuda')\n")
+    others = "".join(f"class Other{i}:\n    def prepare_batch(self, x):\n        return x\n\n\n" for i in range(4))
+    make_project(tmp_path, runner=runner, wrapper=wrapper, others=others)
+    findings = check(tmp_path)
+    assert by_file(findings) == {"wrapper.py": [(9, "HDL101")]}
+    assert findings[0]["evidence"]["hot"] == "Runner.execute_model -> Wrapper.prepare_batch"
 
 
 def test_what_a_callback_does_past_an_early_return_off_its_period_is_not_per_step(tmp_path):
