@@ -185,13 +185,7 @@ def periodic_test(test: ast.expr) -> bool:
         return any(periodic_test(value) for value in test.values)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _every_n_steps(test.operand)
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-        left, right = test.left, test.comparators[0]
-        if isinstance(right, ast.Constant) and right.value == 0:
-            return _every_n_steps(left)
-        if isinstance(left, ast.Constant) and left.value == 0:
-            return _every_n_steps(right)
-    return False
+    return _remainder_against_zero(test, ast.Eq)
 
 
 def periodic_skip(test: ast.expr) -> bool:
@@ -202,12 +196,17 @@ def periodic_skip(test: ast.expr) -> bool:
         return any(periodic_skip(value) for value in test.values)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return periodic_test(test.operand)
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotEq):
-        left, right = test.left, test.comparators[0]
-        if isinstance(right, ast.Constant) and right.value == 0:
-            return _every_n_steps(left)
-        return isinstance(left, ast.Constant) and left.value == 0 and _every_n_steps(right)
-    return _every_n_steps(test)
+    return _remainder_against_zero(test, ast.NotEq) or _every_n_steps(test)
+
+
+def _remainder_against_zero(test: ast.expr, op: type[ast.cmpop]) -> bool:
+    """`step % every <op> 0` or `0 <op> step % every`, the divisor naming a period (`_every_n_steps`)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], op)):
+        return False
+    left, right = test.left, test.comparators[0]
+    if isinstance(right, ast.Constant) and right.value == 0:
+        return _every_n_steps(left)
+    return isinstance(left, ast.Constant) and left.value == 0 and _every_n_steps(right)
 
 
 def occasional_block(node: ast.If, flags: Callable[[], FlagUses] | None = None) -> list[ast.stmt]:
