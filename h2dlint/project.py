@@ -451,9 +451,9 @@ class _Summarizer:
             record["classmethod"] = True  # `Class.build(x)` binds `cls` as `obj.build(x)` does
         self._constructs = (self_name, class_name) if classmethod and self_name else None
         try:
-            on_a_miss = {id(statement) for statement in statements_run_once_in_a_while(node)}
+            once_in_a_while = {id(statement) for statement in statements_run_once_in_a_while(node)}
             for statement in node.body:
-                self._scan(qualname, class_name, statement, params, self_name, id(statement) in on_a_miss)
+                self._scan(qualname, class_name, statement, params, self_name, id(statement) in once_in_a_while)
             self._settle(qualname, record, params, self_name)
         finally:
             self._pending, self._constructs = outer, outer_constructs
@@ -1429,8 +1429,8 @@ class ProjectModel:
         `self._reset()` of `DreamerEnv`, not of every other environment. `receiver` is the class of the object
         the calling function runs on, when known to be narrower than its own class."""
         kind, _, name = reference.partition(":")
-        module, class_name = record["module"], record["class"]
-        own_class = f"{module}.{class_name}" if class_name else ""
+        module = record["module"]
+        own_class = _record_class(record)
         receiver = receiver or own_class
         if kind in ("n", "d"):
             target = self._resolve_name(module, name)
@@ -1443,7 +1443,7 @@ class ProjectModel:
                 return self._by_method_name(method)  # `<object>.method(...)`
             if target is None or target in self.classes:
                 return []  # a constructor runs once per object: no hotness flows into it
-            return [(target, self._own_class(target))]
+            return [(target, _record_class(self.functions[target]))]
         if kind == "s":
             found = self._dispatch(receiver, name, overrides=True)
             if not found and receiver in self.classes:
@@ -1469,11 +1469,6 @@ class ProjectModel:
             return self._by_method_name(name)
         return []
 
-    def _own_class(self, function: str) -> str:
-        """The qualified name of the class `function` is a method of; "" for a plain function."""
-        record = self.functions[function]
-        return f"{record['module']}.{record['class']}" if record["class"] else ""
-
     def _bound_methods(self, class_name: str, attr: str) -> list[str]:
         """The methods the class (or a base) binds to `self.attr` (`self._decode = self._decode_loop_labels`)."""
         return next((methods for owner in self.mro(class_name)
@@ -1485,8 +1480,7 @@ class ProjectModel:
         if depth > 3:
             return None
         kind, _, rest = typed.partition(":")
-        module, class_name = record["module"], record["class"]
-        own_class = f"{module}.{class_name}" if class_name else ""
+        module, own_class = record["module"], _record_class(record)
         if kind == "sa":
             resolved = self.attribute_type(own_class, rest)
         elif kind == "p":
@@ -1592,7 +1586,7 @@ class ProjectModel:
             return []
         candidates = self.methods_by_name.get(method, [])
         owners = {candidate.rpartition(".")[0] for candidate in candidates}
-        return [(candidate, self._own_class(candidate)) for candidate in candidates] \
+        return [(candidate, _record_class(self.functions[candidate])) for candidate in candidates] \
             if 0 < len(owners) <= MAX_CLASSES_BY_NAME else []
 
     # -- hotness --
@@ -1615,7 +1609,7 @@ class ProjectModel:
             return reason
         if record["replay"]:
             return "replays a CUDA graph"
-        if name == "forward" and record["class"] and self._is_module_class(f"{record['module']}.{record['class']}"):
+        if name == "forward" and record["class"] and self._is_module_class(_record_class(record)):
             return "`forward` of an `nn.Module`"
         return None
 
@@ -1628,7 +1622,7 @@ class ProjectModel:
         for qualified, record in self.functions.items():
             if self._root_reason(qualified, record) and not self._off_the_step(record["file"]):
                 self.hot[qualified] = Hot((qualified,))
-                state = (qualified, self._own_class(qualified))
+                state = (qualified, _record_class(record))
                 chains[state] = (qualified,)
                 queue.append(state)
         while queue:
@@ -1811,7 +1805,7 @@ class ProjectModel:
         short = function.rpartition(".")[2]
         return bool(record.get("decorated") or short in self._names_used_as_values()
                     or short.startswith("__") and short != "__init__"
-                    or record["class"] and self._framework_base(f"{record['module']}.{record['class']}"))
+                    or record["class"] and self._framework_base(_record_class(record)))
 
     def takes_module_inputs(self, function: str) -> bool:
         """Whether `function` is the `forward` of an `nn.Module` whose inputs the model takes to be on the GPU when
@@ -1825,7 +1819,7 @@ class ProjectModel:
         if self._gpu_project is None:
             self._gpu_project = any(summary["evidence"][0] for summary in self.summaries.values())
         return self._gpu_project and not self.summaries[record["file"]]["evidence"][6] \
-            and self._is_module_class(f"{record['module']}.{record['class']}") and not self._off_the_step(record["file"])
+            and self._is_module_class(_record_class(record)) and not self._off_the_step(record["file"])
 
     def _module_input(self, function: str, record: dict, name: str) -> bool:
         """Whether `name` is a tensor input of such a `forward` (see `takes_module_inputs`): a parameter annotated
@@ -1881,7 +1875,7 @@ class ProjectModel:
         record = self.functions.get(function)
         if record is None:
             return None
-        own_class = f"{record['module']}.{record['class']}" if record["class"] else None
+        own_class = _record_class(record)
         if kind == "k":
             return AttributePlacement(value[1], f"{value[2]} in `{short_name(function)}`", "")
         if kind == "d" or kind == "t":
@@ -1981,7 +1975,7 @@ class ProjectModel:
             return False
         if record["module"] not in self._imported_modules():
             return False  # a script or an example of its own: the project says nothing of how it runs
-        if record["class"] and self._framework_base(f"{record['module']}.{record['class']}"):
+        if record["class"] and self._framework_base(_record_class(record)):
             return False  # a framework's hook: `compute_loss` of a `Trainer`, `get_lr` of an `LRScheduler`
         callers, unseen = self._callers(function)
         return not callers and not (unseen and (unseen_callers or self._unseen_callers.get(function)))
@@ -2051,7 +2045,7 @@ class ProjectModel:
             related = self._related_classes(owner)
             if record.get("decorated") or any(self.classes[name].get("remade") for name in related) \
                     or not {name.rpartition(".")[2] for name in related}.isdisjoint(self._names_used_as_values()) \
-                    or record["class"] and self._framework_base(f"{record['module']}.{record['class']}"):
+                    or record["class"] and self._framework_base(_record_class(record)):
                 return None
         elif self._called_unseen(function, record):
             return None
@@ -2152,7 +2146,7 @@ class ProjectModel:
     def _data_loading_uncached(self, function: str) -> str | None:
         record = self.functions[function]
         name = record["name"].rpartition(".")[2]
-        kind = self._data_class_kind(f"{record['module']}.{record['class']}") if record["class"] else None
+        kind = self._data_class_kind(_record_class(record)) if record["class"] else None
         if kind == "Dataset" and name in ("__getitem__", "__getitems__") or kind == "Sampler" and name == "__iter__":
             return short_name(function)
         callers, unseen = self._callers(function)
@@ -2449,6 +2443,11 @@ def written_name(reference: str) -> str:
     return reference.rpartition(".")[2].rpartition(":")[2]
 
 
+def _record_class(record: dict) -> str:
+    """The qualified name of the class the function `record` describes is a method of; "" for a plain function."""
+    return f"{record['module']}.{record['class']}" if record["class"] else ""
+
+
 def short_name(qualified: str) -> str:
     """`pkg.mod.Class.method` -> `Class.method`; `pkg.mod.function` -> `function`."""
     parts = qualified.split(".")
@@ -2697,11 +2696,11 @@ class FileView:
         the GPU (`self.input_ids = CpuGpuBuffer(...)`, `def plan(self, batch: ForwardBatch)`), or derive from one."""
         module = self.module
         written = [written for record in self.summary["classes"].values()
-                   for written in [*record["types"].values(), *record["bases"]] if written]
+                   for written in [*record["types"].values(), *record.get("handed", {}).values(), *record["bases"]]
+                   if written]
         written += [annotation for record in self.summary["functions"].values()
                     for annotation in record["params"].values()]
-        factories = [made for record in self.summary["classes"].values()
-                     for made in [*record.get("handed", {}).values(), *record.get("made", {}).values()]]
+        factories = [made for record in self.summary["classes"].values() for made in record.get("made", {}).values()]
         for dotted in [*written, *factories]:
             resolved = self.model._resolve_name(module, dotted)
             if resolved in self.model.functions:  # `self.state = init_state(...)`: the class it returns
