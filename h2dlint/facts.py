@@ -973,14 +973,17 @@ def _held_per_line(spans: list[tuple[int, int, _T]]) -> list[tuple[_T, ...]]:
     open_spans: list[int] = []
     current: tuple[_T, ...] = ()
     next_span = 0
+    first_end = last + 1  # the line the first of the open spans to close ends on
     for line in range(1, last + 1):
         changed = False
         while next_span < len(by_start) and spans[by_start[next_span]][0] <= line:
             open_spans.append(by_start[next_span])
+            first_end = min(first_end, spans[by_start[next_span]][1])
             next_span += 1
             changed = True
-        if any(spans[index][1] < line for index in open_spans):
+        if first_end < line:
             open_spans = [index for index in open_spans if spans[index][1] >= line]
+            first_end = min((spans[index][1] for index in open_spans), default=last + 1)
             changed = True
         if changed:
             open_spans.sort()

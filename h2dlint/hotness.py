@@ -18,7 +18,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, TypeGuard
 
 from .branches import untaken_branch
-from .syntax import blocks, dotted_name, name_words
+from .syntax import COMPOUND_STATEMENTS, blocks, dotted_name, name_words
 
 if TYPE_CHECKING:
     from .facts import FileFacts
@@ -379,29 +379,46 @@ def flag_uses(tree: ast.Module) -> FlagUses:
     armed: dict[str, set[str]] = {}
     method_stores: dict[str, list[ast.expr]] = {}
     cleared_after: dict[int, list[tuple[ast.expr, ast.expr | None]]] = {}
-    for statement in statements(tree.body):
+    # One walk over the statements, each with the store lists of the functions around it (a statement of a nested
+    # function stores for the enclosing ones too) and whether one of those arms flags (is no constructor).
+    stack: list[tuple[ast.stmt, tuple[list[ast.expr], ...], bool]] = [
+        (statement, (), False) for statement in reversed(tree.body)]
+    while stack:
+        statement, around, arming = stack.pop()
+        if around:
+            stored = [target for target in _stored_targets(statement) if _is_self_attribute(target)]
+            if stored:
+                for stores in around:
+                    stores.extend(stored)
+            value = getattr(statement, "value", None)
+            for target in _assigned_targets(statement) if arming and value is not None else ():
+                name = dotted_name(target) if isinstance(target, ast.Attribute) else None
+                if name is not None and name.startswith("self."):
+                    kind = ("truthy" if value.value else "falsy") if isinstance(value, ast.Constant) else "other"
+                    armed.setdefault(name, set()).add(kind)
+        if statement.__class__ not in COMPOUND_STATEMENTS:
+            continue
         if statement.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef):
-            stores = method_stores.setdefault(statement.name, [])  # type: ignore[attr-defined]
-            arms = statement.name not in RUN_ONCE_FUNCTIONS  # type: ignore[attr-defined]
-            for inner in statements(statement.body):  # type: ignore[attr-defined]
-                stores.extend(target for target in _stored_targets(inner) if _is_self_attribute(target))
-                value = getattr(inner, "value", None)
-                for target in _assigned_targets(inner) if arms and value is not None else ():
-                    name = dotted_name(target) if isinstance(target, ast.Attribute) else None
-                    if name is not None and name.startswith("self."):
-                        kind = ("truthy" if value.value else "falsy") if isinstance(value, ast.Constant) else "other"
-                        armed.setdefault(name, set()).add(kind)
+            around = (*around, method_stores.setdefault(statement.name, []))  # type: ignore[attr-defined]
+            arming = arming or statement.name not in RUN_ONCE_FUNCTIONS  # type: ignore[attr-defined]
         for block in blocks(statement):
-            for index, inner in enumerate(block):
-                if inner.__class__ is not ast.If or _once_flag(inner.test) is None \
-                        or _may_leave(inner.body):  # type: ignore[attr-defined]
-                    continue  # (a block that may leave first never gets to the statements after it)
-                cleared = cleared_after[id(inner)] = []
-                for after in block[index + 1:]:
-                    if _may_leave([after]):
-                        break
-                    cleared.extend((target, getattr(after, "value", None)) for target in _stored_targets(after))
+            _note_cleared_flags(block, cleared_after)
+            stack.extend((inner, around, arming) for inner in reversed(block))
     return FlagUses(armed, cleared_after, method_stores)
+
+
+def _note_cleared_flags(block: list[ast.stmt], cleared_after: dict[int, list[tuple[ast.expr, ast.expr | None]]]) \
+        -> None:
+    """FlagUses.cleared_after for each `if self.flag:` of `block`."""
+    for index, inner in enumerate(block):
+        if inner.__class__ is not ast.If or _once_flag(inner.test) is None \
+                or _may_leave(inner.body):  # type: ignore[attr-defined]
+            continue  # (a block that may leave first never gets to the statements after it)
+        cleared = cleared_after[id(inner)] = []
+        for after in block[index + 1:]:
+            if _may_leave([after]):
+                break
+            cleared.extend((target, getattr(after, "value", None)) for target in _stored_targets(after))
 
 
 def _may_leave(block: list[ast.stmt]) -> bool:
@@ -423,8 +440,9 @@ def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     while stack:
         statement = stack.pop()
         yield statement
-        for block in blocks(statement):
-            stack.extend(reversed(block))
+        if statement.__class__ in COMPOUND_STATEMENTS:
+            for block in blocks(statement):
+                stack.extend(reversed(block))
 
 
 def _may_test_a_cache(test: ast.expr) -> bool:

@@ -45,3 +45,6 @@ def blocks(statement: ast.stmt) -> Iterator[list[ast.stmt]]:
 
 
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")
+# The statements that hold blocks (`blocks` yields nothing for any other): walks skip the others at once.
+COMPOUND_STATEMENTS = frozenset(kind for kind in ast.stmt.__subclasses__()
+                                if {*_BLOCK_FIELDS, "handlers", "cases"} & set(kind._fields))

@@ -6,13 +6,14 @@ import textwrap
 import pytest
 
 from h2dlint import placement
-from h2dlint.facts import Data, Device, FileFacts, Placement, is_other_accelerator_path
+from h2dlint.facts import Data, Device, FileFacts, Placement, _held_per_line, is_other_accelerator_path
 from h2dlint.hotness import (
     context_at,
     fills_a_cache,
     flag_uses,
     is_hot_function,
     periodic_test,
+    statements,
     statements_run_once_in_a_while,
 )
 from h2dlint.placement import classify_data, classify_device, classify_placement
@@ -628,6 +629,78 @@ def test_a_flag_the_statements_after_an_if_set_makes_its_block_run_once_per_obje
                      + "\n\ndef reset(self):\n    self.has_sampled = False\n    self._fresh = True\n")
     assert fills_a_cache(next(node for node in ast.walk(tree) if isinstance(node, ast.If)),
                          lambda: flag_uses(tree)) is False
+
+
+def test_a_flag_set_again_by_a_function_nested_in_the_constructor_is_armed():
+    # the hook runs later, every time it is called: the flag may be set again
+    code = ("class A:\n    def __init__(self):\n        self._ready = False\n        def hook():\n"
+            "            self._ready = False\n        register(hook)\n\n"
+            "    def step(self):\n        if not self._ready:\n            self._ready = True\n            build()\n")
+    tree = ast.parse(code)
+    uses = flag_uses(tree)
+    assert uses.armed == {"self._ready": {"falsy", "truthy"}}  # the hook's, and `step`'s own
+    # what a nested function stores, its enclosing functions store too (`self._set()` runs what they run)
+    assert [target.attr for target in uses.method_stores["__init__"]] == ["_ready", "_ready"]
+    assert [target.attr for target in uses.method_stores["hook"]] == ["_ready"]
+    test = next(node for node in ast.walk(tree) if isinstance(node, ast.If))
+    assert fills_a_cache(test, lambda: uses) is False
+    without_hook = code.replace("        def hook():\n            self._ready = False\n        register(hook)\n", "")
+    tree = ast.parse(without_hook)
+    assert fills_a_cache(next(node for node in ast.walk(tree) if isinstance(node, ast.If)),
+                         lambda: flag_uses(tree)) is True
+
+
+def test_the_statement_walk_visits_every_statement_once():
+    code = textwrap.dedent("""\
+        import os
+        class A:
+            x = 1
+            def f(self):
+                try:
+                    pass
+                except E:
+                    with c:
+                        y = 2
+                else:
+                    z = 3
+                finally:
+                    w = 4
+                match v:
+                    case 1:
+                        for i in r:
+                            async def g():
+                                async for j in k:
+                                    return
+                            while t:
+                                break
+                    case _:
+                        pass
+        if q:
+            del a
+        else:
+            raise X
+        """)
+    tree = ast.parse(code)
+    walked = [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
+    found = list(statements(tree.body))
+    assert len(found) == len(walked) == 21
+    assert {id(node) for node in found} == {id(node) for node in walked}
+
+
+def test_spans_held_per_line_are_those_open_on_it():
+    import random
+
+    generator = random.Random(7)
+    for _ in range(200):
+        spans = []
+        for index in range(generator.randint(0, 12)):
+            first = generator.randint(1, 40)
+            spans.append((first, first + generator.randint(0, 15), index))
+        table = _held_per_line(spans)
+        last = max((span[1] for span in spans), default=0)
+        assert len(table) == last + 1
+        for line in range(1, last + 1):
+            assert table[line] == tuple(item for first, end, item in spans if first <= line <= end)
 
 
 @pytest.mark.parametrize(("body", "lines"), [
