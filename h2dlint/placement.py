@@ -35,7 +35,7 @@ from .facts import (
     names_host,
     placement_by_attribute_name,
 )
-from .syntax import dotted_name
+from .syntax import certainly_no_tensor, dotted_name
 
 _T = TypeVar("_T")
 
@@ -341,7 +341,8 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
             by_model = _model_attribute(facts, expr, line)
             if by_model is not Placement.UNKNOWN:
                 return by_model
-        return Placement.GPU if expr.attr in facts.evidence.mirrored else Placement.UNKNOWN
+        return Placement.GPU if expr.attr in facts.evidence.mirrored and not _assigned_no_tensor(facts, expr, line) \
+            else Placement.UNKNOWN
     if isinstance(expr, ast.Subscript):
         container = classify_placement(facts, expr.value, line, depth)
         if container is Placement.HOST and (dotted_name(expr.value) or "").endswith("_list"):
@@ -637,6 +638,15 @@ def _classify_self_attribute(facts: FileFacts, attribute: str, line: int, depth:
         return Placement.UNKNOWN
     kinds = {classify_placement(facts, binding.value, binding.line, depth + 1) for binding in bindings}
     return kinds.pop() if len(kinds) == 1 else Placement.UNKNOWN
+
+
+def _assigned_no_tensor(facts: FileFacts, expr: ast.Attribute, line: int) -> bool:
+    """`self.x` where the class assigns `x` something that is certainly no tensor (`self.token_type_ids = {}`, a
+    dict of tensors by request): its name beside a host mirror (`token_type_ids_cpu`) does not make it a tensor."""
+    if not (isinstance(expr.value, ast.Name) and expr.value.id == "self"):
+        return False
+    bindings = facts.self_attribute_bindings(expr.attr, line) or ()
+    return any(binding.value is not None and certainly_no_tensor(binding.value) for binding in bindings)
 
 
 def _is_module(facts: FileFacts, expr: ast.expr) -> bool:

@@ -60,7 +60,7 @@ from .hotness import (
     occasional_block,
     statements_run_once_in_a_while,
 )
-from .syntax import dotted_name, name_words
+from .syntax import certainly_no_tensor, dotted_name, name_words
 
 # Functions hotness does not flow into: those that run once or are no per-step work (the sync rules' own sets),
 # and, besides, saving and functions named for loading, checkpointing or registering, which per-step code may call
@@ -1017,17 +1017,10 @@ _SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "list", "dict", "set",
 
 
 def _not_a_tensor(value: ast.expr | None, annotation: ast.expr | None) -> bool:
-    """A value or annotation that is certainly no tensor: a flag, a number, a string, a container display, or a
-    comparison."""
+    """A value or annotation that is certainly no tensor (see `syntax.certainly_no_tensor`)."""
     if annotation is not None and (_dotted(annotation) or "") in _SCALAR_TYPES:
         return True
-    if isinstance(value, ast.Constant):
-        return value.value is not None
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-        return value.func.id in ("int", "float", "bool", "str", "len", "list", "dict", "set", "tuple")
-    return isinstance(value, (ast.Compare, ast.BoolOp, ast.JoinedStr, ast.List, ast.Dict, ast.Set, ast.Tuple,
-                              ast.ListComp, ast.DictComp, ast.SetComp)) or (
-        isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not))
+    return value is not None and certainly_no_tensor(value)
 
 
 def value_placement(value: ast.expr) -> tuple[str, str]:

@@ -23,6 +23,19 @@ def dotted_name(node: ast.expr) -> str | None:
     return ".".join(reversed(parts))
 
 
+def certainly_no_tensor(value: ast.expr) -> bool:
+    """A value that by its shape is certainly no tensor: a constant other than None, a container display or
+    comprehension, an f-string, a comparison, a `not`, or a call of `int`, `float`, `bool`, `str`, `len`, `list`,
+    `dict`, `set` or `tuple`."""
+    if isinstance(value, ast.Constant):
+        return value.value is not None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        return value.func.id in ("int", "float", "bool", "str", "len", "list", "dict", "set", "tuple")
+    return isinstance(value, (ast.Compare, ast.BoolOp, ast.JoinedStr, ast.List, ast.Dict, ast.Set, ast.Tuple,
+                              ast.ListComp, ast.DictComp, ast.SetComp)) or (
+        isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not))
+
+
 def terminal_name(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute):
         return node.attr

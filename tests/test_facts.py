@@ -282,6 +282,20 @@ def test_no_host_mirror_placement_for_other_accelerators():
     assert not has_gpu_evidence(code)
 
 
+@pytest.mark.parametrize(("assigned", "expected"), [
+    ("{}", Placement.UNKNOWN),  # vLLM's encoder-only state: a dict of tensors by request
+    ("[]", Placement.UNKNOWN),
+    ("None", Placement.GPU),
+    ("make()", Placement.GPU),
+])
+def test_an_attribute_the_class_assigns_no_tensor_is_no_mirrored_tensor(assigned, expected):
+    code = (f"import torch\nclass State:\n    def __init__(self):\n        self.token_type_ids = {assigned}\n\n"
+            "    def prepare_inputs(self, n):\n        TARGET = self.token_type_ids\n"
+            "        token_type_ids_cpu = torch.zeros(n)\n")
+    node, line = expression(code)
+    assert classify_placement(facts_for(code), node, line) is expected
+
+
 def test_configured_hot_function_globs_make_code_hot():
     code = "def run_policy_step(x):\n    return x\n"
     assert context_at(facts_for(code), 2, frozenset({"run_*_step"})).hot_function
