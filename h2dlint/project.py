@@ -1345,13 +1345,17 @@ class ProjectModel:
         """`imported` (`sglang.srt.managers.scheduler.Scheduler`) as the project names it, when the project's module
         names lack leading parts the import spells out (`managers.scheduler.Scheduler`, the model of `srt` alone)
         or the import lacks some (a `src` layout checked from above `src`): matched on the longest run of parts that
-        is, or ends, a module name of the project, when only one module matches."""
+        is, or ends, a module name of the project, when only one module matches. The leading parts left out must
+        name the folders the project root sits in (`sglang/srt`): `torch.distributed.all_gather` is no function
+        of the project's `training/utils/distributed.py`, nor `sglang.utils` the module `utils` of `srt`."""
         found = self._project_names.get(imported, False)
         if found is not False:
             return found
         parts = imported.split(".")
         found = None
         for start in range(len(parts)):
+            if start and not self._root_folders_end_with(parts[:start]):
+                continue
             for end in range(len(parts), start, -1):
                 module = self._module_suffixes.get(".".join(parts[start:end]))
                 if module:
@@ -1361,6 +1365,12 @@ class ProjectModel:
                 break
         self._project_names[imported] = found
         return found
+
+    def _root_folders_end_with(self, names: list[str]) -> bool:
+        """Whether the folders holding the project root end with `names` (a model without a root: any)."""
+        if not self.root:
+            return True
+        return list(Path(self.root).parts[-len(names):]) == names
 
     def _imports(self, module: str) -> dict[str, str]:
         return self._imports_by_module.get(module, {})

@@ -1740,3 +1740,47 @@ def test_what_a_callback_does_past_an_early_return_off_its_period_is_not_per_ste
     assert check(tmp_path) == []
     (tmp_path / "pkg" / "demo.py").write_text(callback.replace("self.demo_every != 0", "2 != 0"))
     assert by_file(check(tmp_path)) == {"demo.py": [(8, "HDL102")]}
+
+
+GATHER = """import torch
+import torch.distributed as dist
+
+
+def all_gather(data, device):
+    return torch.tensor([len(data)], device=device)
+
+
+class GatherLayer(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = [torch.zeros_like(x)]
+        CALL
+        return out
+"""
+
+
+@pytest.mark.parametrize(("call", "reported"), [
+    ("dist.all_gather(out, x)", False),  # torch's collective, not the module's own `all_gather`
+    ("torch.distributed.all_gather(out, x)", False),
+    ("all_gather(out, x.device)", True),
+])
+def test_a_library_module_is_no_project_module_that_ends_with_its_name(tmp_path, call, reported):
+    # sam2's training/utils/distributed.py defines an `all_gather` of its own beside torch.distributed's
+    make_project(tmp_path, distributed=GATHER.replace("CALL", call))
+    assert (by_file(check(tmp_path)) == {"distributed.py": [(6, "HDL101")]}) is reported
+
+
+def test_imports_spelling_the_folders_above_the_project_root_resolve(tmp_path):
+    # sglang's `srt` checked alone: its modules are `managers.batch`, its imports say `sglang.srt.managers.batch`
+    root = tmp_path / "sglang" / "srt"
+    (root / "managers").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("")
+    (root / "managers" / "__init__.py").write_text("")
+    (root / "managers" / "batch.py").write_text(BATCH)
+    (root / "managers" / "runner.py").write_text(
+        RUNNER.replace("from pkg.backend import Backend", "from sglang.srt.managers.backend import Backend")
+        .replace("from pkg.batch import", "from sglang.srt.managers.batch import"))
+    (root / "managers" / "backend.py").write_text(BACKEND.replace("from pkg.batch import", "from sglang.srt.managers.batch import"))
+    result = CliRunner().invoke(main, ["check", str(root), "--output-format", "json", "--exit-zero", "--no-cache"],
+                                catch_exceptions=False)
+    assert by_file(json.loads(result.stdout)) == {"backend.py": [(6, "HDL201")]}
