@@ -1345,32 +1345,28 @@ class ProjectModel:
         """`imported` (`sglang.srt.managers.scheduler.Scheduler`) as the project names it, when the project's module
         names lack leading parts the import spells out (`managers.scheduler.Scheduler`, the model of `srt` alone)
         or the import lacks some (a `src` layout checked from above `src`): matched on the longest run of parts that
-        is, or ends, a module name of the project, when only one module matches. The leading parts left out must
-        name the folders the project root sits in (`sglang/srt`): `torch.distributed.all_gather` is no function
-        of the project's `training/utils/distributed.py`, nor `sglang.utils` the module `utils` of `srt`."""
+        is, or ends, a module name of the project, when only one module matches. Where leading parts of the import
+        are left out, what is left must be a whole module name of the project, and what is left out no module of
+        torch: `torch.distributed.all_gather` is neither the project's `training/utils/distributed.py`'s nor a
+        top-level `distributed.py`'s `all_gather`."""
         found = self._project_names.get(imported, False)
         if found is not False:
             return found
         parts = imported.split(".")
         found = None
         for start in range(len(parts)):
-            if start and not self._root_folders_end_with(parts[:start]):
-                continue
+            if start and parts[0] == "torch":
+                break
             for end in range(len(parts), start, -1):
-                module = self._module_suffixes.get(".".join(parts[start:end]))
-                if module:
+                run = ".".join(parts[start:end])
+                module = self._module_suffixes.get(run)
+                if module and (not start or module == run):
                     found = ".".join([module, *parts[end:]])
                     break
             if found is not None:
                 break
         self._project_names[imported] = found
         return found
-
-    def _root_folders_end_with(self, names: list[str]) -> bool:
-        """Whether the folders holding the project root end with `names` (a model without a root: any)."""
-        if not self.root:
-            return True
-        return list(Path(self.root).parts[-len(names):]) == names
 
     def _imports(self, module: str) -> dict[str, str]:
         return self._imports_by_module.get(module, {})

@@ -1764,23 +1764,30 @@ class GatherLayer(torch.autograd.Function):
     ("torch.distributed.all_gather(out, x)", False),
     ("all_gather(out, x.device)", True),
 ])
-def test_a_library_module_is_no_project_module_that_ends_with_its_name(tmp_path, call, reported):
+@pytest.mark.parametrize("top_level", [False, True])
+def test_a_library_module_is_no_project_module_that_ends_with_its_name(tmp_path, call, reported, top_level):
     # sam2's training/utils/distributed.py defines an `all_gather` of its own beside torch.distributed's
-    make_project(tmp_path, distributed=GATHER.replace("CALL", call))
-    assert (by_file(check(tmp_path)) == {"distributed.py": [(6, "HDL101")]}) is reported
+    package = make_project(tmp_path, distributed=GATHER.replace("CALL", call))
+    if top_level:  # `distributed.py` beside the package: the module `distributed` itself
+        (package / "distributed.py").rename(tmp_path / "distributed.py")
+    findings = check(tmp_path) if not top_level else json.loads(CliRunner().invoke(
+        main, ["check", str(tmp_path), "--output-format", "json", "--exit-zero", "--no-cache"]).stdout)
+    assert (by_file(findings) == {"distributed.py": [(6, "HDL101")]}) is reported
 
 
-def test_imports_spelling_the_folders_above_the_project_root_resolve(tmp_path):
-    # sglang's `srt` checked alone: its modules are `managers.batch`, its imports say `sglang.srt.managers.batch`
-    root = tmp_path / "sglang" / "srt"
+@pytest.mark.parametrize("folders", [("sglang", "srt"), ("copy", "tree")])
+def test_imports_spelling_the_packages_above_the_project_root_resolve(tmp_path, folders):
+    # sglang's `srt` checked alone (or a copy of it under another name): its modules are `managers.helpers`, its
+    # imports say `sglang.srt.managers.helpers`
+    root = tmp_path.joinpath(*folders)
     (root / "managers").mkdir(parents=True)
     (root / "pyproject.toml").write_text("")
     (root / "managers" / "__init__.py").write_text("")
-    (root / "managers" / "batch.py").write_text(BATCH)
+    (root / "managers" / "helpers.py").write_text(
+        "import torch\n\n\ndef upload(n):\n    return torch.tensor([n], device='cuda')\n")
     (root / "managers" / "runner.py").write_text(
-        RUNNER.replace("from pkg.backend import Backend", "from sglang.srt.managers.backend import Backend")
-        .replace("from pkg.batch import", "from sglang.srt.managers.batch import"))
-    (root / "managers" / "backend.py").write_text(BACKEND.replace("from pkg.batch import", "from sglang.srt.managers.batch import"))
+        "import torch\nfrom sglang.srt.managers.helpers import upload\n\n\n"
+        "class ModelRunner(torch.nn.Module):\n    def forward(self, n):\n        return upload(n)\n")
     result = CliRunner().invoke(main, ["check", str(root), "--output-format", "json", "--exit-zero", "--no-cache"],
                                 catch_exceptions=False)
-    assert by_file(json.loads(result.stdout)) == {"backend.py": [(6, "HDL201")]}
+    assert by_file(json.loads(result.stdout)) == {"helpers.py": [(5, "HDL101")]}
