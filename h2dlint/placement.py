@@ -641,12 +641,13 @@ def _classify_self_attribute(facts: FileFacts, attribute: str, line: int, depth:
 
 
 def _assigned_no_tensor(facts: FileFacts, expr: ast.Attribute, line: int) -> bool:
-    """`self.x` where the class assigns `x` something that is certainly no tensor (`self.token_type_ids = {}`, a
-    dict of tensors by request): its name beside a host mirror (`token_type_ids_cpu`) does not make it a tensor."""
+    """`self.x` where every value the class assigns `x` is certainly no tensor (`self.token_type_ids = {}`, a dict
+    of tensors by request): its name beside a host mirror (`token_type_ids_cpu`) does not make it a tensor."""
     if not (isinstance(expr.value, ast.Name) and expr.value.id == "self"):
         return False
-    bindings = facts.self_attribute_bindings(expr.attr, line) or ()
-    return any(binding.value is not None and certainly_no_tensor(binding.value) for binding in bindings)
+    bindings = facts.self_attribute_bindings(expr.attr, line)
+    return bool(bindings) and all(binding.value is not None and certainly_no_tensor(binding.value)
+                                  for binding in bindings)
 
 
 def _is_module(facts: FileFacts, expr: ast.expr) -> bool:

@@ -1017,10 +1017,11 @@ _SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "list", "dict", "set",
 
 
 def _not_a_tensor(value: ast.expr | None, annotation: ast.expr | None) -> bool:
-    """A value or annotation that is certainly no tensor (see `syntax.certainly_no_tensor`)."""
+    """A value or annotation that is no tensor (see `syntax.certainly_no_tensor`), or a comparison or an `and`/`or`,
+    which an attribute assigned one holds as a flag."""
     if annotation is not None and (_dotted(annotation) or "") in _SCALAR_TYPES:
         return True
-    return value is not None and certainly_no_tensor(value)
+    return value is not None and (certainly_no_tensor(value) or isinstance(value, (ast.Compare, ast.BoolOp)))
 
 
 def value_placement(value: ast.expr) -> tuple[str, str]:
@@ -1346,9 +1347,10 @@ class ProjectModel:
         names lack leading parts the import spells out (`managers.scheduler.Scheduler`, the model of `srt` alone)
         or the import lacks some (a `src` layout checked from above `src`): matched on the longest run of parts that
         is, or ends, a module name of the project, when only one module matches. Where leading parts of the import
-        are left out, what is left must be a whole module name of the project, and what is left out no module of
-        torch: `torch.distributed.all_gather` is neither the project's `training/utils/distributed.py`'s nor a
-        top-level `distributed.py`'s `all_gather`."""
+        are left out, what is left must be a whole module name of the project (less the root's own folder, where the
+        root is a package that imports name otherwise), and what is left out no module of torch:
+        `torch.distributed.all_gather` is neither the project's `training/utils/distributed.py`'s nor a top-level
+        `distributed.py`'s `all_gather`."""
         found = self._project_names.get(imported, False)
         if found is not False:
             return found
@@ -1360,13 +1362,18 @@ class ProjectModel:
             for end in range(len(parts), start, -1):
                 run = ".".join(parts[start:end])
                 module = self._module_suffixes.get(run)
-                if module and (not start or module == run):
+                if module and (not start or module == run or module == f"{self._root_package}.{run}"):
                     found = ".".join([module, *parts[end:]])
                     break
             if found is not None:
                 break
         self._project_names[imported] = found
         return found
+
+    @property
+    def _root_package(self) -> str:
+        """The root folder's name: the first part of every module name where the root is itself a package."""
+        return Path(self.root).name if self.root else ""
 
     def _imports(self, module: str) -> dict[str, str]:
         return self._imports_by_module.get(module, {})

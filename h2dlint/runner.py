@@ -33,7 +33,8 @@ class _PeriodicCollector:
         if self.files_done % COLLECT_EVERY_FILES == 0:
             gc.collect()
             # What survives is mostly the caches of the run (the project model's answers, results), alive until
-            # it ends: frozen, the next collection traverses only what the files since have left.
+            # it ends: frozen, the next collection traverses only what the files since have left. (A cache that
+            # evicted entries holding reference cycles would leave them uncollected until the run ends.)
             gc.freeze()
 
 

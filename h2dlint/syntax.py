@@ -25,15 +25,14 @@ def dotted_name(node: ast.expr) -> str | None:
 
 def certainly_no_tensor(value: ast.expr) -> bool:
     """A value that by its shape is certainly no tensor: a constant other than None, a container display or
-    comprehension, an f-string, a comparison, a `not`, or a call of `int`, `float`, `bool`, `str`, `len`, `list`,
-    `dict`, `set` or `tuple`."""
+    comprehension, an f-string, a `not`, or a call of `int`, `float`, `bool`, `str`, `len`, `list`, `dict`, `set`
+    or `tuple`. Not a comparison (`ids != pad` of a tensor is one) nor an `and`/`or` (it gives an operand)."""
     if isinstance(value, ast.Constant):
         return value.value is not None
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
         return value.func.id in ("int", "float", "bool", "str", "len", "list", "dict", "set", "tuple")
-    return isinstance(value, (ast.Compare, ast.BoolOp, ast.JoinedStr, ast.List, ast.Dict, ast.Set, ast.Tuple,
-                              ast.ListComp, ast.DictComp, ast.SetComp)) or (
-        isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not))
+    return isinstance(value, (ast.JoinedStr, ast.List, ast.Dict, ast.Set, ast.Tuple, ast.ListComp, ast.DictComp,
+                              ast.SetComp)) or (isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not))
 
 
 def terminal_name(node: ast.expr) -> str | None:

@@ -287,6 +287,9 @@ def test_no_host_mirror_placement_for_other_accelerators():
     ("[]", Placement.UNKNOWN),
     ("None", Placement.GPU),
     ("make()", Placement.GPU),
+    ("ids != pad", Placement.GPU),  # a comparison of tensors is a tensor
+    ("a or make()", Placement.GPU),
+    ("{}\n        self.token_type_ids = make()", Placement.GPU),  # one assignment of no tensor among others
 ])
 def test_an_attribute_the_class_assigns_no_tensor_is_no_mirrored_tensor(assigned, expected):
     code = (f"import torch\nclass State:\n    def __init__(self):\n        self.token_type_ids = {assigned}\n\n"
@@ -699,6 +702,17 @@ def test_the_statement_walk_visits_every_statement_once():
     found = list(statements(tree.body))
     assert len(found) == len(walked) == 21
     assert {id(node) for node in found} == {id(node) for node in walked}
+
+    def depth_first(body):  # a statement, then its blocks, the last block first
+        for statement in body:
+            yield statement
+            for block in reversed([getattr(statement, name) for name in ("body", "orelse", "finalbody")
+                                   if getattr(statement, name, None)]
+                                  + [handler.body for handler in getattr(statement, "handlers", ())]
+                                  + [case.body for case in getattr(statement, "cases", ())]):
+                yield from depth_first(block)
+
+    assert found == list(depth_first(tree.body))
 
 
 def test_spans_held_per_line_are_those_open_on_it():

@@ -1775,13 +1775,16 @@ def test_a_library_module_is_no_project_module_that_ends_with_its_name(tmp_path,
     assert (by_file(findings) == {"distributed.py": [(6, "HDL101")]}) is reported
 
 
+@pytest.mark.parametrize("package", [False, True])
 @pytest.mark.parametrize("folders", [("sglang", "srt"), ("copy", "tree")])
-def test_imports_spelling_the_packages_above_the_project_root_resolve(tmp_path, folders):
-    # sglang's `srt` checked alone (or a copy of it under another name): its modules are `managers.helpers`, its
-    # imports say `sglang.srt.managers.helpers`
+def test_imports_spelling_the_packages_above_the_project_root_resolve(tmp_path, folders, package):
+    # sglang's `srt` checked alone (or a copy of it under another name): its modules are `managers.helpers` (or,
+    # where the root is a package itself, `tree.managers.helpers`), its imports say `sglang.srt.managers.helpers`
     root = tmp_path.joinpath(*folders)
     (root / "managers").mkdir(parents=True)
     (root / "pyproject.toml").write_text("")
+    if package:
+        (root / "__init__.py").write_text("")
     (root / "managers" / "__init__.py").write_text("")
     (root / "managers" / "helpers.py").write_text(
         "import torch\n\n\ndef upload(n):\n    return torch.tensor([n], device='cuda')\n")
