@@ -562,9 +562,8 @@ class FileFacts:
                 self._function_nodes.append(node)
                 if kind is not ast.Lambda:
                     self.functions.append((node.lineno, node.end_lineno or node.lineno, node.name))
-                    if any(caches_results(decorator) for decorator in node.decorator_list) \
-                            and node.body[0].lineno > node.lineno:
-                        self.occasional.append((node.body[0].lineno, node.end_lineno or node.lineno))
+                    if any(caches_results(decorator) for decorator in node.decorator_list):
+                        self.occasional.extend(_body_lines(node))
                     self.occasional.extend((statement.lineno, statement.end_lineno or statement.lineno)
                                            for statement in statements_run_once_in_a_while(node))
             elif kind is ast.While:
@@ -587,9 +586,8 @@ class FileFacts:
             elif kind is ast.ClassDef:
                 self._class_nodes.append(node)
                 cached = methods_cached_on_objects(node)  # as a cached method's body, run once per arguments
-                self.occasional.extend((method.body[0].lineno, method.end_lineno or method.lineno)
-                                       for method in node.body if isinstance(method, ast.FunctionDef)
-                                       and method.name in cached and method.body[0].lineno > method.lineno)
+                self.occasional.extend(span for method in node.body if isinstance(method, ast.FunctionDef)
+                                       and method.name in cached for span in _body_lines(method))
         self.functions.sort()
         self._function_nodes.sort(key=lambda node: (node.lineno, node.col_offset))
         self._collect_imports(sorted(imports, key=lambda node: (node.lineno, node.col_offset)), tree)
@@ -961,6 +959,13 @@ def _nested_statements(body: list[ast.stmt], enter_definitions: bool = True):
             block = getattr(node, name, None)
             if isinstance(block, list):
                 stack.extend(block)
+
+
+def _body_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[int, int]]:
+    """The lines of a function's body below its `def` line, as one span (none where the body shares that line):
+    what runs once per distinct arguments when the function caches its results."""
+    first = function.body[0].lineno
+    return [(first, function.end_lineno or function.lineno)] if first > function.lineno else []
 
 
 def _held_per_line(spans: list[tuple[int, int, _T]]) -> list[tuple[_T, ...]]:
