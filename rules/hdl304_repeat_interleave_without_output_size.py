@@ -7,7 +7,7 @@ from h2dlint.facts import Data, FileFacts, Placement
 from h2dlint.model import Applicability, Fix
 from h2dlint.placement import classify_data
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.syncs import ANYWHERE, REPEAT, SyncReporter, receiver_words, where
+from h2dlint.syncs import ANYWHERE, HOT, REPEAT, SyncReporter, receiver_words, where
 from h2dlint.syntax import dotted_name
 
 if TYPE_CHECKING:
@@ -21,9 +21,12 @@ class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):
     ## What it does
     Finds `torch.repeat_interleave(x, repeats)` and `x.repeat_interleave(repeats)` where
     `repeats` is a tensor (not an int) and no `output_size=` is given, outside
-    constructors and module-level code, unless the tensor is known to be on the host,
-    or the code is in a function nothing in the project calls and not in hot code (see
-    HDL101).
+    constructors and module-level code. A CUDA tensor (see HDL201 for what counts) is
+    reported wherever the code may run more than once: not in a function nothing in the
+    project calls, unless that function is hot (see HDL101). A tensor of unknown placement
+    is reported only in hot code (a loop, `forward`, a step function, or code they call):
+    outside hot code such tensors were mostly host-side preprocessing, featurization for
+    example (see docs/precision.md). A tensor known to be on the host is never reported.
 
     ## Why is this bad?
     The output has `repeats.sum()` elements. Without `output_size`, PyTorch computes that
@@ -67,8 +70,7 @@ class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):
     name = "repeat-interleave-without-output-size"
     summary = "`repeat_interleave` with tensor repeats and no `output_size` copies the total to the host"
     kinds = frozenset({REPEAT})
-    where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: ANYWHERE}
-    MODEL_DEPENDENCIES = frozenset({"placement"})  # where it reports does not depend on hotness
+    where = {Placement.GPU: ANYWHERE, Placement.UNKNOWN: HOT}
     prefilter = ("repeat_interleave(",)
     text_test_spares_only_parsing = True
 
@@ -79,13 +81,16 @@ class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):
               "    return torch.repeat_interleave(x, r, output_size=n)\n"),
         Valid("import torch\ndef f(x, lens):\n    r = torch.tensor(lens)\n    return x.repeat_interleave(r)\n"),
         Valid("import torch\nr = torch.tensor([1, 2], device='cuda')\ny = torch.repeat_interleave(r)\n"),
+        # Unknown placement, in code nothing shows to be hot: host-side preprocessing as often as not.
+        Valid("import torch\ndef expand(x, lens):\n    return x.repeat_interleave(lens.long(), dim=0)\n"
+              "def featurize(x, lens):\n    return expand(x, lens)\n"),
     )
     invalid_examples = (
         Invalid(
-            "import torch\ndef expand(meta, device):\n"
+            "import torch\ndef forward(meta, device):\n"
             "    pruned_lens = torch.tensor(meta.pruned_lens_cpu, device=device)\n"
             "    return torch.repeat_interleave(meta.temperature, pruned_lens)\n",
-            "import torch\ndef expand(meta, device):\n"
+            "import torch\ndef forward(meta, device):\n"
             "    pruned_lens = torch.tensor(meta.pruned_lens_cpu, device=device)\n"
             "    return torch.repeat_interleave(meta.temperature, pruned_lens, output_size=sum(meta.pruned_lens_cpu))\n",
             unsafe=True, message_contains="copies the total of the repeats to the host",
@@ -102,6 +107,12 @@ class RepeatInterleaveWithoutOutputSize(SyncReporter, Rule):
                 None, message_contains="pass `output_size=`"),
         Invalid("import torch\ndef positions(counts):\n    c = counts.cuda()\n    return torch.repeat_interleave(c)\n",
                 None, message_contains="repeats are a CUDA tensor"),
+        # Unknown placement, in a loop.
+        Invalid("import torch\ndef expand(chunks, lens):\n"
+                "    return [x.repeat_interleave(lens.long(), dim=0) for x in chunks]\n"
+                "def decode(batches, lens):\n    for chunks in batches:\n        yield expand(chunks, lens)\n"
+                "def run(batches, lens):\n    for x in batches:\n        yield x.repeat_interleave(lens.long())\n",
+                None, message_contains="in a loop"),
     )
 
     def report_site(self, node, site, context) -> None:
