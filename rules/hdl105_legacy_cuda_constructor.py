@@ -24,7 +24,9 @@ class LegacyCudaConstructor(Rule):
     """
     ## What it does
     Finds the legacy typed constructors `torch.cuda.LongTensor(data)`,
-    `torch.cuda.FloatTensor(data)`, ... called with host data (a list, a tuple, a list
+    `torch.cuda.FloatTensor(data)`, ... (and DeepSpeed's `get_accelerator().LongTensor(data)`,
+    which on CUDA is `torch.tensor(data, dtype=torch.int64, device="cuda")`, or
+    `torch.cuda.LongTensor` in DeepSpeed before 0.14) called with host data (a list, a tuple, a list
     comprehension, `.tolist()`, or a local name bound only to those). A call with sizes
     (`torch.cuda.FloatTensor(3, 4)`) allocates on the device and is not reported. As
     HDL101, only code known to run every step is reported (`copies-outside-hot-code =
@@ -54,13 +56,18 @@ class LegacyCudaConstructor(Rule):
     (a list, tuple, comprehension or `.tolist()` written there, or a name bound only to
     those); it is **unsafe** when the file uses several CUDA streams (the copy is then
     ordered only on the current stream). A list of floats given to an integer
-    constructor is truncated by `torch.tensor(..., dtype=...)` as well.
+    constructor is truncated by `torch.tensor(..., dtype=...)` as well. DeepSpeed's
+    `get_accelerator().LongTensor(data)` gets no fix: its accelerator may be the CPU one,
+    where a literal `pin_memory=True` raises, and the device to copy to is the
+    accelerator's (`get_accelerator().current_device_name()`), which the author chooses.
 
     ## References
     - h2dlint reference "What makes PyTorch code stall the GPU stream": blocking H2D
       (legacy `torch.cuda.LongTensor(list)`), fix
       `torch.tensor(data, dtype=..., pin_memory=<guard>).to(dev, non_blocking=True)`.
     - PyTorch docs, "torch.Tensor": the legacy constructors are deprecated.
+    - deepspeedai/DeepSpeed#5115 (ZeRO's overflow check: `get_accelerator().ByteTensor([overflow])`
+      from a host bool became the device result, `.byte().to(device)`).
     """
 
     code = "HDL105"
@@ -78,6 +85,11 @@ class LegacyCudaConstructor(Rule):
         Valid("import torch\nx = torch.LongTensor([1, 2])\n"),
         Valid("import torch\ndef f(t):\n    return torch.cuda.FloatTensor(t)\n"),
         Valid("import torch\ndef f(t):\n    return isinstance(t, torch.cuda.FloatTensor)\n"),
+        # Module-level code runs once, at import.
+        Valid("from deepspeed.accelerator import get_accelerator\nflag = get_accelerator().IntTensor([0])\n"),
+        # Not DeepSpeed's accelerator: nothing says what this `get_accelerator` returns.
+        Valid("def get_accelerator():\n    return object()\nfor step in range(3):\n"
+              "    x = get_accelerator().ByteTensor([step])\n"),
     )
     invalid_examples = (
         Invalid("import torch\nfor step in range(3):\n    x = torch.cuda.LongTensor([1, 2, 3])\n",
@@ -90,17 +102,26 @@ class LegacyCudaConstructor(Rule):
                 "import torch\ns = torch.cuda.Stream()\ndef forward(n):\n"
                 "    return torch.tensor([i > 2 for i in n], dtype=torch.bool, pin_memory=True)"
                 ".to(\"cuda\", non_blocking=True)\n", unsafe=True),
+        # DeepSpeed's accelerator abstraction (its ZeRO optimizers' per-step overflow check).
+        Invalid("from deepspeed.accelerator import get_accelerator\nclass Optimizer:\n"
+                "    def step(self, overflow):\n        overflow_gpu = get_accelerator().ByteTensor([overflow])\n",
+                None, message_contains="`get_accelerator().ByteTensor([overflow])` (DeepSpeed's accelerator"),
+        Invalid("import deepspeed\ndef step(norm):\n    return deepspeed.get_accelerator().FloatTensor([float(norm)])\n",
+                None, message_contains="`deepspeed.get_accelerator().FloatTensor("),
     )
 
     @classmethod
     def may_apply(cls, text: str, settings, gate=None) -> bool:
-        return "cuda" in text and _names_a_legacy_type(text)
+        return ("cuda" in text or "get_accelerator" in text) and _names_a_legacy_type(text)
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts
         qualified = facts.qualify(dotted(node.func)) or ""
         constructor = qualified.removeprefix("torch.cuda.")
-        if not qualified.startswith("torch.cuda.") or constructor not in LEGACY_DTYPES:
+        through_accelerator = _deepspeed_accelerator_constructor(facts, node.func)
+        if through_accelerator is not None:
+            constructor = through_accelerator
+        elif not qualified.startswith("torch.cuda.") or constructor not in LEGACY_DTYPES:
             return
         if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
             return
@@ -110,6 +131,15 @@ class LegacyCudaConstructor(Rule):
                 or left_unreported(facts, start.line, self.context.settings) is not None:
             return
         where = context_at(facts, start.line).describe()
+        if through_accelerator is not None:
+            # No fix: the accelerator may be DeepSpeed's CPU one, where a literal pin would raise, and the device
+            # to copy to is the accelerator's, which only `get_accelerator()` names.
+            self.report(node, f"`{shown(node.func, 40)}({shown(data, 40)})` (DeepSpeed's accelerator: a tensor "
+                              "made from the data on the accelerator) copies host data to the GPU with a blocking copy"
+                              f"{' ' + where if where else ''}: the host waits until the GPU stream drains; keep "
+                              "the value on the device, or build it with `torch.tensor(..., pin_memory=...)` and "
+                              "copy it with `non_blocking=True`")
+            return
         self.report(node, f"`torch.cuda.{constructor}({shown(data, 40)})` copies host data to the GPU with a "
                           f"blocking copy{' ' + where if where else ''}: the host waits until the GPU stream drains",
                     self._fix(node, data, LEGACY_DTYPES[constructor]))
@@ -133,6 +163,23 @@ class LegacyCudaConstructor(Rule):
             message += " (unsafe: this file uses several CUDA streams; the copy is ordered on the current stream only)"
         return Fix(edits=tuple(sorted([edit, *extra_edits])),
                    applicability=Applicability.UNSAFE if unsafe else Applicability.SAFE, message=message)
+
+
+# DeepSpeed's accelerator abstraction: on CUDA, `get_accelerator().FloatTensor(data)` makes the tensor on the
+# device from host data (`torch.tensor(..., device="cuda")`, or `torch.cuda.FloatTensor` before 0.14).
+_DEEPSPEED_GET_ACCELERATOR = frozenset({"deepspeed.get_accelerator", "deepspeed.accelerator.get_accelerator",
+                                        "deepspeed.accelerator.real_accelerator.get_accelerator"})
+
+
+def _deepspeed_accelerator_constructor(facts, func: cst.BaseExpression) -> str | None:
+    """The legacy type's name in `get_accelerator().LongTensor` (DeepSpeed's `get_accelerator` imported), else
+    None."""
+    if not isinstance(func, cst.Attribute) or func.attr.value not in LEGACY_DTYPES:
+        return None
+    call = func.value
+    if not isinstance(call, cst.Call) or call.args:
+        return None
+    return func.attr.value if facts.qualify(dotted(call.func)) in _DEEPSPEED_GET_ACCELERATOR else None
 
 
 _LEGACY_TYPE_STARTS = tuple(name.removesuffix("Tensor") for name in LEGACY_DTYPES)
