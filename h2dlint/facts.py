@@ -396,7 +396,8 @@ _DEFINES_A_HOT_NAME = re.compile(
 
 # Words of a folder or module name written for another accelerator: `experimental/torch_tpu/`,
 # `tpu_model_runner.py`, `hardware_backend/npu/`.
-_OTHER_ACCELERATOR_PATH_WORDS = frozenset({"tpu", "xla", "npu", "xpu", "hpu", "mlu", "gaudi", "habana", "ascend"})
+_OTHER_ACCELERATOR_PATH_WORDS = frozenset({"tpu", "xla", "npu", "xpu", "hpu", "mlu", "musa", "gaudi", "habana",
+                                            "ascend"})
 
 
 def is_other_accelerator_path(path: str) -> bool:

@@ -774,6 +774,7 @@ def test_the_statements_that_run_once_in_a_while(body, lines):
     ("torchrec/experimental/torch_tpu/modules/optimizers.py", True),
     ("vllm/v1/worker/tpu_model_runner.py", True),
     ("sglang/srt/hardware_backend/npu/attention.py", True),
+    ("lmcache/v1/platform/devices/musa/cache_context.py", True),  # Moore Threads' MUSA
     ("vllm/v1/worker/gpu_model_runner.py", False),
     ("pkg/output.py", False),  # "tpu" inside a word is no word of its own
     ("pkg/cuda_xpu_utils.py", False),  # names CUDA too: serves both
