@@ -106,7 +106,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 34
+SUMMARY_VERSION = 35
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -157,7 +157,8 @@ _SUMMARY_CACHE_FORMAT = 2
 #   evidence: facts.TreeEvidence as data (GPU evidence, mirrored names, streams, collectives, torch, functions)
 #
 # A call reference is a string: "n:f" (a name), "d:a.b.f" (a dotted path from a name), "s:m" (`self.m`),
-# "sa:x.m" (`self.x.m`), "p:x.m" (`x.m` on a parameter `x`), "u:m" (`super().m`), "a:m" (`<other>.m`).
+# "sa:x.m" (`self.x.m`), "p:x.m" (`x.m` on a parameter `x`), "u:m" (`super().m`), "a:m" (`<other>.m`), and
+# "rc:<type>@.m" (`m` called on another call's result, whose class is found as `<type>` says: see `_local_type`).
 
 
 def module_name_for(path: Path, source_roots: Iterable[Path] = (), project_root: Path | None = None) -> str:
@@ -463,8 +464,16 @@ class _Summarizer:
         it assigns to attributes of `self` that only the model can place."""
         pending = self._pending
         assert pending is not None
+        # `self.get_builder(i).build(...)`: a method called on another call's result, typed as a local bound to
+        # that result would be (once every assignment of the function is known). Its values say the same.
+        typed_calls: dict[int, str] = {}
+        for index, call in pending.chained:
+            typed = _type_of(call.func.value, pending, self_name, 0)
+            if typed is not None:
+                record["calls"][index] = typed_calls[id(call)] = f"rc:{typed}@.{call.func.attr}"
         values = _Values(pending.parameters, pending.assigned, self_name,
-                         lambda call: self._call_reference(call, params, self_name), self.imports, params)
+                         lambda call: typed_calls.get(id(call)) or self._call_reference(call, params, self_name),
+                         self.imports, params)
         returns = [values.of(value) for value in pending.returns]
         if returns:
             record["returns"] = returns
@@ -568,6 +577,8 @@ class _Summarizer:
                         pending.calls.append((len(calls), node))
                     if occasional and not nested:
                         record.setdefault("occasional", []).append(len(calls))
+                    if pending is not None and reference[:2] == "a:" and node.func.value.__class__ is ast.Call:
+                        pending.chained.append((len(calls), node))  # typed by `_settle`
                     calls.append(reference)
                     if in_device_context:
                         self.device_context_calls.append((qualname, reference))
@@ -738,6 +749,7 @@ class _Pending:
         # The assignments of the function's nested functions too: what object a local holds (its class) does not
         # depend on the call, so a helper defined inside the function types its locals alike.
         self.typed: dict[str, list[ast.expr | None]] = {}
+        self.chained: list[tuple[int, ast.Call]] = []  # `a().b(...)`, with its index among the function's calls
 
     def note_for_types(self, node) -> None:
         if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
@@ -1119,6 +1131,8 @@ def _local_type(name: str, pending: _Pending, self_name: str | None, depth: int 
 
 
 def _type_of(expr: ast.expr, pending: _Pending, self_name: str | None, depth: int) -> str | None:
+    if depth > 3:  # as deep as `ProjectModel._class_of` follows
+        return None
     while isinstance(expr, ast.Subscript):  # an element of a typed container (`list[Group]` records `Group`)
         expr = expr.value
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == self_name:
@@ -1139,6 +1153,8 @@ def _type_of(expr: ast.expr, pending: _Pending, self_name: str | None, depth: in
         if not named_alone:
             inner = _type_of(receiver, pending, self_name, depth + 1)
             return f"r:{func.attr}:{inner}" if inner else None
+    elif not isinstance(func, ast.Name):
+        return None  # `makers[key]()`, `f()()`: nothing names what is called
     dotted = _dotted(func)
     return f"c:{dotted}" if dotted else None
 
@@ -1471,6 +1487,10 @@ class ProjectModel:
             if resolved is not None:
                 return self._dispatch(resolved, method, overrides=True)
             return self._by_method_name(method)
+        if kind == "rc":
+            typed, _, method = name.rpartition("@.")
+            held = self._class_of(record, typed)
+            return self._dispatch(held, method, overrides=True) if held is not None else self._by_method_name(method)
         if kind == "a":
             return self._by_method_name(name)
         return []
@@ -2271,7 +2291,7 @@ class ProjectModel:
                 targets = self._value_targets(self.functions[caller], reference)
                 for target, bound in targets:
                     self._incoming.setdefault(target, []).append((caller, index, bound))
-                if not targets and reference[:2] in ("d:", "a:", "p:", "sa"):
+                if not targets and reference[:2] in ("d:", "a:", "p:", "sa", "rc"):
                     self._unresolved_names.add(written)  # `obj.name(...)` on an object of unknown class
                     self._unresolved_calls.setdefault(written, []).append((caller, index, True))
         # (`Base.__init__(self)` on no project class says nothing of who builds this class's objects.)

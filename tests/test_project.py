@@ -1625,6 +1625,55 @@ def test_an_attribute_assigned_an_annotated_parameter_has_the_annotations_class(
     assert check(tmp_path) == []
 
 
+TYPED_RESULT_BUILDERS = """\
+import torch
+
+
+class MetadataBuilder:
+    def build(self, lens):
+        raise NotImplementedError
+
+
+class FlashBuilder(MetadataBuilder):
+    def build(self, lens):
+        return torch.tensor(lens, device="cuda")
+
+
+class Group:
+    def __init__(self, builders):
+        self.builders = builders
+
+    def get_builder(self, index: int = 0) -> MetadataBuilder:
+        return self.builders[index]
+
+    def build_metadata(self, lens):
+        return self.get_builder(0).build(lens)
+"""
+
+TYPED_RESULT_RUNNER = """\
+from pkg.builders import Group
+
+
+class Runner:
+    def __init__(self, builders):
+        self.group = Group(builders)
+
+    def execute_model(self, lens):
+        return self.group.build_metadata(lens)
+"""
+
+
+def test_a_method_called_on_a_calls_annotated_result_runs_the_classs_overrides(tmp_path):
+    # vLLM's `self.get_metadata_builder(ubatch_idx).build(...)`: the builder's class is the getter's annotation, so
+    # the call may run every backend's `build`, as it would through a local bound to the getter's result.
+    make_project(tmp_path, builders=TYPED_RESULT_BUILDERS, runner=TYPED_RESULT_RUNNER)
+    findings = check(tmp_path)
+    assert by_file(findings) == {"builders.py": [(11, "HDL101")]}
+    assert findings[0]["evidence"]["hot"] == "Runner.execute_model -> Group.build_metadata -> FlashBuilder.build"
+    # Without the annotation nothing says what the getter returns: `build`, a common name, is not followed.
+    (tmp_path / "pkg" / "builders.py").write_text(TYPED_RESULT_BUILDERS.replace(" -> MetadataBuilder", ""))
+    assert check(tmp_path) == []
+
 ENVS = """\
 import torch
 
