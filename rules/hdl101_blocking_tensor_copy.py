@@ -57,6 +57,8 @@ class BlockingTensorCopy(Rule):
     Inside TorchScript (`@torch.jit.script`, `@torch.jit.export`) the copy is reported
     without a rewrite too: TorchScript's `torch.tensor` takes no `pin_memory`. Data with no
     elements (`[]`, `[[]] * batch`) is not reported: such a copy returns before it reaches the device.
+    Nor is `self.r = torch.tensor(self.r, device=d)`: the attribute holds the device tensor after the
+    first call, so only that call copies from the host.
 
     Only code known to run every step is reported: in a `for` or `while` loop (not a
     comprehension's, whose copies repeat within one call), under CUDA graph capture, or
@@ -170,6 +172,9 @@ class BlockingTensorCopy(Rule):
     text_test_spares_only_parsing = True
 
     valid_examples = (
+        # Host data the first time only: the attribute holds the device tensor after that.
+        Valid("import torch\nclass Coder:\n    def forward(self, heat):\n"
+              "        self.r = torch.tensor(self.r, device=heat.device)\n        return self.r\n"),
         # Nothing shows that this runs every step (no loop, no hot name, no hot caller): reported only with
         # `copies-outside-hot-code = true`.
         Valid("import torch\ndef prepare(ids, device):\n    return torch.tensor(ids, device=device)\n"),
@@ -367,6 +372,8 @@ class BlockingTensorCopy(Rule):
         data_ast = to_ast(data_arg.value)
         if holds_no_elements(data_ast):
             return  # an empty copy returns before the device copy: nothing waits
+        if _converts_in_place(facts, facts.site_at(start, end), data_ast):
+            return  # `self.r = torch.tensor(self.r, device=d)`: host data the first time only, a device tensor after
         data = classify_data(facts, data_ast, start.line)
         if data is Data.TENSOR or (is_as_tensor and data not in (Data.HOST, Data.LIKELY_HOST)) \
                 or pin_data_kind(facts, data_ast, start.line) is PinData.TENSOR:
@@ -487,3 +494,17 @@ def _is_new_tensor(call: ast.Call) -> bool:
 
 def _moves_requires_grad(arg: cst.Arg | None) -> bool:
     return arg is not None and not is_literal(arg.value, "False")
+
+
+
+def _converts_in_place(facts, site, data: ast.expr) -> bool:
+    """`self.r = torch.tensor(self.r, device=d)`: the attribute's host data is replaced by its device copy, so only
+    the first call copies from the host (mmdet3d's box coders convert their ranges so on their first decode)."""
+    if site is None or not (isinstance(data, ast.Attribute) and isinstance(data.value, ast.Name)):
+        return False
+    statement = facts.parents.get(site.node)
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return False
+    target = statement.targets[0]
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+        and (target.value.id, target.attr) == (data.value.id, data.attr)

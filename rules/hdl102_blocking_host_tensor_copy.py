@@ -11,6 +11,7 @@ from h2dlint.copies import (
     is_literal,
     keywords_of,
     left_unreported,
+    makes_no_elements,
     may_copy_to_a_named_device,
     may_run_under_default_device,
     no_pinned_rewrite,
@@ -51,7 +52,8 @@ class BlockingHostTensorCopy(Rule):
     data loader hands out (`for inputs, labels in loader:`, `next(iter(loader))`, over a
     `DataLoader` made in the file or a name, parameter or field annotated with one), where
     the target is, or may be, a CUDA device. For a batch the message says to make the
-    loader with `pin_memory=True` and copy with `non_blocking=True`.
+    loader with `pin_memory=True` and copy with `non_blocking=True`. A tensor made with no
+    elements (`torch.empty(0)`) is not reported: its copy returns before reaching the device.
 
     ## Why is this bad?
     A copy to the GPU with `non_blocking=False` is a `cudaMemcpyAsync` followed by a
@@ -130,6 +132,8 @@ class BlockingHostTensorCopy(Rule):
         Valid("import torch\ndef f(x):\n    return x.cuda()\n"),
         Valid("import torch\ndef f(ids):\n    return torch.tensor(ids).to(torch.float16)\n"),
         Valid("import torch\ndef f(ids):\n    return torch.tensor(ids).to('cpu')\n"),
+        # No elements: the copy returns before reaching the device (torchaudio's Emformer without memory).
+        Valid("import torch\ndef forward(x):\n    return torch.empty(0).to(dtype=x.dtype, device=x.device)\n"),
         Valid("import torch\ndef f(ids, d):\n    return torch.tensor(ids, pin_memory=True).to(d, non_blocking=True)\n"),
         # `torch.tensor` of a tensor copies it where it is: no host tensor unless that one is.
         Valid("import torch\ndef count(mask: torch.Tensor, device, n):\n    for _ in range(n):\n"
@@ -216,6 +220,8 @@ class BlockingHostTensorCopy(Rule):
                 return  # HDL404
             if fresh[1] != "from_numpy" and may_run_under_default_device(facts, start.line) is not None:
                 return  # the factory allocates on the context's device: there may be no host tensor to copy
+            if makes_no_elements(*fresh):
+                return  # `torch.empty(0).to(device)`: a copy of no elements returns before reaching the device
         elif not placement_is_host(facts, copy.source, start.line):
             return
         if left_unreported(facts, start.line, self.context.settings) is not None:
