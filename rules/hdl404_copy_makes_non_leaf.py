@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 from h2dlint.copies import copy_of, fresh_host_factory, is_literal, join_args, keywords_of, shown
 from h2dlint.facts import Device
 from h2dlint.gaps import TokensApart
+from h2dlint.hotness import context_at, in_test_code
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syntax import dotted_name
@@ -57,7 +58,9 @@ class CopyMakesNonLeaf(Rule):
     is the CPU, `.to("cpu")` returns its input and nothing changes.
 
     Not reported when the result is wrapped in `nn.Parameter` (a leaf anyway) or
-    followed by `.requires_grad_()` / `.detach()`.
+    followed by `.requires_grad_()` / `.detach()`, nor in tests, benchmarks or profiling
+    code (a test module or a `test_*` function, see HDL101): a test that reads the
+    missing `.grad` fails at once, and one that does not only uses the tensor's values.
 
     ## References
     - h2dlint reference "What makes PyTorch code stall the GPU stream": hazard 4 (the
@@ -78,6 +81,8 @@ class CopyMakesNonLeaf(Rule):
         Valid("import torch\ndef f(device):\n    return torch.nn.Parameter(torch.zeros(3, requires_grad=True).to(device))\n"),
         Valid("import torch\ndef f(device):\n    return torch.zeros(3, requires_grad=True).to(device).detach()\n"),
         Valid("import torch\ndef f():\n    return torch.zeros(3, requires_grad=True).to('cpu')\n"),
+        Valid("import torch\ndef test_ddp(device):\n    w = torch.randn(4, requires_grad=True).to(device)\n"
+              "    return w.clone()\n"),
         Valid("import torch\ndef f(device):\n    return torch.zeros(3, requires_grad=False).to(device)\n"),
         Valid("import torch\ndef f():\n    return torch.zeros(3, requires_grad=True).to(torch.float16)\n"),
     )
@@ -120,6 +125,8 @@ class CopyMakesNonLeaf(Rule):
         site = facts.site_at(start, end)
         if site is not None and self._made_leaf_again(site.node):
             return
+        if in_test_code(facts, context_at(facts, start.line)):
+            return  # a test that reads the missing `.grad` fails at once; one that does not only seeds values
         message = (f"`torch.{fresh[1]}(..., requires_grad={shown(requires_grad.value)})` is the leaf; the copy "
                    "to the device is not a leaf, so its `.grad` stays None after backward(): call "
                    "`.requires_grad_()` after the copy")
