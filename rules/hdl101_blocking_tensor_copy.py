@@ -22,6 +22,7 @@ from h2dlint.copies import (
     unpinnable_data,
 )
 from h2dlint.facts import Data, Device, Placement
+from h2dlint.hotness import RUN_ONCE_FUNCTIONS, context_at
 from h2dlint.model import Applicability, Fix
 from h2dlint.placement import classify_data, classify_device, classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
@@ -173,7 +174,8 @@ class BlockingTensorCopy(Rule):
 
     valid_examples = (
         # Host data the first time only: the attribute holds the device tensor after that.
-        Valid("import torch\nclass Coder:\n    def forward(self, heat):\n"
+        Valid("import torch\nclass Coder:\n    def __init__(self, r):\n        self.r = r\n"
+              "    def forward(self, heat):\n"
               "        self.r = torch.tensor(self.r, device=heat.device)\n        return self.r\n"),
         # Nothing shows that this runs every step (no loop, no hot name, no hot caller): reported only with
         # `copies-outside-hot-code = true`.
@@ -506,5 +508,10 @@ def _converts_in_place(facts, site, data: ast.expr) -> bool:
     if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
         return False
     target = statement.targets[0]
-    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-        and (target.value.id, target.attr) == (data.value.id, data.attr)
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+            and (target.value.id, target.attr) == (data.value.id, data.attr)):
+        return False
+    # Host data again on a later call would be copied again: only the constructor may assign it otherwise.
+    others = [binding for binding in facts.self_attribute_bindings(data.attr, statement.lineno) or ()
+              if binding.line != statement.lineno]
+    return all(context_at(facts, binding.line).function in RUN_ONCE_FUNCTIONS for binding in others)

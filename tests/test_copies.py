@@ -109,3 +109,25 @@ def test_occasional_code_in_a_module_level_loop_is_checked_without_error():
             "    if step % 100 == 0:\n        t[0] = 1\n        print(t.sum().item())\n"
             "    if step not in _CACHE:\n        _CACHE[step] = torch.tensor([step], device='cuda')\n")
     assert [(finding.code, finding.start.line) for finding in lint(code)] == [("HDL106", 5)]
+
+
+CONVERTED_IN_PLACE = """\
+import torch
+
+
+class Coder:
+    def __init__(self, ranges):
+        self.ranges = ranges
+
+    def forward(self, heat):
+        self.ranges = torch.tensor(self.ranges, device=heat.device)
+        return self.ranges
+"""
+
+
+def test_an_attribute_converted_in_place_copies_host_data_only_once():
+    # mmdet3d's CenterPoint coder: after the first call the attribute holds the device tensor.
+    assert lint(CONVERTED_IN_PLACE, "HDL101") == []
+    # Host data assigned again outside the constructor is copied again at the next call.
+    again = CONVERTED_IN_PLACE + "\n    def reset(self, ranges):\n        self.ranges = list(ranges)\n"
+    assert [finding.start.line for finding in lint(again, "HDL101")] == [9]
