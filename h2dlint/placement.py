@@ -190,8 +190,8 @@ def classify_data(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -
         func = expr.func
         if isinstance(func, ast.Attribute) and func.attr == "tolist":
             return Data.HOST
-        if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to"):
-            return Data.TENSOR
+        if isinstance(func, ast.Attribute) and (func.attr in ("cuda", "to") or func.attr in NEW_TENSOR_METHODS):
+            return Data.TENSOR  # (`x.new_tensor(d)` is a tensor on `x`'s device, whatever `d` was)
         if isinstance(func, ast.Name) and func.id in ("list", "tuple", "range", "sorted") \
                 and func.id not in facts.aliases:
             return Data.HOST

@@ -213,6 +213,7 @@ class BlockingTensorCopy(Rule):
         Valid("import numpy as np\nx = np.tensor([1], device='cuda')\n"),
         Valid("import torch\ndef f(x, n):\n    return x.cpu().new_tensor([n])\n"),
         Valid("import torch\ndef f(x):\n    return x.new_tensor(torch.arange(3))\n"),
+        Valid("import torch\ndef forward(x):\n    m = x.new_zeros(3)\n    return x.new_tensor(m)\n"),
         Valid("import torch\ndef f(x, n):\n    return x.new_tensor([n], device='cpu')\n"),
         Valid("import torch\nclass Rope(torch.nn.Module):\n    def __init__(self, n, device):\n"
               "        super().__init__()\n        self.bounds = torch.tensor([0, n], device=device)\n"),
