@@ -346,8 +346,12 @@ def makes_no_elements(factory: cst.Call, name: str) -> bool:
         return False
     if name == "tensor":
         return isinstance(first, (cst.List, cst.Tuple)) and not first.elements
-    sizes = [element.value for element in first.elements] if isinstance(first, (cst.List, cst.Tuple)) else \
-        [arg.value for arg in factory.args if arg.keyword is None]
+    if isinstance(first, (cst.List, cst.Tuple)):
+        sizes = [element.value for element in first.elements]
+    elif name == "full":
+        return False  # `torch.full(shape, 0)`: the second argument is the fill value, not a size
+    else:
+        sizes = [arg.value for arg in factory.args if arg.keyword is None]
     return name in ("zeros", "ones", "empty", "full", "rand", "randn") and any(
         isinstance(size, cst.Integer) and size.value == "0" for size in sizes)
 

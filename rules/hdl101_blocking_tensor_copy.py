@@ -416,8 +416,9 @@ class BlockingTensorCopy(Rule):
         placement = classify_placement(facts, to_ast(receiver), start.line)
         data_ast = to_ast(positional[0].value)
         if placement is Placement.HOST or (isinstance(data_ast, (ast.List, ast.Tuple)) and not data_ast.elts) \
-                or classify_data(facts, data_ast, start.line) is Data.TENSOR:
-            return
+                or classify_data(facts, data_ast, start.line) is Data.TENSOR \
+                and classify_placement(facts, data_ast, start.line) is not Placement.HOST:
+            return  # (a tensor's copy: from the host only when that tensor is known to be there)
         where = "a CUDA device" if placement is Placement.GPU else \
             f"the device of `{shown(receiver)}` (if it is a CUDA device)"
         self.report(node, f"`.new_tensor()` copies host data to {where} from pageable memory with a blocking copy: "
@@ -512,7 +513,11 @@ def _converts_in_place(facts, site, data: ast.expr) -> bool:
     if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
             and (target.value.id, target.attr) == (data.value.id, data.attr)):
         return False
-    # Host data again on a later call would be copied again: only the constructor may assign it otherwise.
-    others = [binding for binding in facts.self_attribute_bindings(data.attr, statement.lineno) or ()
-              if binding.line != statement.lineno]
-    return all(context_at(facts, binding.line).function in RUN_ONCE_FUNCTIONS for binding in others)
+    # The class's own assignments of the attribute (the method's receiver's: `batch.boxes = torch.tensor(
+    # batch.boxes, ...)` of a fresh object every call is no such conversion) include this one; host data again on
+    # a later call would be copied again, so only the constructor may assign it otherwise.
+    bindings = facts.self_attribute_bindings(data.attr, statement.lineno) or []
+    if not any(binding.line == statement.lineno for binding in bindings):
+        return False
+    return all(context_at(facts, binding.line).function in RUN_ONCE_FUNCTIONS
+               for binding in bindings if binding.line != statement.lineno)

@@ -58,9 +58,11 @@ class CopyMakesNonLeaf(Rule):
     is the CPU, `.to("cpu")` returns its input and nothing changes.
 
     Not reported when the result is wrapped in `nn.Parameter` (a leaf anyway) or
-    followed by `.requires_grad_()` / `.detach()`, nor in tests, benchmarks or profiling
-    code (a test module or a `test_*` function, see HDL101): a test that reads the
-    missing `.grad` fails at once, and one that does not only uses the tensor's values.
+    followed by `.requires_grad_()` / `.detach()`, nor in tests, benchmarks, profiling or
+    export code (a test module or a `test_*` function, see HDL101) where the function
+    reads no `.grad` of the name the copy is bound to: there the tensor only seeds values.
+    A test that compares `w.grad` with a reference is reported: two `None`s compare equal
+    (`torch.testing.assert_close`), so such a test passes without testing anything.
 
     ## References
     - h2dlint reference "What makes PyTorch code stall the GPU stream": hazard 4 (the
@@ -87,6 +89,12 @@ class CopyMakesNonLeaf(Rule):
         Valid("import torch\ndef f():\n    return torch.zeros(3, requires_grad=True).to(torch.float16)\n"),
     )
     invalid_examples = (
+        # A test comparing gradients: `w.grad` is None, and so may be the reference's.
+        Invalid("import torch\ndef test_grad(device, ref):\n    w = torch.randn(4, requires_grad=True).to(device)\n"
+                "    (w * 2).sum().backward()\n    torch.testing.assert_close(w.grad, ref.grad)\n",
+                "import torch\ndef test_grad(device, ref):\n    w = torch.randn(4).to(device).requires_grad_()\n"
+                "    (w * 2).sum().backward()\n    torch.testing.assert_close(w.grad, ref.grad)\n",
+                unsafe=True, message_contains="not a leaf"),
         Invalid("import torch\ndef f(device):\n    return torch.tensor([1.0, 2.0], requires_grad=True).to(device)\n",
                 "import torch\ndef f(device):\n    return torch.tensor([1.0, 2.0]).to(device).requires_grad_()\n",
                 unsafe=True, message_contains="not a leaf"),
@@ -125,12 +133,27 @@ class CopyMakesNonLeaf(Rule):
         site = facts.site_at(start, end)
         if site is not None and self._made_leaf_again(site.node):
             return
-        if in_test_code(facts, context_at(facts, start.line)):
-            return  # a test that reads the missing `.grad` fails at once; one that does not only seeds values
+        if site is not None and in_test_code(facts, context_at(facts, start.line)) \
+                and not self._grad_read(site.node):
+            return  # a test that only seeds values with it: nothing reads the missing `.grad`
         message = (f"`torch.{fresh[1]}(..., requires_grad={shown(requires_grad.value)})` is the leaf; the copy "
                    "to the device is not a leaf, so its `.grad` stays None after backward(): call "
                    "`.requires_grad_()` after the copy")
         self.report(node, message, self._fix(node, factory, requires_grad))
+
+    def _grad_read(self, call: ast.Call) -> bool:
+        """Whether the function reads `.grad` of the name the copy is bound to (`w = ....to(d)`, then `w.grad`),
+        as a test comparing gradients does: one whose two sides are both None passes without testing anything."""
+        facts = self.context.facts
+        statement = facts.parents.get(call)
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)):
+            return False
+        name = statement.targets[0].id
+        functions = facts.functions_around(call.lineno)
+        scope = functions[-1] if functions else facts.tree
+        return any(isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name)
+                   and node.value.id == name for node in ast.walk(scope))
 
     def _made_leaf_again(self, call: ast.Call) -> bool:
         parents = self.context.facts.parents

@@ -131,3 +131,26 @@ def test_an_attribute_converted_in_place_copies_host_data_only_once():
     # Host data assigned again outside the constructor is copied again at the next call.
     again = CONVERTED_IN_PLACE + "\n    def reset(self, ranges):\n        self.ranges = list(ranges)\n"
     assert [finding.start.line for finding in lint(again, "HDL101")] == [9]
+
+
+def test_an_attribute_of_another_object_converted_every_call_is_a_copy():
+    # `batch.boxes` of a fresh batch each time: host data at every call (a second reader's case).
+    code = ("import torch\ndef batches(loader, device):\n    for batch in loader:\n"
+            "        batch.boxes = torch.tensor(batch.boxes, device=device)\n        yield batch\n")
+    assert [finding.start.line for finding in lint(code, "HDL101")] == [4]
+
+
+def test_a_full_of_zeros_is_no_empty_tensor():
+    # `torch.full(shape, 0)`: the 0 is the fill value; the tensor has elements to copy.
+    code = "import torch\ndef forward(x, shape):\n    return torch.full(shape, 0).to(x.device)\n"
+    assert [finding.code for finding in lint(code, "HDL102")] == ["HDL102"]
+    empty = "import torch\ndef forward(x, n):\n    return torch.full((0, n), 1.0).to(x.device)\n"
+    assert lint(empty, "HDL102") == []
+
+
+def test_new_tensor_of_a_host_tensor_is_a_copy():
+    code = ("import torch\ndef forward(x, values):\n    t = torch.zeros(3).new_tensor(values)\n"
+            "    return x.new_tensor(t)\n")
+    assert [finding.start.line for finding in lint(code, "HDL101")] == [4]
+    on_device = "import torch\ndef forward(x):\n    m = x.new_zeros(3)\n    return x.new_tensor(m)\n"
+    assert lint(on_device, "HDL101") == []
