@@ -375,7 +375,8 @@ class BlockingTensorCopy(Rule):
         data_ast = to_ast(data_arg.value)
         if holds_no_elements(data_ast):
             return  # an empty copy returns before the device copy: nothing waits
-        if _converts_in_place(facts, facts.site_at(start, end), data_ast):
+        site = facts.site_at(start, end)
+        if _converts_in_place(facts, site, data_ast):
             return  # `self.r = torch.tensor(self.r, device=d)`: host data the first time only, a device tensor after
         data = classify_data(facts, data_ast, start.line)
         if data is Data.TENSOR or (is_as_tensor and data not in (Data.HOST, Data.LIKELY_HOST)) \
@@ -387,7 +388,6 @@ class BlockingTensorCopy(Rule):
         where = "a CUDA device" if device is Device.CUDA else f"`{device_text}` (if it is a CUDA device)"
         message = (f"`{call_text}` copies host data to {where} from pageable memory with a blocking copy: "
                    "the host waits until the GPU stream drains")
-        site = facts.site_at(start, end)
         if site is not None and site.synced_by:
             self.report(node, f"{message}; its result is read back to the host at once ({site.synced_by}), "
                               "so a pinned non_blocking copy would gain nothing: keep the value on the host "
@@ -498,7 +498,6 @@ def _is_new_tensor(call: ast.Call) -> bool:
 
 def _moves_requires_grad(arg: cst.Arg | None) -> bool:
     return arg is not None and not is_literal(arg.value, "False")
-
 
 
 def _converts_in_place(facts, site, data: ast.expr) -> bool:
