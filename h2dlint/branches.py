@@ -187,3 +187,81 @@ def _constant(expr: ast.expr) -> object:
 def _mentions(test: ast.expr, name: str) -> bool:
     return any((isinstance(node, ast.Name) and node.id == name)
                or (isinstance(node, ast.Attribute) and f"self.{node.attr}" == name) for node in ast.walk(test))
+
+
+def other_device_branch(facts: FileFacts, line: int) -> str | None:
+    """Why `line` runs only on a device other than CUDA, when it does: it sits in the arm of an `if` (in its
+    function) that a CUDA tensor never takes (`if x.device.type == "mps":`, the `else` of `if t.is_cuda:`), or after
+    an `if` that a CUDA tensor always leaves early (`if x.device.type not in ("mps", "xla"): return F.grid_sample(...)`).
+    A copy or a read there is another accelerator's, or the host's."""
+    function = next((node for node in reversed(facts.functions_around(line))
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if function is None:
+        return None
+    for test, taken in [*_arms_around(function, line), *_exits_before(function, line)]:
+        on_cuda = _truth_on_cuda(test)
+        if on_cuda is not None and on_cuda != taken:
+            return f"in a branch a CUDA device never takes: `{ast.unparse(test)}` is {on_cuda} there"
+    return None
+
+
+def _exits_before(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> list[tuple[ast.expr, bool]]:
+    """The tests of the `if` statements without `else` before `line`, in the blocks that hold it, whose body always
+    leaves the function (`return`, `raise`): `line` runs only where each is False."""
+    exits: list[tuple[ast.expr, bool]] = []
+    block: list[ast.stmt] = function.body
+    while block:
+        for statement in block:
+            if (statement.end_lineno or statement.lineno) >= line:
+                break
+            if isinstance(statement, ast.If) and not statement.orelse \
+                    and isinstance(statement.body[-1], (ast.Return, ast.Raise)):
+                exits.append((statement.test, False))
+        holder = next((statement for statement in block
+                       if statement.lineno <= line <= (statement.end_lineno or statement.lineno)), None)
+        if holder is None or isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            break
+        block = next((inner for inner in blocks(holder)
+                      if inner and inner[0].lineno <= line <= (inner[-1].end_lineno or inner[-1].lineno)), [])
+    return exits
+
+
+# The device types and `t.is_*` flags of other accelerators: a program that runs on one of them runs its tensors
+# there. Not the CPU's: a CUDA program holds host tensors too, and its branch for one is where they are copied.
+_OTHER_DEVICE_TYPES = frozenset({"mps", "xla", "xpu", "npu", "hpu", "mtia", "mlu", "musa", "meta"})
+_OTHER_DEVICE_FLAGS = frozenset(f"is_{kind}" for kind in _OTHER_DEVICE_TYPES)
+
+
+def _truth_on_cuda(test: ast.expr) -> bool | None:
+    """What `test` is in a program that runs on CUDA devices, when it asks whether a device is another
+    accelerator: False for `x.device.type == "mps"`, `device.type in ("mps", "xla")`, `t.is_mps`; True for
+    `x.device.type != "xpu"`. None where it asks something else, or may be asking about a CPU tensor
+    (`x.device.type == "cuda"`, `t.is_cuda`)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _truth_on_cuda(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        found = [_truth_on_cuda(value) for value in test.values]
+        decisive = isinstance(test.op, ast.Or)  # one True decides an `or`, one False an `and`
+        if decisive in found:
+            return decisive
+        return (not decisive) if all(truth is not None for truth in found) else None
+    if isinstance(test, ast.Attribute):
+        return False if test.attr in _OTHER_DEVICE_FLAGS else None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_device_type(test.left)):
+        return None
+    operator_, types = test.ops[0], _constant(test.comparators[0])
+    if isinstance(operator_, (ast.Eq, ast.NotEq)) and isinstance(types, str):
+        types = (types,)
+    elif not (isinstance(operator_, (ast.In, ast.NotIn)) and isinstance(types, tuple)):
+        return None  # (`type in "cuda:0"` tests a substring)
+    if not types or not all(isinstance(kind, str) and kind in _OTHER_DEVICE_TYPES for kind in types):
+        return None
+    return isinstance(operator_, (ast.NotEq, ast.NotIn))
+
+
+def _is_device_type(expr: ast.expr) -> bool:
+    """`x.device.type`, `device.type`, `self.device.type`: the type of a device, compared with strings."""
+    return isinstance(expr, ast.Attribute) and expr.attr == "type" and (
+        isinstance(expr.value, ast.Attribute) and expr.value.attr == "device"
+        or isinstance(expr.value, ast.Name) and expr.value.id in ("device", "dev"))

@@ -83,6 +83,13 @@ NON_TENSOR_TORCH_FUNCTIONS = frozenset({
     "is_tensor", "is_storage", "numel", "is_floating_point", "is_complex", "is_nonzero", "equal", "allclose",
     "is_same_size", "result_type", "can_cast", "promote_types", "get_default_dtype", "is_grad_enabled",
 })
+# numpy methods whose result is an array again (of a numpy receiver; of a host tensor, a host tensor).
+NUMPY_ARRAY_METHODS = frozenset({"astype", "reshape", "copy", "transpose", "flatten", "ravel", "squeeze", "clip",
+                                 "cumsum", "repeat", "view", "take", "T"})
+# Functions that return a CPU tensor whatever device they describe: a generator's state is a CPU `ByteTensor`, for a
+# CUDA generator too.
+HOST_TENSOR_FUNCTIONS = frozenset({"torch.get_rng_state", "torch.random.get_rng_state", "torch.cuda.get_rng_state",
+                                   "torch.cuda.random.get_rng_state"})
 # Namespaces whose functions compute tensors from tensors, on the device of their inputs.
 TENSOR_OP_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.linalg.", "torch.special.", "torch.fft.")
 # Tensor methods that make a tensor on the receiver's device unless given a `device=`.

@@ -17,7 +17,7 @@ from fnmatch import fnmatchcase
 from pathlib import PurePath
 from typing import TYPE_CHECKING, TypeGuard
 
-from .branches import untaken_branch
+from .branches import other_device_branch, untaken_branch
 from .syntax import COMPOUND_STATEMENTS, blocks, dotted_name, name_words
 
 if TYPE_CHECKING:
@@ -772,12 +772,13 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     cache or once per object behind a flag (`fills_a_cache`, `statements_run_once_in_a_while`, `functools.cache`),
     whose wait is spread over many calls. Nor, outside a loop, a function nothing in the project runs (`uncalled`):
     in held-out trees such copies were mostly set-up, dead code or API the project itself never calls per step.
-    Nor a branch no call takes (`untaken_branch`), which never runs, hot or not. None elsewhere."""
+    Nor a branch no call takes (`untaken_branch`), which never runs, hot or not, nor one a CUDA device never
+    takes (`other_device_branch`). None elsewhere."""
     context = context_at(facts, line)
     function = context.function
     if in_test_code(facts, context):
         return "in a test"
-    untaken = untaken_branch(facts, line)
+    untaken = untaken_branch(facts, line) or other_device_branch(facts, line)
     if untaken is not None:
         return untaken
     if context.occasional and not context.in_graph_capture:

@@ -16,11 +16,13 @@ from typing import TypeVar
 from .facts import (
     CUDA_DEVICE_STRING,
     HOST_NAME_SUFFIXES,
+    HOST_TENSOR_FUNCTIONS,
     JOINING_FUNCTIONS,
     MIRROR_SUFFIXES,
     NEW_TENSOR_METHODS,
     NON_TENSOR_METHODS,
     NON_TENSOR_TORCH_FUNCTIONS,
+    NUMPY_ARRAY_METHODS,
     OTHER_ACCELERATOR_APIS,
     SAME_DEVICE_ATTRIBUTES,
     TENSOR_OP_NAMESPACES,
@@ -190,6 +192,11 @@ def classify_data(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -
         func = expr.func
         if isinstance(func, ast.Attribute) and func.attr == "tolist":
             return Data.HOST
+        if isinstance(func, ast.Attribute) and func.attr == "numpy" and not expr.args:
+            return Data.LIKELY_HOST
+        if isinstance(func, ast.Attribute) and func.attr in NUMPY_ARRAY_METHODS and depth < 4 \
+                and classify_data(facts, func.value, line, depth + 1) is Data.LIKELY_HOST:
+            return Data.LIKELY_HOST
         if isinstance(func, ast.Attribute) and (func.attr in ("cuda", "to") or func.attr in NEW_TENSOR_METHODS):
             return Data.TENSOR  # (`x.new_tensor(d)` is a tensor on `x`'s device, whatever `d` was)
         if isinstance(func, ast.Name) and func.id in ("list", "tuple", "range", "sorted") \
@@ -198,7 +205,9 @@ def classify_data(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -
         qualified = facts.qualify(dotted_name(func)) or ""
         if qualified.startswith("numpy."):
             return Data.LIKELY_HOST
-        if qualified.startswith("torch."):
+        if qualified.startswith("torch.") and (qualified.endswith("Tensor") or not (
+                qualified.startswith(_NO_TENSOR_NAMESPACES) or qualified in _NO_TENSOR_CALLS
+                or qualified.rpartition(".")[2] in NON_TENSOR_TORCH_FUNCTIONS)):
             return Data.TENSOR
         return Data.UNKNOWN
     if isinstance(expr, ast.Name):
@@ -207,10 +216,91 @@ def classify_data(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -
                                         Data.UNKNOWN)
             if bound is not Data.UNKNOWN:
                 return bound
+            if _item_of_host_data(facts, expr.id, line, depth):
+                return Data.LIKELY_HOST
         return Data.LIKELY_HOST if expr.id.endswith(HOST_NAME_SUFFIXES) else Data.UNKNOWN
     if isinstance(expr, ast.Attribute):
         return Data.LIKELY_HOST if expr.attr.endswith(HOST_NAME_SUFFIXES) else Data.UNKNOWN
+    if isinstance(expr, ast.Subscript) and depth < 4:
+        return _classify_item(facts, expr, line, depth)
+    if isinstance(expr, ast.BinOp) and depth < 4:
+        # Arithmetic on a numpy array (or a host mirror) with host values stays on the host: `rect @ trv2c`.
+        sides = {classify_data(facts, expr.left, line, depth + 1), classify_data(facts, expr.right, line, depth + 1)}
+        if Data.LIKELY_HOST in sides and sides <= {Data.LIKELY_HOST, Data.HOST}:
+            return Data.LIKELY_HOST
     return Data.UNKNOWN
+
+
+# What these make is no tensor: models, streams, devices, compiled or loaded objects (`torch.cuda.Stream()`,
+# `torch._inductor.aoti_load_package(path)`); legacy constructors (`torch.cuda.FloatTensor`) make tensors.
+_NO_TENSOR_NAMESPACES = ("torch._", "torch.cuda.", "torch.backends.", "torch.jit.", "torch.export.", "torch.compiler.",
+                         "torch.distributed.", "torch.utils.data.", "torch.profiler.", "torch.onnx.", "torch.hub.")
+_NO_TENSOR_CALLS = frozenset({"torch.compile", "torch.load", "torch.device", "torch.finfo", "torch.iinfo",
+                              "torch.Generator", "torch.Size", "torch.no_grad", "torch.inference_mode",
+                              "torch.enable_grad", "torch.get_default_device"})
+
+
+def _item_of_host_data(facts: FileFacts, name: str, line: int, depth: int) -> bool:
+    """Whether every binding of `name` that reaches `line` is the target of a loop over a numpy array or a host
+    mirror (`for pred in predictions:` of `predictions = logits.cpu().numpy()`): its items are host data too."""
+    bindings = facts.reaching_bindings(name, line)
+    if not bindings or any(binding.value is not None for binding in bindings):
+        return False
+    loops = facts.for_loops
+    for binding in bindings:
+        container = _iterated(loops[binding.line], name) if binding.line in loops else None
+        if container is None or _items_of(facts, container, binding.line, depth) is not Data.LIKELY_HOST:
+            return False
+    return True
+
+
+def _iterated(loop: ast.For | ast.AsyncFor, name: str) -> ast.expr | None:
+    """What the loop takes `name` from, an item at a time: `xs` in `for name in xs:`, `for i, name in
+    enumerate(xs):` and `for a, name in zip(ys, xs):`."""
+    target, iterable = loop.target, loop.iter
+    if isinstance(target, ast.Name):
+        return iterable if target.id == name else None
+    if not (isinstance(target, ast.Tuple) and isinstance(iterable, ast.Call) and not iterable.keywords
+            and all(isinstance(arg, ast.expr) and not isinstance(arg, ast.Starred) for arg in iterable.args)):
+        return None
+    names = [element.id if isinstance(element, ast.Name) else None for element in target.elts]
+    if name not in names:
+        return None
+    function = dotted_name(iterable.func)
+    if function == "zip" and len(iterable.args) == len(names):
+        return iterable.args[names.index(name)]
+    if function == "enumerate" and len(iterable.args) == 1 and names == [names[0], name]:
+        return iterable.args[0]
+    return None
+
+
+def _classify_item(facts: FileFacts, expr: ast.Subscript, line: int, depth: int) -> Data:
+    """A slice is what it slices (`idxs[-3:]` of a numpy array is one, of a list a list, of a tensor a tensor). An
+    item of a numpy array or a host mirror is host data too; an item of a list may be anything, a CUDA tensor
+    among others (`param_list[0]`, `rows[i]`)."""
+    if isinstance(expr.slice, ast.Slice):
+        return classify_data(facts, expr.value, line, depth + 1)
+    return _items_of(facts, expr.value, line, depth)
+
+
+def _items_of(facts: FileFacts, container: ast.expr, line: int, depth: int) -> Data:
+    if classify_data(facts, container, line, depth + 1) is Data.LIKELY_HOST \
+            and not _may_be_a_list(facts, container, line, depth):
+        return Data.LIKELY_HOST
+    return Data.UNKNOWN
+
+
+def _may_be_a_list(facts: FileFacts, expr: ast.expr, line: int, depth: int) -> bool:
+    """Whether `expr` is or comes from a name that only its `*_list` spelling calls host data (`losses_list[1:]`,
+    `rest` of `rest = self.loss_list`): a Python list, whose items may be tensors of any device."""
+    for node in ast.walk(expr):
+        if isinstance(node, (ast.Name, ast.Attribute)) and (dotted_name(node) or "").endswith("_list"):
+            return True
+        if isinstance(node, ast.Name) and depth < 4 and any(
+                binding.value is not None and _may_be_a_list(facts, binding.value, binding.line, depth + 1)
+                for binding in facts.reaching_bindings(node.id, line) or ()):
+            return True
+    return False
 
 
 def classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -> Placement:
@@ -274,7 +364,7 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
                 device = classify_device(facts, target, line)
                 return _placement_of(device)
         qualified = facts.qualify(dotted_name(func)) or ""
-        if qualified == "torch.from_numpy":
+        if qualified == "torch.from_numpy" or qualified in HOST_TENSOR_FUNCTIONS:
             return Placement.HOST
         if qualified in JOINING_FUNCTIONS:
             tensors = expr.args[0] if expr.args else next(
@@ -296,7 +386,10 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
         if qualified.startswith("torch."):
             if qualified.rsplit(".", 1)[0] + "." in TENSOR_OP_NAMESPACES \
                     and qualified.rsplit(".", 1)[-1] not in NON_TENSOR_TORCH_FUNCTIONS:
-                operands = [*expr.args, *(kw.value for kw in expr.keywords if kw.arg != "device")]
+                device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
+                if device is not None:  # `torch.asarray(x, device=...)`: made there, whatever `x` is
+                    return _placement_of(classify_device(facts, device, line))
+                operands = [*expr.args, *(kw.value for kw in expr.keywords if kw.arg not in _NO_TENSOR_KEYWORDS)]
                 return _placement_of_operands(facts, operands, line, depth)
             return Placement.UNKNOWN
         if facts.project is not None:
@@ -546,17 +639,26 @@ def _host_with_dimensions(facts: FileFacts, expr: ast.expr, line: int, depth: in
 
 
 def _placement_of_operands(facts: FileFacts, operands: list[ast.expr], line: int, depth: int) -> Placement:
-    """GPU when some operand (or an element of a list/tuple operand) is a CUDA tensor, else unknown.
+    """GPU when some operand (or an element of a list/tuple operand) is a CUDA tensor; HOST when every operand is a
+    host tensor or a Python number (`(cutoffs > 0).all()` of `cutoffs = torch.as_tensor(values)`); else unknown.
 
     Mixing a CUDA tensor with host values (scalars, 0-d CPU tensors) gives a CUDA
-    tensor; a computation on host tensors alone is not called HOST, since an
-    unknown operand might still be on the GPU.
+    tensor; an operand of unknown placement might still be on the GPU.
     """
+    placements = set()
     for operand in operands:
         elements = operand.elts if isinstance(operand, (ast.List, ast.Tuple)) else [operand]
-        if any(classify_placement(facts, element, line, depth + 1) is Placement.GPU for element in elements):
-            return Placement.GPU
-    return Placement.UNKNOWN
+        for element in elements:
+            if isinstance(element, ast.Constant) and isinstance(element.value, (int, float, bool)) \
+                    or isinstance(element, ast.UnaryOp) and isinstance(element.operand, ast.Constant):
+                continue
+            placement = classify_placement(facts, element, line, depth + 1)
+            if placement is Placement.GPU:
+                return Placement.GPU
+            if (dotted_name(element) or "").endswith("_list"):
+                placement = Placement.UNKNOWN  # a Python list (`masks_list`) may hold tensors of any device
+            placements.add(placement)
+    return Placement.HOST if placements == {Placement.HOST} else Placement.UNKNOWN
 
 
 def _updated_cuda_tensor(facts: FileFacts, name: str, line: int, depth: int) -> bool:
@@ -667,8 +769,15 @@ def _classify_name(facts: FileFacts, name, line, classify_value, unknown):
     bindings = facts.reaching_bindings(name, line)
     if not bindings or any(binding.value is None for binding in bindings):
         return unknown
-    kinds = {classify_value(binding.value, binding.line) for binding in bindings}
+    # A slice of the name itself (`idxs = idxs[:-n]` in a loop) keeps what the name held.
+    made = [binding for binding in bindings if not _slice_of(binding.value, name)]
+    kinds = {classify_value(binding.value, binding.line) for binding in made or bindings}
     return kinds.pop() if len(kinds) == 1 else unknown
+
+
+def _slice_of(value: ast.expr | None, name: str) -> bool:
+    return isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Slice) \
+        and isinstance(value.value, ast.Name) and value.value.id == name
 
 
 def _model_attribute(facts: FileFacts, expr: ast.Attribute, line: int, device: bool = False) -> Placement:
@@ -724,6 +833,10 @@ def _inferred(facts: FileFacts, placed, device: bool) -> Placement:
     facts.inferences.append(placed.describe())
     facts.untyped_inferences += not placed.typed
     return Placement.GPU if placed.placement == "gpu" else Placement.HOST
+
+
+# Keywords of torch functions that take no tensor.
+_NO_TENSOR_KEYWORDS = frozenset({"dtype", "layout", "memory_format", "requires_grad", "dim", "keepdim"})
 
 
 def _placement_of(device: Device) -> Placement:

@@ -16,7 +16,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .branches import untaken_branch
+from .branches import other_device_branch, untaken_branch
 from .facts import NON_TENSOR_METHODS, OPEN_GATE, SYNC_BUILTINS, SYNC_METHODS, Data, FileFacts, Placement
 from .gaps import TokensApart
 from .hotness import (
@@ -138,7 +138,8 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
 
     What costs nothing is decided here, for every rule: a host tensor, code that runs once (by its name too, see
     `runs_once_by_name`), test code, a logging call, a branch taken only while CUDA graphs are captured or only on
-    another device, or by no call of the project (`untaken_branch`), a GPU kernel's body, a module whose path
+    another device (by a flag, or by the device's type: `other_device_branch`), or by no call of the project
+    (`untaken_branch`), a GPU kernel's body, a module whose path
     names another accelerator (`npu/`: its tensors are that accelerator's, whatever the project's CUDA code puts
     in the same attributes; a file that only names another accelerator's API may be one that supports several,
     `if device.type == "xpu":`).
@@ -150,7 +151,8 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
             runs_once_by_name(context) or in_test_code(facts, context) or _only_for_logging(site.node, facts)
             or _only_while_capturing(site.node, facts)
             or _only_on_other_devices(site.node, facts) or _in_device_kernel(site.node, facts)
-            or untaken_branch(facts, site.node.lineno) is not None):
+            or untaken_branch(facts, site.node.lineno) is not None
+            or other_device_branch(facts, site.node.lineno) is not None):
         return None
     for rule in sync_rules():
         where = rule.where.get(site.placement) if site.kind in rule.kinds else None

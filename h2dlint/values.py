@@ -10,6 +10,7 @@ import weakref
 from .facts import (
     NON_TENSOR_METHODS,
     NON_TENSOR_TORCH_FUNCTIONS,
+    NUMPY_ARRAY_METHODS,
     SAME_DEVICE_ATTRIBUTES,
     TENSOR_OP_NAMESPACES,
     Data,
@@ -458,11 +459,6 @@ class PinData(enum.Enum):
     NUMPY = "a numpy array"
     TENSOR = "a tensor"
     UNKNOWN = "a tensor or a numpy array"  # what it may be, for messages
-
-
-# numpy methods whose result is an array again (of a numpy receiver).
-NUMPY_ARRAY_METHODS = frozenset({"astype", "reshape", "copy", "transpose", "flatten", "ravel", "squeeze", "clip",
-                                 "cumsum", "repeat", "view", "take", "T"})
 
 
 def pin_data_kind(facts, data: ast.expr, line: int) -> PinData:

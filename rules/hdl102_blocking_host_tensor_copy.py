@@ -222,8 +222,9 @@ class BlockingHostTensorCopy(Rule):
                 return  # the factory allocates on the context's device: there may be no host tensor to copy
             if makes_no_elements(*fresh):
                 return  # `torch.empty(0).to(device)`: a copy of no elements returns before reaching the device
-        elif not placement_is_host(facts, copy.source, start.line):
-            return
+        elif not placement_is_host(facts, copy.source, start.line) or (
+                not _moved_to_the_host(copy.source) and may_run_under_default_device(facts, start.line) is not None):
+            return  # (a host tensor computed from factories may be on the context's device)
         if left_unreported(facts, start.line, self.context.settings) is not None:
             return
         where = context_at(facts, start.line).describe()
@@ -287,3 +288,9 @@ def _asks_non_blocking(call: ast.Call) -> bool:
     return any(keyword.arg == "non_blocking" and not (isinstance(keyword.value, ast.Constant)
                                                       and keyword.value.value is False)
                for keyword in call.keywords)
+
+
+def _moved_to_the_host(source: cst.BaseExpression) -> bool:
+    """`x.cpu()`, `x.pin_memory()`: on the host under any default device."""
+    return isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) \
+        and source.func.attr.value in ("cpu", "pin_memory")

@@ -74,6 +74,14 @@ class PossibleGpuValueRead(SyncReporter, Rule):
               "        return x\n"),
         Valid("import torch\ndef forward(x: torch.Tensor, y):\n    if x is None or y.any():\n        return x\n"),
         Valid("import numpy as np\ndef forward(xs):\n    if np.all(xs == 1.0):\n        return xs\n"),
+        # numpy arrays, their slices and items, and host tensors computed with numbers: no GPU value read
+        Valid("import numpy as np\ndef step(xs, n):\n    out = []\n    idxs = np.arange(len(xs))\n"
+              "    for _ in range(n):\n        out.append(idxs[-2:].tolist())\n        idxs = idxs[:-2]\n"),
+        Valid("import numpy as np\ndef step(scores, ids):\n    out = {}\n    preds = np.asarray(scores).astype(int)\n"
+              "    for pred, i in zip(preds, ids):\n        out[i] = pred.item()\n"),
+        Valid("import torch\ndef forward(cutoffs):\n    t = torch.as_tensor(cutoffs)\n    assert (t > 0).all()\n"),
+        Valid("import torch\ndef step(device):\n    state = torch.cuda.get_rng_state(device)\n"
+              "    return state[:8].view(torch.int64).item()\n"),
     )
     invalid_examples = (
         Invalid("def forward(self, lengths):\n    return lengths.max().item()\n",

@@ -204,3 +204,40 @@ def test_a_sync_in_the_test_of_a_one_line_if_is_not_in_its_block(tmp_path):
             "    return None\n")
     make_project(tmp_path, copies_anywhere=True, pick=code, user="from pkg.pick import pick\n\n\ndef go(t):\n    return pick(t.cuda())\n")
     assert (5, "HDL301") in by_file(check(tmp_path))["pick.py"]
+
+
+@pytest.mark.parametrize(("body", "copies"), [
+    # the arm of an `if` a CUDA tensor never takes
+    ("    if x.device.type == 'mps':\n        y = torch.tensor(v, device=x.device)\n", []),
+    ("    if x.device.type in ('mps', 'xla'):\n        y = torch.tensor(v, device=x.device)\n", []),
+    ("    if x.is_mps:\n        y = torch.tensor(v, device=x.device)\n", []),
+    ("    if x.device.type != 'xpu':\n        pass\n    else:\n        y = torch.tensor(v, device=x.device)\n", []),
+    # after an `if` a CUDA tensor always leaves early
+    ("    if x.device.type not in ('mps', 'xla'):\n        return x\n    y = torch.tensor(v, device=x.device)\n", []),
+    ("    if x.device.type != 'mps' and flag:\n        raise ValueError\n    y = torch.tensor(v, device=x.device)\n",
+     ["HDL101"]),
+    ("    if x.device.type != 'mps' or flag:\n        raise ValueError\n    y = torch.tensor(v, device=x.device)\n", []),
+    # a CUDA program holds CPU tensors too: a branch for one (or for anything not CUDA) is no other device's
+    ("    if x.device.type == 'cpu':\n        y = torch.tensor(v, device=x.device)\n", ["HDL101"]),
+    ("    if not x.is_cuda:\n        y = torch.tensor(v, device=x.device)\n", ["HDL101"]),  # (no sync: see syncs)
+    ("    if x.device.type == 'cuda':\n        raise ValueError\n    y = torch.tensor(v, device=x.device)\n",
+     ["HDL101"]),
+    # arms and exits a CUDA tensor takes, or tests that ask something else
+    ("    if x.device.type == 'cuda':\n        y = torch.tensor(v, device=x.device)\n", ["HDL101"]),
+    ("    if x.device.type != 'mps':\n        y = torch.tensor(v, device=x.device)\n", ["HDL101"]),
+    ("    if x.device.type == 'mps':\n        return x\n    y = torch.tensor(v, device=x.device)\n", ["HDL101"]),
+    ("    if x.device.type == 'mps':\n        x = x + 1\n    y = torch.tensor(v, device=x.device)\n", ["HDL101"]),
+    ("    if x.device.type == 'mps' or flag:\n        y = torch.tensor(v, device=x.device)\n", ["HDL101"]),
+    ("    if flag:\n        y = torch.tensor(v, device=x.device)\n", ["HDL101"]),
+])
+def test_code_a_cuda_device_never_runs_copies_and_syncs_nothing(body, copies):
+    from tests.helpers import lint
+
+    code = f"import torch\ndef forward(x, v, flag):\n    x = x.cuda()\n{body}    return y.item()\n"
+    assert [finding.code for finding in lint(code, "HDL101")] == copies
+    # the read in the same arm is no sync on CUDA either (the sync rules also take `if not x.is_cuda:` for a test
+    # of another device, `syncs._only_on_other_devices`)
+    code = code.replace("y = torch.tensor(v, device=x.device)", "y = x.sum().item()").replace("    return y.item()\n",
+                                                                                              "")
+    syncs = [] if "not x.is_cuda" in body else ["HDL201" for _ in copies]
+    assert [finding.code for finding in lint(code, "HDL201")] == syncs

@@ -154,3 +154,13 @@ def test_new_tensor_of_a_host_tensor_is_a_copy():
     assert [finding.start.line for finding in lint(code, "HDL101")] == [4]
     on_device = "import torch\ndef forward(x):\n    m = x.new_zeros(3)\n    return x.new_tensor(m)\n"
     assert lint(on_device, "HDL101") == []
+
+
+def test_a_host_tensor_computed_from_factories_may_be_on_the_default_device():
+    code = "import torch\ndef forward(x, n):\n    return (torch.arange(n) * 2 - 1).to(x.device)\n"
+    assert [finding.code for finding in lint(code, "HDL102")] == ["HDL102"]
+    under_default = code.replace("import torch\n", "import torch\ntorch.set_default_device('cuda')\n")
+    assert lint(under_default, "HDL102") == []
+    # moved to the host, it is there under any default device
+    moved = under_default.replace("(torch.arange(n) * 2 - 1)", "x.cpu()")
+    assert [finding.code for finding in lint(moved, "HDL102")] == ["HDL102"]

@@ -139,17 +139,58 @@ def test_a_device_taken_from_a_tensor_built_on_its_own_device_ends():
     ("[1, 2]", Data.HOST), ("[i for i in range(3)]", Data.HOST), ("3.5", Data.HOST), ("t.tolist()", Data.HOST),
     ("lens_cpu", Data.LIKELY_HOST), ("meta.seq_lens_cpu", Data.LIKELY_HOST), ("np.arange(3)", Data.LIKELY_HOST),
     ("t.cuda()", Data.TENSOR), ("torch.zeros(3)", Data.TENSOR), ("values", Data.UNKNOWN),
+    # A slice is what it slices; an item of a numpy array or a host mirror is host data, of a list anything.
+    ("np.arange(3)[1:]", Data.LIKELY_HOST), ("[1, 2][1:]", Data.HOST), ("t.cuda()[1:]", Data.TENSOR),
+    ("lens_cpu[0]", Data.LIKELY_HOST), ("[t, t][0]", Data.UNKNOWN), ("values[0]", Data.UNKNOWN),
+    ("rows_list[0]", Data.UNKNOWN), ("np.eye(3) @ np.ones(3)", Data.LIKELY_HOST), ("lens_cpu * 2", Data.LIKELY_HOST),
+    ("np.eye(3) @ values", Data.UNKNOWN), ("np.ones(3) + t.cuda()", Data.UNKNOWN),
+    # what torch makes is a tensor, unless it is a model, a stream or another object
+    ("torch.nn.utils.rnn.pad_sequence(values)", Data.TENSOR), ("torch.cuda.FloatTensor(values)", Data.TENSOR),
+    ("torch._inductor.aoti_load_package(values)", Data.UNKNOWN), ("torch.cuda.Stream()", Data.UNKNOWN),
+    ("torch.load(values)", Data.UNKNOWN),
 ])
 def test_classify_data(value, expected):
-    code = f"import torch\nimport numpy as np\ndef forward(t, lens_cpu, meta, values):\n    TARGET = {value}\n"
+    code = f"import torch\nimport numpy as np\ndef forward(t, lens_cpu, meta, values, rows_list):\n    TARGET = {value}\n"
     node, line = expression(code)
     assert classify_data(facts_for(code), node, line) is expected
+
+
+@pytest.mark.parametrize(("loop", "expected"), [
+    ("for TARGET in preds:", Data.LIKELY_HOST), ("for i, TARGET in enumerate(preds):", Data.LIKELY_HOST),
+    ("for TARGET, y in zip(preds, ys):", Data.LIKELY_HOST), ("for y, TARGET in zip(preds, ys):", Data.UNKNOWN),
+    ("for TARGET in ys:", Data.UNKNOWN), ("for TARGET in rows_list:", Data.UNKNOWN),
+    # a Python list, which only its `*_list` spelling calls host data, may hold CUDA tensors
+    ("for TARGET in rows_list[1:]:", Data.UNKNOWN), ("for TARGET in rest:", Data.UNKNOWN),
+])
+def test_an_item_of_a_numpy_array_or_host_mirror_is_host_data(loop, expected):
+    code = ("import numpy as np\ndef forward(x, ys, rows_list):\n    preds = x.cpu().numpy().astype(np.int64)\n"
+            f"    rest = rows_list[1:]\n    {loop}\n        print(TARGET)\n")
+    tree = ast.parse(code)
+    facts = facts_for(code)
+    use = next(node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "print")
+    assert classify_data(facts, use.args[0], use.lineno) is expected
+
+
+def test_a_name_sliced_in_a_loop_keeps_what_it_held():
+    code = ("import numpy as np\ndef split(o, n):\n    idxs = np.arange(len(o))\n    for _ in range(n):\n"
+            "        TARGET = idxs\n        idxs = idxs[:-3]\n")
+    node, line = expression(code)
+    assert classify_data(facts_for(code), node, line) is Data.LIKELY_HOST
+    moved = code.replace("idxs[:-3]", "torch.as_tensor(idxs).cuda()")
+    assert classify_data(facts_for(moved), *expression(moved)) is Data.UNKNOWN
 
 
 @pytest.mark.parametrize(("value", "expected"), [
     ("t.cuda()", Placement.GPU), ("t.to('cuda:0')", Placement.GPU), ("torch.zeros(3, device='cuda')", Placement.GPU),
     ("t.cpu()", Placement.HOST), ("torch.from_numpy(a)", Placement.HOST), ("torch.arange(4)", Placement.HOST),
     ("t.to(x.device)", Placement.UNKNOWN), ("t", Placement.UNKNOWN), ("seq_lens_cpu", Placement.HOST),
+    # Computations on host tensors and Python numbers alone stay on the host; an unknown operand may be on the GPU.
+    ("(torch.as_tensor(a) > 0).all()", Placement.HOST), ("torch.arange(4) * 2 - 1", Placement.HOST),
+    ("seq_lens_cpu + t", Placement.UNKNOWN), ("torch.maximum(t.cpu(), seq_lens_cpu)", Placement.HOST),
+    ("torch.cuda.get_rng_state(x)[:8]", Placement.HOST), ("torch.get_rng_state()", Placement.HOST),
+    ("torch.asarray(torch.arange(4), device='cuda')", Placement.GPU),
+    ("torch.asarray(torch.arange(4), device=x.device)", Placement.UNKNOWN),
+    ("torch.sum(torch.arange(4), dtype=torch.float64)", Placement.HOST),
 ])
 def test_classify_placement(value, expected):
     code = f"import torch\ndef forward(t, a, x, seq_lens_cpu):\n    TARGET = {value}\n"
