@@ -495,6 +495,16 @@ class FileFacts:
         return found
 
     @functools.cached_property
+    def unpacked_calls(self) -> dict[int, list[ast.Assign]]:
+        """The statements `a, b = f(...)` (a call unpacked into names), by line."""
+        found: dict[int, list[ast.Assign]] = {}
+        for node in statements(self.tree.body):
+            if node.__class__ is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
+                    and isinstance(node.value, ast.Call):
+                found.setdefault(node.lineno, []).append(node)
+        return found
+
+    @functools.cached_property
     def tuple_unpackings(self) -> dict[int, list[ast.Assign]]:
         """The statements `a, b = x, y` (as many names as values), by line."""
         found: dict[int, list[ast.Assign]] = {}

@@ -405,7 +405,7 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
         if depth < 4:
             bound = _classify_name(facts, expr.id, line,
                                         lambda value, at: classify_placement(facts, value, at, depth + 1),
-                                        Placement.UNKNOWN)
+                                        Placement.UNKNOWN, parts=True)
             if bound is Placement.UNKNOWN and (_updated_cuda_tensor(facts, expr.id, line, depth)
                                                or _passed_to_device_collective(facts, expr.id, line)):
                 return Placement.GPU
@@ -763,16 +763,47 @@ def _is_dtype(facts: FileFacts, expr: ast.expr) -> bool:
     return qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in TORCH_DTYPES
 
 
-def _classify_name(facts: FileFacts, name, line, classify_value, unknown):
+def _classify_name(facts: FileFacts, name, line, classify_value, unknown, parts=False):
     """What `classify_value(value, at)` says of every value `name` may hold at `line`, when they agree. Each value is
-    classified where it was bound: `orig = x.device` then `x = x.cpu()` leaves `orig` the device `x` had."""
+    classified where it was bound: `orig = x.device` then `x = x.cpu()` leaves `orig` the device `x` had. With
+    `parts`, a name unpacked from a tensor op that returns tensors on its input's device (`q, k, v =
+    qkv.chunk(3)`, `values, ids = torch.topk(x, k)`) takes that input as its value."""
     bindings = facts.reaching_bindings(name, line)
-    if not bindings or any(binding.value is None for binding in bindings):
+    if not bindings:
+        return unknown
+    values = [binding.value if binding.value is not None or not parts else _unpacked_from(facts, name, binding.line)
+              for binding in bindings]
+    if any(value is None for value in values):
         return unknown
     # A slice of the name itself (`idxs = idxs[:-n]` in a loop) keeps what the name held.
-    made = [binding for binding in bindings if not _slice_of(binding.value, name)]
-    kinds = {classify_value(binding.value, binding.line) for binding in made or bindings}
+    bound = [(value, binding.line) for value, binding in zip(values, bindings, strict=True)]
+    made = [(value, at) for value, at in bound if not _slice_of(value, name)] or bound
+    kinds = {classify_value(value, at) for value, at in made}
     return kinds.pop() if len(kinds) == 1 else unknown
+
+
+# Tensor ops whose result is a tuple of tensors on the device of the tensor they split or reduce (a function of
+# `torch`, or a method of the tensor).
+_TUPLE_OPS = frozenset({"chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "sort", "topk",
+                        "max", "min", "aminmax", "kthvalue", "median", "mode", "std_mean", "var_mean", "cummax",
+                        "cummin", "unique", "unique_consecutive", "frexp", "lu", "qr", "svd", "slogdet"})
+
+
+def _unpacked_from(facts: FileFacts, name: str, line: int) -> ast.expr | None:
+    """The tensor `name` is a part of, where `line` unpacks it from a tuple op of it: `x` in `a, name =
+    x.chunk(2)` or `name, ids = torch.sort(x)`."""
+    for node in facts.unpacked_calls.get(line, ()):
+        if not any(isinstance(target, ast.Name) and target.id == name for target in node.targets[0].elts):
+            continue
+        call = node.value
+        func = call.func
+        qualified = facts.qualify(dotted_name(func)) or ""
+        if qualified.startswith("torch.") and qualified.rpartition(".")[2] in _TUPLE_OPS \
+                and qualified.rpartition(".")[0] in ("torch", "torch.linalg") and call.args:
+            return call.args[0]
+        if not qualified and isinstance(func, ast.Attribute) and func.attr in _TUPLE_OPS:
+            return func.value
+    return None
 
 
 def _slice_of(value: ast.expr | None, name: str) -> bool:

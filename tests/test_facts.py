@@ -845,3 +845,19 @@ def test_a_chain_of_devices_read_from_tensors_is_classified_in_bounded_work(monk
     read = [node for node in ast.walk(facts.tree) if isinstance(node, ast.Name) and node.id == "v0"][-1]
     assert real(facts, read, read.lineno) is Placement.UNKNOWN
     assert calls < 500
+
+
+@pytest.mark.parametrize(("unpacking", "expected"), [
+    ("q, TARGET, v = qkv.chunk(3)", Placement.GPU), ("_, TARGET = torch.topk(qkv, 2)", Placement.GPU),
+    ("TARGET, _ = torch.linalg.slogdet(qkv)", Placement.GPU), ("TARGET, rest = qkv.max(dim=1)", Placement.GPU),
+    ("TARGET, rest = torch.chunk(torch.cuda.get_rng_state(0), 2)", Placement.HOST),
+    ("TARGET, rest = x.chunk(2)", Placement.UNKNOWN), ("TARGET, rest = helper(qkv)", Placement.UNKNOWN),
+    ("TARGET, rest = qkv.shape", Placement.UNKNOWN),
+])
+def test_parts_of_a_tensor_op_live_where_the_tensor_does(unpacking, expected):
+    code = (f"import torch\ndef forward(x, helper):\n    qkv = x.cuda()\n    {unpacking}\n    y = TARGET\n"
+            "    return y\n")
+    tree = ast.parse(code)
+    use = next(node for node in ast.walk(tree) if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "")
+               == "y")
+    assert classify_placement(facts_for(code), use.value, use.lineno) is expected
