@@ -79,6 +79,10 @@ NON_TENSOR_METHODS = frozenset({
     "is_contiguous", "is_floating_point", "is_complex", "is_pinned", "is_shared", "get_device", "tolist", "item",
     "storage", "untyped_storage", "type", "equal", "allclose", "dim_order", "__len__",
 })
+NON_TENSOR_PREFIXES = ("_", "is_", "has_", "get_", "set_", "are_", "use_", "sym_")
+# Tensor methods that return no tensor, besides NON_TENSOR_METHODS and the names NON_TENSOR_PREFIXES mark.
+NON_TENSOR_TENSOR_METHODS = frozenset({"numpy", "backward", "register_hook", "record_stream", "sparse_dim", "dense_dim",
+                                       "q_scale", "q_zero_point", "q_per_channel_axis", "qscheme"})
 NON_TENSOR_TORCH_FUNCTIONS = frozenset({
     "is_tensor", "is_storage", "numel", "is_floating_point", "is_complex", "is_nonzero", "equal", "allclose",
     "is_same_size", "result_type", "can_cast", "promote_types", "get_default_dtype", "is_grad_enabled",

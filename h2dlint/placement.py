@@ -21,6 +21,8 @@ from .facts import (
     MIRROR_SUFFIXES,
     NEW_TENSOR_METHODS,
     NON_TENSOR_METHODS,
+    NON_TENSOR_PREFIXES,
+    NON_TENSOR_TENSOR_METHODS,
     NON_TENSOR_TORCH_FUNCTIONS,
     NUMPY_ARRAY_METHODS,
     OTHER_ACCELERATOR_APIS,
@@ -398,7 +400,7 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
                 return by_model
         if qualified:
             return Placement.UNKNOWN
-        if isinstance(func, ast.Attribute) and func.attr not in NON_TENSOR_METHODS:
+        if isinstance(func, ast.Attribute) and tensor_method_returns_tensor(func.attr):
             return classify_placement(facts, func.value, line, depth)
         return Placement.UNKNOWN
     if isinstance(expr, ast.Name):
@@ -636,6 +638,14 @@ def _host_with_dimensions(facts: FileFacts, expr: ast.expr, line: int, depth: in
             isinstance(sizes[0], (ast.List, ast.Tuple)) and bool(sizes[0].elts)
             or isinstance(sizes[0], ast.Constant) and type(sizes[0].value) is int)
     return False
+
+
+def tensor_method_returns_tensor(method: str) -> bool:
+    """Whether a tensor's method of this name returns a tensor (on the tensor's device, unless told otherwise): not
+    `size()`, `item()`, `numpy()`, nor a name that asks or gets something (`is_contiguous`, `get_device`), which on
+    another object that lives on the GPU (a model, a pipeline moved with `.to("cuda")`) returns no tensor either."""
+    return not method.startswith(NON_TENSOR_PREFIXES) and method not in NON_TENSOR_METHODS \
+        and method not in NON_TENSOR_TENSOR_METHODS
 
 
 def _placement_of_operands(facts: FileFacts, operands: list[ast.expr], line: int, depth: int) -> Placement:

@@ -8,7 +8,7 @@ import enum
 import weakref
 
 from .facts import (
-    NON_TENSOR_METHODS,
+    NON_TENSOR_PREFIXES,
     NON_TENSOR_TORCH_FUNCTIONS,
     NUMPY_ARRAY_METHODS,
     SAME_DEVICE_ATTRIBUTES,
@@ -17,7 +17,7 @@ from .facts import (
     Placement,
 )
 from .gaps import TokensApart
-from .placement import annotated_class, classify_data, classify_placement
+from .placement import annotated_class, classify_data, classify_placement, tensor_method_returns_tensor
 from .syntax import dotted_name
 
 # Factories whose result's number of dimensions can be read off their arguments.
@@ -223,10 +223,6 @@ NON_TENSOR_TORCH_NAMES = frozenset({
     "broadcast_shapes", "typename", "manual_seed", "seed", "initial_seed", "compile", "no_grad", "enable_grad",
     "inference_mode", "autocast", "load", "save", "vmap", "cond", "device", "dtype", "finfo", "iinfo",
 })
-NON_TENSOR_PREFIXES = ("_", "is_", "has_", "get_", "set_", "are_", "use_", "sym_")
-# Tensor methods that return no tensor, besides facts.NON_TENSOR_METHODS and the names NON_TENSOR_PREFIXES mark.
-NON_TENSOR_TENSOR_METHODS = frozenset({"numpy", "backward", "register_hook", "record_stream", "sparse_dim", "dense_dim",
-                                       "q_scale", "q_zero_point", "q_per_channel_axis", "qscheme"})
 LIST_BUILTINS = frozenset({"list", "sorted"})
 PROPERTY_DECORATORS = frozenset({"property", "cached_property", "functools.cached_property"})
 
@@ -275,7 +271,7 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
         qualified = facts.qualify(dotted_name(func))
         if qualified:
             return _torch_op_returns_tensor(qualified)
-        return isinstance(func, ast.Attribute) and _tensor_method_returns_tensor(func.attr) and (
+        return isinstance(func, ast.Attribute) and tensor_method_returns_tensor(func.attr) and (
             func.attr in TENSOR_ONLY_METHODS and facts.mentions_torch
             or is_certainly_tensor(facts, func.value, line, depth)
             or classify_placement(facts, expr, line) is Placement.GPU)  # `x.cuda()`, `x.to("cuda")`
@@ -343,11 +339,6 @@ def _torch_op_returns_tensor(qualified: str) -> bool:
     namespace, _, name = qualified.rpartition(".")
     return namespace + "." in TENSOR_OP_NAMESPACES and name[:1].islower() and not name.startswith(
         NON_TENSOR_PREFIXES) and name not in NON_TENSOR_TORCH_NAMES and name not in NON_TENSOR_TORCH_FUNCTIONS
-
-
-def _tensor_method_returns_tensor(method: str) -> bool:
-    return not method.startswith(NON_TENSOR_PREFIXES) and method not in NON_TENSOR_METHODS \
-        and method not in NON_TENSOR_TENSOR_METHODS
 
 
 def has_index_list(facts, subscript: ast.Subscript) -> bool:

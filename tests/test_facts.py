@@ -352,6 +352,9 @@ def test_configured_hot_function_globs_make_code_hot():
     ("t.cuda().to(torch.float16)", Placement.GPU), ("t.cuda().size(0)", Placement.UNKNOWN),
     ("self.buf", Placement.GPU), ("self.host", Placement.HOST), ("self.mixed", Placement.UNKNOWN),
     ("torch.nn.Linear(2, 2).cuda()", Placement.UNKNOWN), ("err", Placement.GPU),
+    # a method that asks or gets something returns no tensor, of a tensor or of a model moved to the GPU
+    ("self.buf.flip(0)", Placement.GPU), ("self.buf.is_dp_last_group()", Placement.UNKNOWN),
+    ("self.buf.get_slot(0)", Placement.UNKNOWN),
 ])
 def test_placement_follows_tensor_computations_and_self_attributes(value, expected):
     code = ("import torch\nclass M:\n    def __init__(self, t, d):\n"
