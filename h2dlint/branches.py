@@ -4,6 +4,9 @@
 no call passes `flag_RL` and its default is False, `if self.schedule == "discrete":` in a class every construction
 of which passes `"linear"`: the block never runs, so what it would copy or read costs nothing. The values come
 from the project model (ProjectModel.literals, ProjectModel.attribute_literals); this module reads the tests.
+
+Also branches only another accelerator takes (`other_device_branch`): `if x.device.type == "mps":`, which on a
+CUDA device never runs either, whatever the project passes.
 """
 
 from __future__ import annotations
@@ -190,10 +193,10 @@ def _mentions(test: ast.expr, name: str) -> bool:
 
 
 def other_device_branch(facts: FileFacts, line: int) -> str | None:
-    """Why `line` runs only on a device other than CUDA, when it does: it sits in the arm of an `if` (in its
-    function) that a CUDA tensor never takes (`if x.device.type == "mps":`, the `else` of `if t.is_cuda:`), or after
-    an `if` that a CUDA tensor always leaves early (`if x.device.type not in ("mps", "xla"): return F.grid_sample(...)`).
-    A copy or a read there is another accelerator's, or the host's."""
+    """Why `line` runs only on another accelerator, when it does: it sits in the arm of an `if` (in its function)
+    that a CUDA device never takes (`if x.device.type == "mps":`, the `else` of `if x.device.type != "xpu":`), or
+    after an `if` that a CUDA device always leaves early (`if x.device.type not in ("mps", "xla"): return ...`).
+    A copy or a read there is that accelerator's."""
     function = next((node for node in reversed(facts.functions_around(line))
                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if function is None:
