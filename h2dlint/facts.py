@@ -499,22 +499,11 @@ class FileFacts:
         return found
 
     @functools.cached_property
-    def unpacked_calls(self) -> dict[int, list[ast.Assign]]:
-        """The statements `a, b = f(...)` (a call unpacked into names), by line."""
+    def unpackings(self) -> dict[int, list[ast.Assign]]:
+        """The statements that unpack into one tuple of targets, `a, b = x, y` or `a, b = f(...)`, by line."""
         found: dict[int, list[ast.Assign]] = {}
         for node in statements(self.tree.body):
-            if node.__class__ is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
-                    and isinstance(node.value, ast.Call):
-                found.setdefault(node.lineno, []).append(node)
-        return found
-
-    @functools.cached_property
-    def tuple_unpackings(self) -> dict[int, list[ast.Assign]]:
-        """The statements `a, b = x, y` (as many names as values), by line."""
-        found: dict[int, list[ast.Assign]] = {}
-        for node in statements(self.tree.body):
-            if node.__class__ is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
-                    and isinstance(node.value, ast.Tuple) and len(node.targets[0].elts) == len(node.value.elts):
+            if node.__class__ is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
                 found.setdefault(node.lineno, []).append(node)
         return found
 

@@ -292,11 +292,17 @@ def _items_of(facts: FileFacts, container: ast.expr, line: int, depth: int) -> D
     return Data.UNKNOWN
 
 
+def _named_a_list(expr: ast.expr) -> bool:
+    """`masks_list`, `self.param_list`: a name the `*_list` host spelling marks, which holds a Python list whose
+    items may be tensors of any device."""
+    return (dotted_name(expr) or "").endswith("_list")
+
+
 def _may_be_a_list(facts: FileFacts, expr: ast.expr, line: int, depth: int) -> bool:
     """Whether `expr` is or comes from a name that only its `*_list` spelling calls host data (`losses_list[1:]`,
     `rest` of `rest = self.loss_list`): a Python list, whose items may be tensors of any device."""
     for node in ast.walk(expr):
-        if isinstance(node, (ast.Name, ast.Attribute)) and (dotted_name(node) or "").endswith("_list"):
+        if _named_a_list(node):
             return True
         if isinstance(node, ast.Name) and depth < 4 and any(
                 binding.value is not None and _may_be_a_list(facts, binding.value, binding.line, depth + 1)
@@ -440,7 +446,7 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
             else Placement.UNKNOWN
     if isinstance(expr, ast.Subscript):
         container = classify_placement(facts, expr.value, line, depth)
-        if container is Placement.HOST and (dotted_name(expr.value) or "").endswith("_list"):
+        if container is Placement.HOST and _named_a_list(expr.value):
             return Placement.UNKNOWN  # an element of a Python list (`param_list[0]`) may be any tensor
         return container
     if isinstance(expr, ast.BinOp):
@@ -665,7 +671,7 @@ def _placement_of_operands(facts: FileFacts, operands: list[ast.expr], line: int
             placement = classify_placement(facts, element, line, depth + 1)
             if placement is Placement.GPU:
                 return Placement.GPU
-            if (dotted_name(element) or "").endswith("_list"):
+            if _named_a_list(element):
                 placement = Placement.UNKNOWN  # a Python list (`masks_list`) may hold tensors of any device
             placements.add(placement)
     return Placement.HOST if placements == {Placement.HOST} else Placement.UNKNOWN
@@ -802,8 +808,9 @@ _TUPLE_OPS = frozenset({"chunk", "split", "unbind", "tensor_split", "hsplit", "v
 def _unpacked_from(facts: FileFacts, name: str, line: int) -> ast.expr | None:
     """The tensor `name` is a part of, where `line` unpacks it from a tuple op of it: `x` in `a, name =
     x.chunk(2)` or `name, ids = torch.sort(x)`."""
-    for node in facts.unpacked_calls.get(line, ()):
-        if not any(isinstance(target, ast.Name) and target.id == name for target in node.targets[0].elts):
+    for node in facts.unpackings.get(line, ()):
+        if not isinstance(node.value, ast.Call) \
+                or not any(isinstance(target, ast.Name) and target.id == name for target in node.targets[0].elts):
             continue
         call = node.value
         func = call.func

@@ -491,7 +491,9 @@ def _is_python_data(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
 
 def _unpacked(facts, name: str, line: int) -> ast.expr | None:
     """What `name` is bound to by `a, name = x, y` on `line`: the matching element of a tuple display."""
-    for node in facts.tuple_unpackings.get(line, ()):
+    for node in facts.unpackings.get(line, ()):
+        if not (isinstance(node.value, ast.Tuple) and len(node.targets[0].elts) == len(node.value.elts)):
+            continue
         for target, value in zip(node.targets[0].elts, node.value.elts, strict=True):
             if isinstance(target, ast.Name) and target.id == name:
                 return value
