@@ -83,7 +83,9 @@ class BlockingTensorCopy(Rule):
     (API the project never runs per step, or dead code; a function returned, passed, stored,
     decorated, or an event hook `on_*`, counts as called); nor, hot or not, a block no call
     takes (`if mode == "debug":` where every call of the function passes another mode, or
-    `if self.flag:` where every store into `self.flag` stores False);
+    `if self.flag:` where every store into `self.flag` stores False), nor one only another
+    accelerator takes (`if x.device.type == "mps":`, or the code after `if x.device.type not
+    in ("mps", "xla"): return ...`);
     nor test code (a test module or a
     `test_*` function), which runs once per test; nor code that runs once in a
     while: under a periodic guard (`if step % eval_interval == 0:`, see HDL201), in a

@@ -100,10 +100,11 @@ class BlockingHostTensorCopy(Rule):
     periodic guard, filling a cache or setting up lazily behind a flag, see HDL101), or
     in a function named for set-up, export, a test or a benchmark (see HDL101) is
     not reported: the copy does not repeat every step. Nor is a block no call of the
-    project takes (see HDL101): it never runs. A
-    fresh factory under a default-device context this
+    project takes, or only another accelerator takes (see HDL101): it never runs on CUDA.
+    A fresh factory under a default-device context this
     file sets up (`torch.set_default_device`, `with torch.device(...)` and the
-    constructors it runs) is not reported at all: it allocates on that device, so
+    constructors it runs), or a tensor computed from factories there (`torch.arange(n) * 2`),
+    is not reported at all: it allocates on that device, so
     there may be no host tensor to copy, and `pin_memory=True` would raise on CUDA.
 
     The fix is **unsafe** when `torch.tensor`'s data is of unknown kind (it may be

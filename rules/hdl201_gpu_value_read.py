@@ -57,8 +57,8 @@ class GpuValueRead(SyncReporter, Rule):
     for the output. Nor are reads in a function not hot by its own name whose name
     says set-up, export, a test, a benchmark, a profile, a warm-up, a capture or a plot
     (`setup_model`, `export_stats`, `profile_kernels`, see HDL101), loops and all, nor
-    reads in a block no call of the project takes (see HDL101). The same holds for every
-    sync rule.
+    reads in a block no call of the project takes or only another accelerator takes (see
+    HDL101). The same holds for every sync rule.
 
     ## Why is this bad?
     The value is computed by kernels still queued on the GPU stream, so the host must
