@@ -12,15 +12,20 @@ CUDA device never runs either, whatever the project passes.
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .syntax import blocks
+from .syntax import blocks, dotted_name
 
 if TYPE_CHECKING:
     from .facts import FileFacts
+
+# What the project model's answer about a parameter's values (ProjectModel.kinds) holds for a tensor passed: a
+# value no literal of a summary can be (those are strings, numbers, bools and None), kept as literals are.
+A_TENSOR = ("a tensor",)
 
 
 def untaken_branch(facts: FileFacts, line: int) -> str | None:
@@ -40,12 +45,49 @@ def untaken_branch(facts: FileFacts, line: int) -> str | None:
         return None
     values = _tested_names(facts, function, qualname)
     for test, taken in arms:
-        outcomes = _outcomes(test, values.of)
+        outcomes = _outcomes(test, functools.partial(values.of, line=test.lineno),
+                             functools.partial(values.kinds, line=test.lineno), facts.qualify)
         if outcomes is not None and taken not in outcomes:
-            shown = ", ".join(f"`{name}` is {' or '.join(repr(value) for value in sorted(found, key=repr))}"
+            shown = ", ".join(f"`{name}` is {' or '.join(_shown(value) for value in sorted(found, key=repr))}"
                               for name, found in values.told.items() if _mentions(test, name))
             return f"in a branch no call takes: `{ast.unparse(test)}` is never {taken} ({shown})"
+    return _no_value_passes(arms, values, facts.qualify)
+
+
+def _no_value_passes(arms: list[tuple[ast.expr, bool]], values: _TestedNames,
+                     qualify: Callable[[str | None], str | None]) -> str | None:
+    """Why the arms together are never taken, when each value a parameter takes fails one of the tests of its type
+    or of None among them: `if x is None: ... elif isinstance(x, torch.Tensor): ... else: <never>`, where every
+    call passes None or a tensor."""
+    names = {name for test, _ in arms if (name := _type_or_none_test(test, qualify)[0]) is not None}
+    for name in sorted(names):
+        tests = [(test, taken) for test, taken in arms if _type_or_none_test(test, qualify)[0] == name]
+        kinds = values.kinds(ast.Name(id=name), max(test.lineno for test, _ in tests))
+        if kinds and all(any(_type_or_none_test(test, qualify)[1](value) is (not taken) for test, taken in tests)
+                         for value in kinds):
+            shown = " or ".join(_shown(value) for value in sorted(kinds, key=repr))
+            written = " and ".join(f"`{ast.unparse(test)}` {taken}" for test, taken in tests)
+            return f"in a branch no call takes: `{name}` is {shown}, never with {written}"
     return None
+
+
+def _type_or_none_test(test: ast.expr, qualify: Callable[[str | None], str | None]) \
+        -> tuple[str | None, Callable[[object], bool | None]]:
+    """(the parameter tested, what the test is for each value it may take: a literal or `A_TENSOR`) for a test
+    of a name's type (`torch.is_tensor(x)`, `isinstance(x, torch.Tensor)`) or of None (`x is None`, `x is not
+    None`), or `not` one of them; (None, ...) for any other test."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        name, truth = _type_or_none_test(test.operand, qualify)
+        return name, lambda value: None if (inner := truth(value)) is None else not inner
+    typed = _type_test(test, qualify)
+    if typed is not None and isinstance(typed[0], ast.Name):
+        types = typed[1]
+        return typed[0].id, lambda value: _is_instance(value, types)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) \
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot)) and _constant(test.comparators[0]) is None:
+        wanted = isinstance(test.ops[0], ast.Is)
+        return test.left.id, lambda value: (value is None) is wanted
+    return None, lambda value: None
 
 
 def _arms_around(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> list[tuple[ast.expr, bool]]:
@@ -87,8 +129,9 @@ _NAMES: weakref.WeakKeyDictionary[FileFacts, dict[int, _TestedNames]] = weakref.
 
 
 class _TestedNames:
-    """The values the names a test reads take, by the project model: a parameter of the function the function
-    never rebinds, or `self.attr` in a method. `told` keeps what was found, to say it."""
+    """The values the names a test reads take, by the project model: a parameter of the function that still holds
+    what the call passed (the function stores into it only after the test, and not in a loop around it), or
+    `self.attr` in a method. `told` keeps what was found, to say it."""
 
     def __init__(self, facts: FileFacts, function: ast.FunctionDef | ast.AsyncFunctionDef, qualname: str) -> None:
         self.view = facts.project
@@ -99,29 +142,62 @@ class _TestedNames:
         method = bool(self.owner) and bool(names) and not any(
             isinstance(decorator, ast.Name) and decorator.id == "staticmethod" for decorator in function.decorator_list)
         self.self_name = names[0] if method else None
-        rebound = set()  # stored, deleted, caught or captured anywhere in it (in nested functions too)
+        # Where each name is stored, deleted, caught or captured (in nested functions too); 0 where no line says
+        # when (`global`, `nonlocal`, a match pattern's capture), which no test comes before.
+        self.stores: dict[str, list[int]] = {}
+        self.loops: list[tuple[int, int]] = []
+        self.arms: list[tuple[tuple[int, int], tuple[int, int]]] = []  # each `if` with an `else`: both blocks
         for node in ast.walk(function):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                rebound.add(node.id)
-            elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-                rebound.add(node.name)
+                self.stores.setdefault(node.id, []).append(node.lineno)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self.stores.setdefault(node.name, []).append(node.lineno)
+            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                self.stores.setdefault(node.name, []).append(0)
             elif isinstance(node, ast.MatchMapping) and node.rest:
-                rebound.add(node.rest)
+                self.stores.setdefault(node.rest, []).append(0)
             elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                rebound.update(node.names)
-        self.parameters = set(names[1:] if method else names) - rebound
+                for name in node.names:
+                    self.stores.setdefault(name, []).append(0)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                self.loops.append((node.lineno, node.end_lineno or node.lineno))
+            elif isinstance(node, ast.If) and node.orelse:
+                self.arms.append((_span(node.body), _span(node.orelse)))
+        self.parameters = set(names[1:] if method else names)
         self.told: dict[str, frozenset] = {}
 
-    def of(self, expr: ast.expr) -> frozenset | None:
+    def _holds_argument(self, name: str, line: int) -> bool:
+        """Whether the parameter `name` holds, at `line`, what the call passed: every store into it comes later, and
+        none in a loop around `line` (whose next turn would test the stored value)."""
+        # A store in the body of an `if` whose `else` holds `line` does not reach it (`if x is None: x = ...
+        # elif isinstance(x, torch.Tensor):`).
+        apart = [body for body, orelse in self.arms if orelse[0] <= line <= orelse[1]]
+        stores = [store for store in self.stores.get(name, ())
+                  if not any(start <= store <= end for start, end in apart)]
+        return name in self.parameters and all(store > line for store in stores) and not any(
+            start <= line <= end and any(start <= store <= end for store in stores) for start, end in self.loops)
+
+    def of(self, expr: ast.expr, line: int) -> frozenset | None:
         assert self.view is not None
         found: frozenset | None = None
-        if isinstance(expr, ast.Name) and expr.id in self.parameters:
+        if isinstance(expr, ast.Name) and self._holds_argument(expr.id, line):
             name, found = expr.id, self.view.literals(self.qualname, expr.id)
         elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) \
                 and expr.value.id == self.self_name and self.self_name is not None:
             name, found = f"self.{expr.attr}", self.view.attribute_literals(self.owner, expr.attr)
         if found:
             self.told[name] = found
+        return found or None
+
+    def kinds(self, expr: ast.expr, line: int) -> frozenset | None:
+        """What a parameter holds at `line`, for a test of its type: its literals, and `A_TENSOR` where a call
+        passes a tensor (ProjectModel.kinds)."""
+        assert self.view is not None
+        if not (isinstance(expr, ast.Name) and self._holds_argument(expr.id, line)):
+            return None
+        found = self.view.kinds(self.qualname, expr.id)
+        if found:
+            self.told[expr.id] = found
         return found or None
 
 
@@ -132,14 +208,17 @@ _COMPARISONS: dict[type, Callable[[object, object], bool]] = {
 }
 
 
-def _outcomes(test: ast.expr, values_of: Callable[[ast.expr], frozenset | None]) -> frozenset[bool] | None:
-    """The truths `test` may have, given the values `values_of` knows of the names it reads; None when it reads
-    one whose values are not known, or has a shape not read here. A name's values are taken one at a time, each
-    name on its own: more truths than the code may have, never fewer."""
+def _outcomes(test: ast.expr, values_of: Callable[[ast.expr], frozenset | None],
+              kinds_of: Callable[[ast.expr], frozenset | None],
+              qualify: Callable[[str | None], str | None]) -> frozenset[bool] | None:
+    """The truths `test` may have, given the values `values_of` knows of the names it reads (and, for a test of a
+    type, `kinds_of`: literals or `A_TENSOR`); None when it reads one whose values are not known, or has a shape not
+    read here. A name's values are taken one at a time, each name on its own: more truths than the code may have,
+    never fewer."""
     if isinstance(test, ast.BoolOp):
         # One part decides: a part never true makes an `and` false, a part always true makes an `or` true.
         decisive = isinstance(test.op, ast.Or)
-        found = [_outcomes(value, values_of) for value in test.values]
+        found = [_outcomes(value, values_of, kinds_of, qualify) for value in test.values]
         if any(outcome == {decisive} for outcome in found):
             return frozenset({decisive})
         if any(outcome is None for outcome in found):
@@ -148,8 +227,16 @@ def _outcomes(test: ast.expr, values_of: Callable[[ast.expr], frozenset | None])
             return frozenset({not decisive})
         return frozenset({True, False})
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _outcomes(test.operand, values_of)
+        inner = _outcomes(test.operand, values_of, kinds_of, qualify)
         return frozenset(not outcome for outcome in inner) if inner is not None else None
+    typed = _type_test(test, qualify)
+    if typed is not None:
+        subject, types = typed
+        kinds = kinds_of(subject)
+        if kinds is None:
+            return None
+        truths = {_is_instance(value, types) for value in kinds}
+        return None if None in truths else frozenset(truths)  # type: ignore[arg-type]
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         compare = _COMPARISONS.get(test.ops[0].__class__)
         left, right = test.left, test.comparators[0]
@@ -174,6 +261,50 @@ def _outcomes(test: ast.expr, values_of: Callable[[ast.expr], frozenset | None])
 
 
 _UNKNOWN = object()
+# The classes a type test may name whose instances h2dlint can tell apart, by the name written (a builtin's, unless
+# the file binds that name) or qualified (torch's tensor class).
+_BUILTIN_TYPES: dict[str, type] = {kind.__name__: kind for kind in (int, float, bool, str, bytes, complex, list,
+                                                                     tuple, dict, set, frozenset)}
+_TENSOR_CLASSES = frozenset({"torch.Tensor"})
+_TENSOR = "tensor"
+
+
+def _type_test(test: ast.expr, qualify: Callable[[str | None], str | None]) -> tuple[ast.expr, tuple] | None:
+    """(the value tested, the classes named) for `torch.is_tensor(x)` and `isinstance(x, C)` or `isinstance(x, (C,
+    D))` where a class named is torch's tensor class; a builtin class is its type, any other class `_UNKNOWN`."""
+    if not (isinstance(test, ast.Call) and not test.keywords and len(test.args) in (1, 2)
+            and not any(isinstance(arg, ast.Starred) for arg in test.args)):
+        return None
+    called = dotted_name(test.func)
+    if len(test.args) == 1:
+        return (test.args[0], (_TENSOR,)) if qualify(called) == "torch.is_tensor" else None
+    if called != "isinstance" or qualify("isinstance") is not None:
+        return None
+    named = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+    types: list = []
+    for expr in named:
+        written = dotted_name(expr)
+        if qualify(written) in _TENSOR_CLASSES:
+            types.append(_TENSOR)
+        elif isinstance(expr, ast.Name) and expr.id in _BUILTIN_TYPES and qualify(expr.id) is None:
+            types.append(_BUILTIN_TYPES[expr.id])
+        else:
+            types.append(_UNKNOWN)
+    return (test.args[0], tuple(types)) if _TENSOR in types else None
+
+
+def _is_instance(value: object, types: tuple) -> bool | None:
+    """Whether `value` (a literal, or `A_TENSOR`) is an instance of one of `types` (see `_type_test`); None when
+    a class h2dlint cannot tell decides it."""
+    if value == A_TENSOR:
+        return True if _TENSOR in types else None
+    if any(isinstance(value, kind) for kind in types if isinstance(kind, type)):
+        return True
+    return None if _UNKNOWN in types else False
+
+
+def _shown(value: object) -> str:
+    return "a tensor" if value == A_TENSOR else repr(value)
 
 
 def _constant(expr: ast.expr) -> object:
@@ -185,6 +316,10 @@ def _constant(expr: ast.expr) -> object:
     if isinstance(value, (list, set)):
         return tuple(value)
     return value if isinstance(value, (str, int, float, bool, tuple, frozenset)) or value is None else _UNKNOWN
+
+
+def _span(block: list[ast.stmt]) -> tuple[int, int]:
+    return block[0].lineno, block[-1].end_lineno or block[-1].lineno
 
 
 def _mentions(test: ast.expr, name: str) -> bool:

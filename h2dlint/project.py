@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from . import __version__
+from .branches import A_TENSOR
 from .cache import code_fingerprint, make_cache_folder
 from .facts import (
     JOINING_FUNCTIONS,
@@ -1272,6 +1273,7 @@ class ProjectModel:
     _imported: frozenset[str] | None = None  # the modules other modules import from
     _bound_attributes: dict[str, set[str]] | None = None  # a method's name -> the attributes it is bound to
     _literals: dict[tuple[str, str], frozenset | None] = field(default_factory=dict)
+    _kinds: dict[tuple[str, str], frozenset | None] = field(default_factory=dict)
     _stored_elsewhere: frozenset[str] | None = None  # attributes stored into on objects other than `self`
 
     @classmethod
@@ -2060,7 +2062,15 @@ class ProjectModel:
         return self._memoized(self._literals, (function, name), depth,
                               lambda: self._literals_uncached(function, name, depth))
 
-    def _literals_uncached(self, function: str, name: str, depth: int) -> frozenset | None:
+    def kinds(self, function: str, name: str, depth: int = 0) -> frozenset | None:
+        """What the parameter `name` of `function` takes, for a test of its type (`torch.is_tensor(x)`,
+        `isinstance(x, torch.Tensor)`): as `literals`, except that a call may also pass a value the model places
+        as a tensor, which counts as `A_TENSOR`. None when a call passes anything else, or when calls the model
+        cannot see may run it (see `literals`)."""
+        return self._memoized(self._kinds, (function, name), depth,
+                              lambda: self._literals_uncached(function, name, depth, tensors=True))
+
+    def _literals_uncached(self, function: str, name: str, depth: int, tensors: bool = False) -> frozenset | None:
         record = self.functions.get(function)
         if record is None or not record["name"]:
             return None
@@ -2088,19 +2098,36 @@ class ProjectModel:
         for caller, index, bound in callers:
             calling = self.functions[caller]
             passed = [[], {}] if index in calling.get("bare", ()) else _read_arguments(calling, index)
-            value = _argument(record, name, passed, bound) if passed is not None else None
+            if passed is not None:
+                value = _argument(record, name, passed, bound)
+            else:  # a call passing no literal nor parameter: it may still leave `name` to its default
+                shape = _passed(calling, index)
+                value = _LEFT_OUT if shape is not None and _argument(record, name, shape, bound) is _LEFT_OUT else []
             if value is _LEFT_OUT and name in record.get("literals", {}):
                 found.add(record["literals"][name])
+            elif tensors and (not value or value is _LEFT_OUT) and self._passes_a_tensor(caller, index, bound,
+                                                                                          record, name, depth):
+                found.add(A_TENSOR)
             elif not value or value is _LEFT_OUT:
                 return None
             elif value[0] == "l":
                 found.add(value[1])
             else:
-                inner = self.literals(caller, value[1], depth + 1)
+                inner = (self.kinds if tensors else self.literals)(caller, value[1], depth + 1)
                 if inner is None:
                     return None
                 found.update(inner)
         return frozenset(found)
+
+    def _passes_a_tensor(self, caller: str, index: int, bound: bool, record: dict, name: str, depth: int) -> bool:
+        """Whether the call `index` of `caller` passes the parameter `name` of the function `record` describes a
+        value the model places as a tensor (not a device, nor a module's input placed only in case it is one)."""
+        passed = _passed(self.functions[caller], index)
+        value = _argument(record, name, passed, bound) if passed is not None else None
+        if not value or value is _LEFT_OUT:
+            return False
+        placed = self._value(value, caller, depth + 1)
+        return placed is not None and placed.typed and not placed.device
 
     def attribute_literals(self, class_name: str, attr: str) -> frozenset | None:
         """The values `self.attr` takes in the methods of the class, when every store into it, in the class, its
@@ -2201,7 +2228,8 @@ class ProjectModel:
         the attribute's number annotation; for "attribute_type" and "type" a project class; for "module" whether
         the class is an `nn.Module`."""
         kind, first, second = question
-        if kind in ("once", "data", "uncalled", "parameter", "result", "literals") and first not in self.functions:
+        if kind in ("once", "data", "uncalled", "parameter", "result", "literals", "kinds") \
+                and first not in self.functions:
             return None  # asked of a function the project no longer has: a question kept from an earlier run
         if kind == "once":
             return self.called_only_from_run_once_code(first)
@@ -2211,6 +2239,8 @@ class ProjectModel:
             return "uncalled" if self.uncalled(first) else None
         if kind == "literals":
             return _written_literals(self.literals(first, second))
+        if kind == "kinds":
+            return _written_literals(self.kinds(first, second))
         if kind == "attribute_literals":
             return _written_literals(self.attribute_literals(first, second)) if first in self.classes else None
         if kind == "alone":
@@ -2619,6 +2649,13 @@ class FileView:
         if self.module is None:
             return None
         return _read_literals(self._ask(("literals", self.qualified(local_qualname), name)))
+
+    def kinds(self, local_qualname: str, name: str) -> frozenset | None:
+        """The values the parameter `name` of the function takes, for a test of its type: literals, and `A_TENSOR`
+        for a tensor (see ProjectModel.kinds); None when not known."""
+        if self.module is None:
+            return None
+        return _read_literals(self._ask(("kinds", self.qualified(local_qualname), name)))
 
     def attribute_literals(self, local_class: str, attr: str) -> frozenset | None:
         """The values `self.attr` takes in the class's methods, when every store into it stores a literal (see

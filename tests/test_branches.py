@@ -241,3 +241,88 @@ def test_code_a_cuda_device_never_runs_copies_and_syncs_nothing(body, copies):
                                                                                               "")
     syncs = [] if "not x.is_cuda" in body else ["HDL201" for _ in copies]
     assert [finding.code for finding in lint(code, "HDL201")] == syncs
+
+
+# A fallback for values that are not tensors, in a function every call of which passes a tensor (or None): the
+# copy in it never runs. Lines: 7 the `is_tensor` fallback, 9 the default's, 13 the `else` of None and a tensor.
+FALLBACKS = '''\
+import torch
+
+
+class Embedder(torch.nn.Module):
+    def forward(self, x, scale=2, bound=None):
+        if not torch.is_tensor(x):
+            x = torch.tensor([x], device="cuda")
+        if not isinstance(scale, torch.Tensor):
+            scale = torch.tensor(scale, device="cuda")
+        if bound is None:
+            bound = x.abs().amax()
+        elif not isinstance(bound, torch.Tensor):
+            bound = torch.tensor(bound, device="cuda")
+        return x * scale / bound
+'''
+
+CALLERS = '''\
+import torch
+from pkg.embed import Embedder
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = Embedder()
+
+    def forward(self, ids):
+        t = torch.zeros(4, device="cuda")
+        return self.embed(t) + self.embed(t, bound=t.amax())
+'''
+
+
+def test_a_fallback_for_values_no_call_passes_has_no_findings(tmp_path):
+    make_project(tmp_path, copies_anywhere=True, embed=FALLBACKS, model=CALLERS)
+    # Every call passes a tensor as `x`, and None or a tensor as `bound`; `scale` is left at 2, not a tensor.
+    assert by_file(check(tmp_path)) == {"embed.py": [(9, "HDL101")]}
+
+
+@pytest.mark.parametrize(("call", "back"), [
+    ("self.embed(0.5)", (7, "HDL101")),  # a number
+    ("self.embed(ids)", (7, "HDL101")),  # a value the model cannot tell
+    ("self.embed(t, bound=1.0)", (13, "HDL101")),
+    ("self.embed(t, bound=ids)", (13, "HDL101")),
+])
+def test_a_call_passing_another_kind_of_value_brings_the_fallback_back(tmp_path, call, back):
+    make_project(tmp_path, copies_anywhere=True, embed=FALLBACKS, model=CALLERS.replace("self.embed(t) + ", f"{call} + "))
+    assert back in by_file(check(tmp_path))["embed.py"]
+
+
+@pytest.mark.parametrize("stored", [
+    # in a loop around the test, after it: the next turn tests what was stored
+    "        for _ in range(2):\n            if not torch.is_tensor(x):\n"
+    "                y = torch.tensor([x], device=\"cuda\")\n            x = x.tolist()\n",
+    # above the test
+    "        x = x.tolist()\n        if not torch.is_tensor(x):\n            y = torch.tensor([x], device=\"cuda\")\n",
+])
+def test_a_type_test_after_the_parameter_is_stored_into_reads_nothing(tmp_path, stored):
+    code = FALLBACKS.replace("        if not torch.is_tensor(x):\n            x = torch.tensor([x], device=\"cuda\")\n", stored)
+    make_project(tmp_path, copies_anywhere=True, embed=code, model=CALLERS)
+    assert (8, "HDL101") in by_file(check(tmp_path))["embed.py"]
+
+
+@pytest.mark.parametrize(("written", "call"), [
+    # A number may be a `Number`: whether the number passed is one, only the class's definition says.
+    ("isinstance(x, (torch.Tensor, numbers.Number))", "self.embed(0.5)"),
+    # A tensor passed may be a parameter or not.
+    ("isinstance(x, torch.nn.Parameter)", "self.embed(t)"),
+])
+def test_a_class_a_type_test_cannot_tell_keeps_the_branch(tmp_path, written, call):
+    code = FALLBACKS.replace("not torch.is_tensor(x)", f"not {written}").replace("import torch\n",
+                                                                                "import numbers\nimport torch\n")
+    make_project(tmp_path, copies_anywhere=True, embed=code, model=CALLERS.replace("self.embed(t) + ", f"{call} + "))
+    assert (8, "HDL101") in by_file(check(tmp_path))["embed.py"]
+
+
+def test_a_tensor_is_an_instance_of_a_tuple_naming_the_tensor_class(tmp_path):
+    code = FALLBACKS.replace("not torch.is_tensor(x)", "not isinstance(x, (torch.Tensor, numbers.Number))").replace(
+        "import torch\n", "import numbers\nimport torch\n")
+    make_project(tmp_path, copies_anywhere=True, embed=code, model=CALLERS)
+    assert (8, "HDL101") not in by_file(check(tmp_path))["embed.py"]
