@@ -12,7 +12,9 @@ CUDA device never runs either, whatever the project passes.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
+import math
 import operator
 import weakref
 from collections.abc import Callable
@@ -22,10 +24,6 @@ from .syntax import blocks, dotted_name
 
 if TYPE_CHECKING:
     from .facts import FileFacts
-
-# What the project model's answer about a parameter's values (ProjectModel.kinds) holds for a tensor passed: a
-# value no literal of a summary can be (those are strings, numbers, bools and None), kept as literals are.
-A_TENSOR = ("a tensor",)
 
 
 def untaken_branch(facts: FileFacts, line: int) -> str | None:
@@ -45,49 +43,12 @@ def untaken_branch(facts: FileFacts, line: int) -> str | None:
         return None
     values = _tested_names(facts, function, qualname)
     for test, taken in arms:
-        outcomes = _outcomes(test, functools.partial(values.of, line=test.lineno),
-                             functools.partial(values.kinds, line=test.lineno), facts.qualify)
+        outcomes = _outcomes(test, functools.partial(values.of, line=test.end_lineno or test.lineno), facts.qualify)
         if outcomes is not None and taken not in outcomes:
-            shown = ", ".join(f"`{name}` is {' or '.join(_shown(value) for value in sorted(found, key=repr))}"
+            shown = ", ".join(f"`{name}` is {' or '.join(repr(value) for value in sorted(found, key=repr))}"
                               for name, found in values.told.items() if _mentions(test, name))
             return f"in a branch no call takes: `{ast.unparse(test)}` is never {taken} ({shown})"
-    return _no_value_passes(arms, values, facts.qualify)
-
-
-def _no_value_passes(arms: list[tuple[ast.expr, bool]], values: _TestedNames,
-                     qualify: Callable[[str | None], str | None]) -> str | None:
-    """Why the arms together are never taken, when each value a parameter takes fails one of the tests of its type
-    or of None among them: `if x is None: ... elif isinstance(x, torch.Tensor): ... else: <never>`, where every
-    call passes None or a tensor."""
-    names = {name for test, _ in arms if (name := _type_or_none_test(test, qualify)[0]) is not None}
-    for name in sorted(names):
-        tests = [(test, taken) for test, taken in arms if _type_or_none_test(test, qualify)[0] == name]
-        kinds = values.kinds(ast.Name(id=name), max(test.lineno for test, _ in tests))
-        if kinds and all(any(_type_or_none_test(test, qualify)[1](value) is (not taken) for test, taken in tests)
-                         for value in kinds):
-            shown = " or ".join(_shown(value) for value in sorted(kinds, key=repr))
-            written = " and ".join(f"`{ast.unparse(test)}` {taken}" for test, taken in tests)
-            return f"in a branch no call takes: `{name}` is {shown}, never with {written}"
     return None
-
-
-def _type_or_none_test(test: ast.expr, qualify: Callable[[str | None], str | None]) \
-        -> tuple[str | None, Callable[[object], bool | None]]:
-    """(the parameter tested, what the test is for each value it may take: a literal or `A_TENSOR`) for a test
-    of a name's type (`torch.is_tensor(x)`, `isinstance(x, torch.Tensor)`) or of None (`x is None`, `x is not
-    None`), or `not` one of them; (None, ...) for any other test."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        name, truth = _type_or_none_test(test.operand, qualify)
-        return name, lambda value: None if (inner := truth(value)) is None else not inner
-    typed = _type_test(test, qualify)
-    if typed is not None and isinstance(typed[0], ast.Name):
-        types = typed[1]
-        return typed[0].id, lambda value: _is_instance(value, types)
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) \
-            and isinstance(test.ops[0], (ast.Is, ast.IsNot)) and _constant(test.comparators[0]) is None:
-        wanted = isinstance(test.ops[0], ast.Is)
-        return test.left.id, lambda value: (value is None) is wanted
-    return None, lambda value: None
 
 
 def _arms_around(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> list[tuple[ast.expr, bool]]:
@@ -147,8 +108,15 @@ class _TestedNames:
         self.stores: dict[str, list[int]] = {}
         self.loops: list[tuple[int, int]] = []
         self.arms: list[tuple[tuple[int, int], tuple[int, int]]] = []  # each `if` with an `else`: both blocks
+        # `norm_type = float(norm_type)`: a store that keeps the value, converted (by name, the conversion, where).
+        self.conversions: dict[str, list[tuple[int, Callable[[object], object]]]] = {}
+        converted: set[int] = set()  # the targets of those stores
         for node in ast.walk(function):
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and (convert := _conversion_of(node.value, node.targets[0].id, facts)) is not None:
+                self.conversions.setdefault(node.targets[0].id, []).append((node.lineno, convert))
+                converted.add(id(node.targets[0]))
+            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in converted:
                 self.stores.setdefault(node.id, []).append(node.lineno)
             elif isinstance(node, ast.ExceptHandler) and node.name:
                 self.stores.setdefault(node.name, []).append(node.lineno)
@@ -171,10 +139,10 @@ class _TestedNames:
         none in a loop around `line` (whose next turn would test the stored value)."""
         # A store in the body of an `if` whose `else` holds `line` does not reach it (`if x is None: x = ...
         # elif isinstance(x, torch.Tensor):`).
+        stores = self.stores.get(name, ())
         apart = [body for body, orelse in self.arms if orelse[0] <= line <= orelse[1]]
-        stores = [store for store in self.stores.get(name, ())
-                  if not any(start <= store <= end for start, end in apart)]
-        return name in self.parameters and all(store > line for store in stores) and not any(
+        reaching = [store for store in stores if not any(start <= store <= end for start, end in apart)]
+        return name in self.parameters and all(store > line for store in reaching) and not any(
             start <= line <= end and any(start <= store <= end for store in stores) for start, end in self.loops)
 
     def of(self, expr: ast.expr, line: int) -> frozenset | None:
@@ -182,6 +150,12 @@ class _TestedNames:
         found: frozenset | None = None
         if isinstance(expr, ast.Name) and self._holds_argument(expr.id, line):
             name, found = expr.id, self.view.literals(self.qualname, expr.id)
+            for at, convert in self.conversions.get(name, ()):
+                if found and at < line:  # (each of these conversions gives the same when applied again)
+                    try:
+                        found = frozenset(convert(value) for value in found)
+                    except (TypeError, ValueError):
+                        found = None
         elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) \
                 and expr.value.id == self.self_name and self.self_name is not None:
             name, found = f"self.{expr.attr}", self.view.attribute_literals(self.owner, expr.attr)
@@ -189,16 +163,17 @@ class _TestedNames:
             self.told[name] = found
         return found or None
 
-    def kinds(self, expr: ast.expr, line: int) -> frozenset | None:
-        """What a parameter holds at `line`, for a test of its type: its literals, and `A_TENSOR` where a call
-        passes a tensor (ProjectModel.kinds)."""
-        assert self.view is not None
-        if not (isinstance(expr, ast.Name) and self._holds_argument(expr.id, line)):
-            return None
-        found = self.view.kinds(self.qualname, expr.id)
-        if found:
-            self.told[expr.id] = found
-        return found or None
+
+def _conversion_of(value: ast.expr, name: str, facts: FileFacts) -> Callable[[object], object] | None:
+    """The builtin `float`, `int`, `bool` or `str` when `value` is one of them applied to `name` alone."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in _CONVERSIONS \
+            and facts.qualify(value.func.id) is None and len(value.args) == 1 and not value.keywords \
+            and isinstance(value.args[0], ast.Name) and value.args[0].id == name:
+        return _CONVERSIONS[value.func.id]
+    return None
+
+
+_CONVERSIONS: dict[str, Callable[[object], object]] = {"float": float, "int": int, "bool": bool, "str": str}
 
 
 _COMPARISONS: dict[type, Callable[[object, object], bool]] = {
@@ -209,16 +184,14 @@ _COMPARISONS: dict[type, Callable[[object, object], bool]] = {
 
 
 def _outcomes(test: ast.expr, values_of: Callable[[ast.expr], frozenset | None],
-              kinds_of: Callable[[ast.expr], frozenset | None],
               qualify: Callable[[str | None], str | None]) -> frozenset[bool] | None:
-    """The truths `test` may have, given the values `values_of` knows of the names it reads (and, for a test of a
-    type, `kinds_of`: literals or `A_TENSOR`); None when it reads one whose values are not known, or has a shape not
-    read here. A name's values are taken one at a time, each name on its own: more truths than the code may have,
-    never fewer."""
+    """The truths `test` may have, given the values `values_of` knows of the names it reads; None when it reads
+    one whose values are not known, or has a shape not read here. A name's values are taken one at a time, each
+    name on its own: more truths than the code may have, never fewer."""
     if isinstance(test, ast.BoolOp):
         # One part decides: a part never true makes an `and` false, a part always true makes an `or` true.
         decisive = isinstance(test.op, ast.Or)
-        found = [_outcomes(value, values_of, kinds_of, qualify) for value in test.values]
+        found = [_outcomes(value, values_of, qualify) for value in test.values]
         if any(outcome == {decisive} for outcome in found):
             return frozenset({decisive})
         if any(outcome is None for outcome in found):
@@ -227,20 +200,22 @@ def _outcomes(test: ast.expr, values_of: Callable[[ast.expr], frozenset | None],
             return frozenset({not decisive})
         return frozenset({True, False})
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _outcomes(test.operand, values_of, kinds_of, qualify)
+        inner = _outcomes(test.operand, values_of, qualify)
         return frozenset(not outcome for outcome in inner) if inner is not None else None
     typed = _type_test(test, qualify)
     if typed is not None:
         subject, types = typed
-        kinds = kinds_of(subject)
-        if kinds is None:
+        found = values_of(subject)
+        if found is None:
             return None
-        truths = {_is_instance(value, types) for value in kinds}
+        truths = {_is_instance(value, types) for value in found}
         return None if None in truths else frozenset(truths)  # type: ignore[arg-type]
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         compare = _COMPARISONS.get(test.ops[0].__class__)
         left, right = test.left, test.comparators[0]
         constant = _constant(right)
+        if constant is _UNKNOWN:
+            constant = _infinity(right, qualify)
         if compare is None or constant is _UNKNOWN:
             return None
         if isinstance(test.ops[0], (ast.Is, ast.IsNot)) and constant is not None:
@@ -270,8 +245,8 @@ _TENSOR = "tensor"
 
 
 def _type_test(test: ast.expr, qualify: Callable[[str | None], str | None]) -> tuple[ast.expr, tuple] | None:
-    """(the value tested, the classes named) for `torch.is_tensor(x)` and `isinstance(x, C)` or `isinstance(x, (C,
-    D))` where a class named is torch's tensor class; a builtin class is its type, any other class `_UNKNOWN`."""
+    """(the value tested, the classes named) for `torch.is_tensor(x)`, `isinstance(x, C)` and `isinstance(x, (C,
+    D))`: torch's tensor class `_TENSOR`, a builtin class its type, any other class `_UNKNOWN`."""
     if not (isinstance(test, ast.Call) and not test.keywords and len(test.args) in (1, 2)
             and not any(isinstance(arg, ast.Starred) for arg in test.args)):
         return None
@@ -290,21 +265,16 @@ def _type_test(test: ast.expr, qualify: Callable[[str | None], str | None]) -> t
             types.append(_BUILTIN_TYPES[expr.id])
         else:
             types.append(_UNKNOWN)
-    return (test.args[0], tuple(types)) if _TENSOR in types else None
+    return test.args[0], tuple(types)
 
 
 def _is_instance(value: object, types: tuple) -> bool | None:
-    """Whether `value` (a literal, or `A_TENSOR`) is an instance of one of `types` (see `_type_test`); None when
-    a class h2dlint cannot tell decides it."""
-    if value == A_TENSOR:
-        return True if _TENSOR in types else None
+    """Whether the literal `value` (a string, a number, a bool or None: never a tensor) is an instance of one of
+    `types` (see `_type_test`); None when a class h2dlint cannot tell decides it."""
     if any(isinstance(value, kind) for kind in types if isinstance(kind, type)):
         return True
     return None if _UNKNOWN in types else False
 
-
-def _shown(value: object) -> str:
-    return "a tensor" if value == A_TENSOR else repr(value)
 
 
 def _constant(expr: ast.expr) -> object:
@@ -316,6 +286,26 @@ def _constant(expr: ast.expr) -> object:
     if isinstance(value, (list, set)):
         return tuple(value)
     return value if isinstance(value, (str, int, float, bool, tuple, frozenset)) or value is None else _UNKNOWN
+
+
+_INFINITIES = frozenset({"math.inf", "torch.inf", "numpy.inf"})
+
+
+def _infinity(expr: ast.expr, qualify: Callable[[str | None], str | None]) -> object:
+    """Infinity as written by `math.inf`, `torch.inf`, `np.inf` or `float("inf")` (or minus one of them), compared
+    with a norm's order (`if norm_type == inf:`); else `_UNKNOWN`."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        inner = _infinity(expr.operand, qualify)
+        return -inner if isinstance(inner, float) else _UNKNOWN
+    if qualify(dotted_name(expr)) in _INFINITIES:
+        return float("inf")
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "float" \
+            and qualify("float") is None and len(expr.args) == 1 and not expr.keywords:
+        written = _constant(expr.args[0])
+        with contextlib.suppress(TypeError, ValueError):
+            if isinstance(written, str) and math.isinf(float(written)):
+                return float(written)
+    return _UNKNOWN
 
 
 def _span(block: list[ast.stmt]) -> tuple[int, int]:

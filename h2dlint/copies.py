@@ -12,7 +12,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .facts import Device, FileFacts, Placement
+from .facts import HOST_TENSOR_TYPES, Device, FileFacts, Placement
 from .hotness import context_at, runs_once
 from .placement import classify_device, classify_placement
 from .project import short_name
@@ -354,6 +354,18 @@ def makes_no_elements(factory: cst.Call, name: str) -> bool:
         sizes = [arg.value for arg in factory.args if arg.keyword is None]
     return name in ("zeros", "ones", "empty", "full", "rand", "randn") and any(
         isinstance(size, cst.Integer) and size.value == "0" for size in sizes)
+
+
+def legacy_tensor_without_elements(facts: FileFacts, node: cst.BaseExpression) -> bool:
+    """`torch.FloatTensor()`, `torch.LongTensor([])`: a legacy constructor's tensor of no elements, whose copy
+    returns before reaching the device."""
+    if not isinstance(node, cst.Call):
+        return False
+    call = to_ast(node)
+    if not isinstance(call, ast.Call) or (facts.qualify(dotted_name(call.func)) or "") not in HOST_TENSOR_TYPES:
+        return False
+    return not call.args and not call.keywords or len(call.args) == 1 and not call.keywords \
+        and isinstance(call.args[0], (ast.List, ast.Tuple)) and not call.args[0].elts
 
 
 def pinned(factory: cst.Call) -> bool:

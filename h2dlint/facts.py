@@ -87,6 +87,16 @@ NON_TENSOR_TORCH_FUNCTIONS = frozenset({
     "is_tensor", "is_storage", "numel", "is_floating_point", "is_complex", "is_nonzero", "equal", "allclose",
     "is_same_size", "result_type", "can_cast", "promote_types", "get_default_dtype", "is_grad_enabled",
 })
+# torch functions (in the namespaces of TENSOR_OP_NAMESPACES) that return no tensor, besides
+# NON_TENSOR_TORCH_FUNCTIONS and the names NON_TENSOR_PREFIXES and capitals (`torch.Size`) mark.
+NON_TENSOR_TORCH_NAMES = frozenset({
+    "broadcast_shapes", "typename", "manual_seed", "seed", "initial_seed", "compile", "no_grad", "enable_grad",
+    "inference_mode", "autocast", "load", "save", "vmap", "cond", "device", "dtype", "finfo", "iinfo",
+})
+# The legacy tensor types, `torch.<kind>Tensor` (a CPU tensor's) and `torch.cuda.<kind>Tensor` (a CUDA tensor's).
+LEGACY_TENSOR_KINDS = ("Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
+HOST_TENSOR_TYPES = frozenset(f"torch.{kind}Tensor" for kind in LEGACY_TENSOR_KINDS)
+CUDA_TENSOR_TYPES = frozenset(f"torch.cuda.{kind}Tensor" for kind in LEGACY_TENSOR_KINDS)
 # numpy methods whose result is an array again (of a numpy receiver; of a host tensor, a host tensor).
 NUMPY_ARRAY_METHODS = frozenset({"astype", "reshape", "copy", "transpose", "flatten", "ravel", "squeeze", "clip",
                                  "cumsum", "repeat", "view", "take", "T"})
@@ -305,8 +315,9 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
         if called is None:
             continue
         if called == "cuda" and func.__class__ is ast.Attribute or called == "current_device" \
-                or called in ("to", "device") and call.args and _ordinal(call.args[0]):
-            gpu = True
+                or called in ("to", "device") and call.args and _ordinal(call.args[0]) \
+                or called.endswith("Tensor") and terminal_name(getattr(func, "value", None)) == "cuda":
+            gpu = True  # (`torch.cuda.FloatTensor(...)`: a legacy constructor makes a CUDA tensor)
         elif called in _STREAM_CALLS or called == "stream" and terminal_name(getattr(func, "value", None)) == "cuda":
             streams = True
         elif called in DEVICE_COLLECTIVES:
@@ -849,6 +860,23 @@ class FileFacts:
                 arguments = node.args
                 return next((arg.annotation for arg in [*arguments.posonlyargs, *arguments.args,
                                                         *arguments.kwonlyargs] if arg.arg == name), None)
+        return None
+
+    def parameter_default(self, name: str, line: int) -> ast.expr | None:
+        """The default of `name` read at `line`, when `name` is a parameter of the function whose binding of it is
+        seen there; None for any other name, or a parameter without one."""
+        scope = self.binding_scope(name, line)
+        if scope is None:
+            return None
+        for node in reversed(self.functions_around(line)):
+            if self.scope_for(node) is scope:
+                arguments = node.args
+                positional = [*arguments.posonlyargs, *arguments.args]
+                defaults = dict(zip([arg.arg for arg in positional[len(positional) - len(arguments.defaults):]],
+                                    arguments.defaults, strict=True))
+                defaults.update((arg.arg, default) for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults,
+                                                                          strict=True) if default is not None)
+                return defaults.get(name)
         return None
 
     # ----- call sites --------------------------------------------------------

@@ -15,8 +15,10 @@ from typing import TypeVar
 
 from .facts import (
     CUDA_DEVICE_STRING,
+    CUDA_TENSOR_TYPES,
     HOST_NAME_SUFFIXES,
     HOST_TENSOR_FUNCTIONS,
+    HOST_TENSOR_TYPES,
     JOINING_FUNCTIONS,
     MIRROR_SUFFIXES,
     NEW_TENSOR_METHODS,
@@ -24,9 +26,11 @@ from .facts import (
     NON_TENSOR_PREFIXES,
     NON_TENSOR_TENSOR_METHODS,
     NON_TENSOR_TORCH_FUNCTIONS,
+    NON_TENSOR_TORCH_NAMES,
     NUMPY_ARRAY_METHODS,
     OTHER_ACCELERATOR_APIS,
     SAME_DEVICE_ATTRIBUTES,
+    SCALAR_ANNOTATIONS,
     TENSOR_OP_NAMESPACES,
     TORCH_DTYPES,
     TORCH_FACTORIES,
@@ -207,6 +211,9 @@ def classify_data(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -
         qualified = facts.qualify(dotted_name(func)) or ""
         if qualified.startswith("numpy."):
             return Data.LIKELY_HOST
+        # Not host data (a tensor of some device) is all HDL101 needs to know here: whatever torch makes, but for
+        # models, streams, devices, compiled or loaded objects (`torch.cuda.Stream()`, `torch.load(path)`). Whether
+        # a call certainly returns a tensor is a narrower question (`torch_call_makes_tensor`).
         if qualified.startswith("torch.") and (qualified.endswith("Tensor") or not (
                 qualified.startswith(_NO_TENSOR_NAMESPACES) or qualified in _NO_TENSOR_CALLS
                 or qualified.rpartition(".")[2] in NON_TENSOR_TORCH_FUNCTIONS)):
@@ -372,8 +379,10 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
                 device = classify_device(facts, target, line)
                 return _placement_of(device)
         qualified = facts.qualify(dotted_name(func)) or ""
-        if qualified == "torch.from_numpy" or qualified in HOST_TENSOR_FUNCTIONS:
+        if qualified == "torch.from_numpy" or qualified in HOST_TENSOR_FUNCTIONS or qualified in HOST_TENSOR_TYPES:
             return Placement.HOST
+        if qualified in CUDA_TENSOR_TYPES:
+            return Placement.GPU
         if qualified in JOINING_FUNCTIONS:
             tensors = expr.args[0] if expr.args else next(
                 (kw.value for kw in expr.keywords if kw.arg == "tensors"), None)
@@ -430,7 +439,7 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
         return Placement.GPU if _mirrored_parameter(facts, expr.id, line) else Placement.UNKNOWN
     if isinstance(expr, ast.Attribute):
         by_name = placement_by_attribute_name(expr.attr)
-        if by_name is not Placement.UNKNOWN:
+        if by_name is not Placement.UNKNOWN and not (by_name is Placement.GPU and _assigned_no_tensor(facts, expr, line)):
             return by_name
         if expr.attr in SAME_DEVICE_ATTRIBUTES:
             return classify_placement(facts, expr.value, line, depth)
@@ -646,6 +655,18 @@ def _host_with_dimensions(facts: FileFacts, expr: ast.expr, line: int, depth: in
     return False
 
 
+def torch_call_makes_tensor(qualified: str) -> bool:
+    """Whether a call of the torch function `qualified` certainly returns a tensor: a legacy constructor
+    (`torch.FloatTensor`, `torch.cuda.LongTensor`), or a lower-case function of torch's tensor namespaces
+    (TENSOR_OP_NAMESPACES: `torch.cat`, `torch.nn.functional.pad`) that no name marks as returning something else
+    (`torch.is_tensor`, `torch.load`, `torch.get_default_dtype`)."""
+    if qualified in HOST_TENSOR_TYPES or qualified in CUDA_TENSOR_TYPES:
+        return True
+    namespace, _, name = qualified.rpartition(".")
+    return namespace + "." in TENSOR_OP_NAMESPACES and name[:1].islower() and not name.startswith(NON_TENSOR_PREFIXES) \
+        and name not in NON_TENSOR_TORCH_NAMES and name not in NON_TENSOR_TORCH_FUNCTIONS
+
+
 def tensor_method_returns_tensor(method: str) -> bool:
     """Whether a tensor's method of this name returns a tensor (on the tensor's device, unless told otherwise): not
     `size()`, `item()`, `numpy()`, nor a name that asks or gets something (`is_contiguous`, `get_device`), which on
@@ -760,12 +781,27 @@ def _classify_self_attribute(facts: FileFacts, attribute: str, line: int, depth:
 
 def _assigned_no_tensor(facts: FileFacts, expr: ast.Attribute, line: int) -> bool:
     """`self.x` where every value the class assigns `x` is certainly no tensor (`self.token_type_ids = {}`, a dict
-    of tensors by request): its name beside a host mirror (`token_type_ids_cpu`) does not make it a tensor."""
+    of tensors by request), or a parameter that holds a number (`self.parallel_gpu = parallel_gpu` of
+    `parallel_gpu=1`): its name beside a host mirror (`token_type_ids_cpu`), or ending in `_gpu`, does not make it
+    a tensor."""
     if not (isinstance(expr.value, ast.Name) and expr.value.id == "self"):
         return False
     bindings = facts.self_attribute_bindings(expr.attr, line)
-    return bool(bindings) and all(binding.value is not None and certainly_no_tensor(binding.value)
-                                  for binding in bindings)
+    return bool(bindings) and all(binding.value is not None and (
+        certainly_no_tensor(binding.value) or _number_parameter(facts, binding.value, binding.line))
+        for binding in bindings)
+
+
+def _number_parameter(facts: FileFacts, value: ast.expr, line: int) -> bool:
+    """A parameter annotated `int`, `float` or `bool`, or with a number (or bool) as its default."""
+    if not isinstance(value, ast.Name):
+        return False
+    annotation = facts.parameter_annotation(value.id, line)
+    if annotation is not None:
+        return dotted_name(annotation) in SCALAR_ANNOTATIONS
+    default = facts.parameter_default(value.id, line)
+    return isinstance(default, ast.Constant) and isinstance(default.value, (int, float)) \
+        and not isinstance(default.value, complex)
 
 
 def _is_module(facts: FileFacts, expr: ast.expr) -> bool:

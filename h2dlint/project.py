@@ -34,7 +34,6 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from . import __version__
-from .branches import A_TENSOR
 from .cache import code_fingerprint, make_cache_folder
 from .facts import (
     JOINING_FUNCTIONS,
@@ -69,6 +68,13 @@ from .syntax import certainly_no_tensor, dotted_name, name_words
 # (`_build_attention_metadata`, an attention metadata builder's `build`).
 RUN_ONCE_NAMES = RUN_ONCE_FUNCTIONS | {"state_dict", "save_pretrained", "main"}
 NOT_PER_STEP_NAME_WORDS = NOT_PER_STEP_WORDS | {"load", "checkpoint", "register", "configure"}
+# `torch.nn.Module` and other libraries' subclasses of it, by the names a project's bases are written with.
+MODULE_CLASSES = frozenset({
+    "torch.nn.Module", "torch.nn.modules.module.Module",
+    *(f"{package}.{path}LightningModule" for package in ("pytorch_lightning", "lightning.pytorch", "lightning")
+      for path in ("", "core.", "core.module.")),
+    "transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel",
+})
 # A call through a receiver of unknown type resolves by the method's name only when so few classes define it
 # that the name itself says which ones are meant.
 MAX_CLASSES_BY_NAME = 3
@@ -107,7 +113,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 35
+SUMMARY_VERSION = 36
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -1273,7 +1279,6 @@ class ProjectModel:
     _imported: frozenset[str] | None = None  # the modules other modules import from
     _bound_attributes: dict[str, set[str]] | None = None  # a method's name -> the attributes it is bound to
     _literals: dict[tuple[str, str], frozenset | None] = field(default_factory=dict)
-    _kinds: dict[tuple[str, str], frozenset | None] = field(default_factory=dict)
     _stored_elsewhere: frozenset[str] | None = None  # attributes stored into on objects other than `self`
 
     @classmethod
@@ -1409,9 +1414,9 @@ class ProjectModel:
         return order
 
     def _is_module_class(self, class_name: str) -> bool:
-        """An `nn.Module` subclass: some base, however far up, is written `nn.Module` / `torch.nn.Module`."""
-        return any(qualified in ("torch.nn.Module", "torch.nn.modules.module.Module")
-                   for qualified in self._written_bases(class_name))
+        """An `nn.Module` subclass: some base, however far up, is written `nn.Module` / `torch.nn.Module`, or is
+        another library's well-known subclass of it (`pl.LightningModule`, `transformers.PreTrainedModel`)."""
+        return any(qualified in MODULE_CLASSES for qualified in self._written_bases(class_name))
 
     def _written_bases(self, class_name: str) -> Iterator[str]:
         """The bases of the class and of its project bases, however far up, as written, with the module's imports
@@ -2062,15 +2067,7 @@ class ProjectModel:
         return self._memoized(self._literals, (function, name), depth,
                               lambda: self._literals_uncached(function, name, depth))
 
-    def kinds(self, function: str, name: str, depth: int = 0) -> frozenset | None:
-        """What the parameter `name` of `function` takes, for a test of its type (`torch.is_tensor(x)`,
-        `isinstance(x, torch.Tensor)`): as `literals`, except that a call may also pass a value the model places
-        as a tensor, which counts as `A_TENSOR`. None when a call passes anything else, or when calls the model
-        cannot see may run it (see `literals`)."""
-        return self._memoized(self._kinds, (function, name), depth,
-                              lambda: self._literals_uncached(function, name, depth, tensors=True))
-
-    def _literals_uncached(self, function: str, name: str, depth: int, tensors: bool = False) -> frozenset | None:
+    def _literals_uncached(self, function: str, name: str, depth: int) -> frozenset | None:
         record = self.functions.get(function)
         if record is None or not record["name"]:
             return None
@@ -2105,29 +2102,16 @@ class ProjectModel:
                 value = _LEFT_OUT if shape is not None and _argument(record, name, shape, bound) is _LEFT_OUT else []
             if value is _LEFT_OUT and name in record.get("literals", {}):
                 found.add(record["literals"][name])
-            elif tensors and (not value or value is _LEFT_OUT) and self._passes_a_tensor(caller, index, bound,
-                                                                                          record, name, depth):
-                found.add(A_TENSOR)
             elif not value or value is _LEFT_OUT:
                 return None
             elif value[0] == "l":
                 found.add(value[1])
             else:
-                inner = (self.kinds if tensors else self.literals)(caller, value[1], depth + 1)
+                inner = self.literals(caller, value[1], depth + 1)
                 if inner is None:
                     return None
                 found.update(inner)
         return frozenset(found)
-
-    def _passes_a_tensor(self, caller: str, index: int, bound: bool, record: dict, name: str, depth: int) -> bool:
-        """Whether the call `index` of `caller` passes the parameter `name` of the function `record` describes a
-        value the model places as a tensor (not a device, nor a module's input placed only in case it is one)."""
-        passed = _passed(self.functions[caller], index)
-        value = _argument(record, name, passed, bound) if passed is not None else None
-        if not value or value is _LEFT_OUT:
-            return False
-        placed = self._value(value, caller, depth + 1)
-        return placed is not None and placed.typed and not placed.device
 
     def attribute_literals(self, class_name: str, attr: str) -> frozenset | None:
         """The values `self.attr` takes in the methods of the class, when every store into it, in the class, its
@@ -2228,8 +2212,7 @@ class ProjectModel:
         the attribute's number annotation; for "attribute_type" and "type" a project class; for "module" whether
         the class is an `nn.Module`."""
         kind, first, second = question
-        if kind in ("once", "data", "uncalled", "parameter", "result", "literals", "kinds") \
-                and first not in self.functions:
+        if kind in ("once", "data", "uncalled", "parameter", "result", "literals") and first not in self.functions:
             return None  # asked of a function the project no longer has: a question kept from an earlier run
         if kind == "once":
             return self.called_only_from_run_once_code(first)
@@ -2239,8 +2222,6 @@ class ProjectModel:
             return "uncalled" if self.uncalled(first) else None
         if kind == "literals":
             return _written_literals(self.literals(first, second))
-        if kind == "kinds":
-            return _written_literals(self.kinds(first, second))
         if kind == "attribute_literals":
             return _written_literals(self.attribute_literals(first, second)) if first in self.classes else None
         if kind == "alone":
@@ -2649,13 +2630,6 @@ class FileView:
         if self.module is None:
             return None
         return _read_literals(self._ask(("literals", self.qualified(local_qualname), name)))
-
-    def kinds(self, local_qualname: str, name: str) -> frozenset | None:
-        """The values the parameter `name` of the function takes, for a test of its type: literals, and `A_TENSOR`
-        for a tensor (see ProjectModel.kinds); None when not known."""
-        if self.module is None:
-            return None
-        return _read_literals(self._ask(("kinds", self.qualified(local_qualname), name)))
 
     def attribute_literals(self, local_class: str, attr: str) -> frozenset | None:
         """The values `self.attr` takes in the class's methods, when every store into it stores a literal (see

@@ -17,7 +17,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .branches import other_device_branch, untaken_branch
-from .facts import NON_TENSOR_METHODS, OPEN_GATE, SYNC_BUILTINS, SYNC_METHODS, Data, FileFacts, Placement
+from .facts import (
+    HOST_TENSOR_TYPES,
+    NON_TENSOR_METHODS,
+    OPEN_GATE,
+    SYNC_BUILTINS,
+    SYNC_METHODS,
+    Data,
+    FileFacts,
+    Placement,
+)
 from .gaps import TokensApart
 from .hotness import (
     NOT_PER_STEP_WORDS,
@@ -55,9 +64,6 @@ CAPTURE_WORDS = frozenset({"capture", "capturing"})  # the last word of a graph-
 STREAM_FACTORIES = frozenset({"torch.cuda.Stream", "torch.cuda.Event", "torch.cuda.current_stream",
                               "torch.cuda.default_stream", "torch.Stream", "torch.Event"})
 DEVICE_SYNC_CALLS = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize"})
-# The legacy CPU tensor types: `t.type(torch.BoolTensor)` copies a CUDA tensor to the host.
-HOST_TENSOR_TYPES = frozenset(f"torch.{kind}Tensor" for kind in (
-    "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool"))
 # Builtins that iterate a tensor and test each element with `bool()` (`any`, `all`) or compare elements
 # (`max`, `min`): one host read per element. `sum`, `list` and `for` only unbind it into device views: no read.
 ELEMENT_READING_BUILTINS = frozenset({"any", "all", "max", "min"})

@@ -8,16 +8,19 @@ import enum
 import weakref
 
 from .facts import (
-    NON_TENSOR_PREFIXES,
-    NON_TENSOR_TORCH_FUNCTIONS,
     NUMPY_ARRAY_METHODS,
     SAME_DEVICE_ATTRIBUTES,
-    TENSOR_OP_NAMESPACES,
     Data,
     Placement,
 )
 from .gaps import TokensApart
-from .placement import annotated_class, classify_data, classify_placement, tensor_method_returns_tensor
+from .placement import (
+    annotated_class,
+    classify_data,
+    classify_placement,
+    tensor_method_returns_tensor,
+    torch_call_makes_tensor,
+)
 from .syntax import dotted_name
 
 # Factories whose result's number of dimensions can be read off their arguments.
@@ -217,12 +220,6 @@ def is_python_number(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
     return False
 
 
-# torch functions (in the namespaces of facts.TENSOR_OP_NAMESPACES) that return no tensor, besides
-# facts.NON_TENSOR_TORCH_FUNCTIONS and the names NON_TENSOR_PREFIXES and capitals (`torch.Size`) mark.
-NON_TENSOR_TORCH_NAMES = frozenset({
-    "broadcast_shapes", "typename", "manual_seed", "seed", "initial_seed", "compile", "no_grad", "enable_grad",
-    "inference_mode", "autocast", "load", "save", "vmap", "cond", "device", "dtype", "finfo", "iinfo",
-})
 LIST_BUILTINS = frozenset({"list", "sorted"})
 PROPERTY_DECORATORS = frozenset({"property", "cached_property", "functools.cached_property"})
 
@@ -270,7 +267,7 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
         func = expr.func
         qualified = facts.qualify(dotted_name(func))
         if qualified:
-            return _torch_op_returns_tensor(qualified)
+            return torch_call_makes_tensor(qualified)
         return isinstance(func, ast.Attribute) and tensor_method_returns_tensor(func.attr) and (
             func.attr in TENSOR_ONLY_METHODS and facts.mentions_torch
             or is_certainly_tensor(facts, func.value, line, depth)
@@ -333,12 +330,6 @@ def _class_level_declarations(facts) -> dict[str, list[ast.expr]]:
 
 
 _DECLARATIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _torch_op_returns_tensor(qualified: str) -> bool:
-    namespace, _, name = qualified.rpartition(".")
-    return namespace + "." in TENSOR_OP_NAMESPACES and name[:1].islower() and not name.startswith(
-        NON_TENSOR_PREFIXES) and name not in NON_TENSOR_TORCH_NAMES and name not in NON_TENSOR_TORCH_FUNCTIONS
 
 
 def has_index_list(facts, subscript: ast.Subscript) -> bool:

@@ -11,6 +11,7 @@ from h2dlint.copies import (
     is_literal,
     keywords_of,
     left_unreported,
+    legacy_tensor_without_elements,
     makes_no_elements,
     may_copy_to_a_named_device,
     may_run_under_default_device,
@@ -131,6 +132,7 @@ class BlockingHostTensorCopy(Rule):
 
     valid_examples = (
         Valid("import torch\ndef f(x):\n    return x.cuda()\n"),
+        Valid("import torch\ndef forward(x):\n    return torch.cat([torch.FloatTensor().to(x.device), x])\n"),
         Valid("import torch\ndef f(ids):\n    return torch.tensor(ids).to(torch.float16)\n"),
         Valid("import torch\ndef f(ids):\n    return torch.tensor(ids).to('cpu')\n"),
         # No elements: the copy returns before reaching the device (torchaudio's Emformer without memory).
@@ -153,6 +155,8 @@ class BlockingHostTensorCopy(Rule):
         Valid("import torch\ndef load_weights(model, n):\n    return torch.arange(n).cuda()\n"),
     )
     invalid_examples = (
+        Invalid("import torch\ndef forward(x):\n    return x * torch.FloatTensor([0.5]).to(x.device)\n", None,
+                message_contains="copies a host tensor to `x.device` (if it is a CUDA device)"),
         Invalid("import torch\ndef count(mask: torch.Tensor, device, n):\n    for _ in range(n):\n"
                 "        yield torch.tensor(mask.cpu().sum()).to(device)\n", None, message_contains="copies a host tensor"),
         Invalid("import torch\nfrom torch.utils.data import DataLoader\ndef train(model, dataset):\n"
@@ -226,6 +230,8 @@ class BlockingHostTensorCopy(Rule):
         elif not placement_is_host(facts, copy.source, start.line) or (
                 not _moved_to_the_host(copy.source) and may_run_under_default_device(facts, start.line) is not None):
             return  # (a host tensor computed from factories may be on the context's device)
+        elif legacy_tensor_without_elements(facts, copy.source):
+            return  # `torch.FloatTensor().to(device)`: no elements either
         if left_unreported(facts, start.line, self.context.settings) is not None:
             return
         where = context_at(facts, start.line).describe()

@@ -243,23 +243,21 @@ def test_code_a_cuda_device_never_runs_copies_and_syncs_nothing(body, copies):
     assert [finding.code for finding in lint(code, "HDL201")] == syncs
 
 
-# A fallback for values that are not tensors, in a function every call of which passes a tensor (or None): the
-# copy in it never runs. Lines: 7 the `is_tensor` fallback, 9 the default's, 13 the `else` of None and a tensor.
-FALLBACKS = '''\
+# Tests of a parameter's type read against the literals every call passes (a literal is never a tensor). Lines: 7
+# never runs (`scale` is always 2), 9 neither (2 is an int), 11 does (`x` is a tensor the model does not follow).
+TYPE_TESTS = '''\
 import torch
 
 
 class Embedder(torch.nn.Module):
-    def forward(self, x, scale=2, bound=None):
+    def forward(self, x, scale=2):
+        if isinstance(scale, torch.Tensor):
+            y = torch.tensor([1.0], device="cuda")
+        if not isinstance(scale, (int, float)):
+            y = torch.tensor([2.0], device="cuda")
         if not torch.is_tensor(x):
             x = torch.tensor([x], device="cuda")
-        if not isinstance(scale, torch.Tensor):
-            scale = torch.tensor(scale, device="cuda")
-        if bound is None:
-            bound = x.abs().amax()
-        elif not isinstance(bound, torch.Tensor):
-            bound = torch.tensor(bound, device="cuda")
-        return x * scale / bound
+        return x * scale
 '''
 
 CALLERS = '''\
@@ -273,56 +271,74 @@ class Model(torch.nn.Module):
         self.embed = Embedder()
 
     def forward(self, ids):
-        t = torch.zeros(4, device="cuda")
-        return self.embed(t) + self.embed(t, bound=t.amax())
+        return self.embed(torch.zeros(4, device="cuda"))
 '''
 
 
-def test_a_fallback_for_values_no_call_passes_has_no_findings(tmp_path):
-    make_project(tmp_path, copies_anywhere=True, embed=FALLBACKS, model=CALLERS)
-    # Every call passes a tensor as `x`, and None or a tensor as `bound`; `scale` is left at 2, not a tensor.
-    assert by_file(check(tmp_path)) == {"embed.py": [(9, "HDL101")]}
+def test_a_type_test_of_the_literals_every_call_passes(tmp_path):
+    make_project(tmp_path, copies_anywhere=True, embed=TYPE_TESTS, model=CALLERS)
+    assert by_file(check(tmp_path)) == {"embed.py": [(11, "HDL101")]}  # (line 9: HDL103 where it runs)
 
 
-@pytest.mark.parametrize(("call", "back"), [
-    ("self.embed(0.5)", (7, "HDL101")),  # a number
-    ("self.embed(ids)", (7, "HDL101")),  # a value the model cannot tell
-    ("self.embed(t, bound=1.0)", (13, "HDL101")),
-    ("self.embed(t, bound=ids)", (13, "HDL101")),
+@pytest.mark.parametrize(("call", "lines"), [
+    ("self.embed(ids, scale=ids.scale)", [7, 9, 11]),  # a value the model cannot tell
+    ("self.embed(ids, 0.5)", [11]),  # another literal, a number too
+    ("self.embed(ids, 'half')", [9, 11]),  # a string is no number
 ])
-def test_a_call_passing_another_kind_of_value_brings_the_fallback_back(tmp_path, call, back):
-    make_project(tmp_path, copies_anywhere=True, embed=FALLBACKS, model=CALLERS.replace("self.embed(t) + ", f"{call} + "))
-    assert back in by_file(check(tmp_path))["embed.py"]
+def test_a_call_passing_another_value_brings_the_type_test_back(tmp_path, call, lines):
+    make_project(tmp_path, copies_anywhere=True, embed=TYPE_TESTS,
+                 model=CALLERS.replace('self.embed(torch.zeros(4, device="cuda"))', call))
+    assert [line for line, _ in by_file(check(tmp_path))["embed.py"]] == lines
 
 
-@pytest.mark.parametrize("stored", [
-    # in a loop around the test, after it: the next turn tests what was stored
-    "        for _ in range(2):\n            if not torch.is_tensor(x):\n"
-    "                y = torch.tensor([x], device=\"cuda\")\n            x = x.tolist()\n",
-    # above the test
-    "        x = x.tolist()\n        if not torch.is_tensor(x):\n            y = torch.tensor([x], device=\"cuda\")\n",
+@pytest.mark.parametrize("code", [
+    # a store in an earlier arm, in a loop around the test: the next turn tests what was stored
+    "    def forward(self, x, bound=None):\n        for _ in range(3):\n            if bound is None:\n"
+    "                bound = 2.0\n            elif bound == 2.0:\n"
+    "                x = x / torch.tensor([bound], device=\"cuda\")\n        return x\n",
+    # a store on a continuation line of the test itself
+    "    def forward(self, x, bound=None):\n        if bound is None and (\n                bound := 2.0) == 2.0:\n"
+    "            x = x / torch.tensor([1.0], device=\"cuda\")\n        return x\n",
+    # a store above the test
+    "    def forward(self, x, bound=None):\n        bound = 2.0\n        if bound == 2.0:\n"
+    "            x = x / torch.tensor([1.0], device=\"cuda\")\n        return x\n",
 ])
-def test_a_type_test_after_the_parameter_is_stored_into_reads_nothing(tmp_path, stored):
-    code = FALLBACKS.replace("        if not torch.is_tensor(x):\n            x = torch.tensor([x], device=\"cuda\")\n", stored)
-    make_project(tmp_path, copies_anywhere=True, embed=code, model=CALLERS)
-    assert (8, "HDL101") in by_file(check(tmp_path))["embed.py"]
+def test_a_test_a_store_reaches_reads_no_call_value(tmp_path, code):
+    module = "import torch\n\n\nclass Embedder(torch.nn.Module):\n" + code
+    make_project(tmp_path, copies_anywhere=True, embed=module, model=CALLERS)
+    assert by_file(check(tmp_path)).get("embed.py")
 
 
-@pytest.mark.parametrize(("written", "call"), [
-    # A number may be a `Number`: whether the number passed is one, only the class's definition says.
-    ("isinstance(x, (torch.Tensor, numbers.Number))", "self.embed(0.5)"),
-    # A tensor passed may be a parameter or not.
-    ("isinstance(x, torch.nn.Parameter)", "self.embed(t)"),
-])
-def test_a_class_a_type_test_cannot_tell_keeps_the_branch(tmp_path, written, call):
-    code = FALLBACKS.replace("not torch.is_tensor(x)", f"not {written}").replace("import torch\n",
-                                                                                "import numbers\nimport torch\n")
-    make_project(tmp_path, copies_anywhere=True, embed=code, model=CALLERS.replace("self.embed(t) + ", f"{call} + "))
-    assert (8, "HDL101") in by_file(check(tmp_path))["embed.py"]
-
-
-def test_a_tensor_is_an_instance_of_a_tuple_naming_the_tensor_class(tmp_path):
-    code = FALLBACKS.replace("not torch.is_tensor(x)", "not isinstance(x, (torch.Tensor, numbers.Number))").replace(
+def test_a_class_a_type_test_cannot_tell_keeps_the_branch(tmp_path):
+    # A number may be a `Number`: whether 2 is one, only the class's definition says.
+    code = TYPE_TESTS.replace("isinstance(scale, torch.Tensor)", "isinstance(scale, numbers.Number)").replace(
         "import torch\n", "import numbers\nimport torch\n")
     make_project(tmp_path, copies_anywhere=True, embed=code, model=CALLERS)
-    assert (8, "HDL101") not in by_file(check(tmp_path))["embed.py"]
+    assert (8, "HDL103") in by_file(check(tmp_path))["embed.py"]
+
+
+NORMS = '''\
+import math
+
+import torch
+
+
+def grad_norm(grads, norm_type: float = 2.0):
+    norm_type = float(norm_type)
+    if norm_type == torch.inf:
+        return torch.tensor([max(grads)], device="cuda")
+    if norm_type == -math.inf or norm_type == float("-inf"):
+        return torch.tensor([min(grads)], device="cuda")
+    return torch.tensor([sum(grads)], device="cuda")
+'''
+
+
+@pytest.mark.parametrize(("call", "lines"), [
+    ("grad_norm(grads)", [12]),  # the default, 2.0, converted by `float`: neither infinity
+    ("grad_norm(grads, math.inf)", [9, 11, 12]),  # a value the model cannot tell (no literal)
+    ("grad_norm(grads, 'inf')", [9, 12]),  # `float('inf')` is infinity
+])
+def test_infinities_and_a_parameter_converted_in_place_are_read(tmp_path, call, lines):
+    make_project(tmp_path, copies_anywhere=True, norms=NORMS,
+                 user=f"import math\nfrom pkg.norms import grad_norm\n\n\ndef clip(grads):\n    return {call}\n")
+    assert [line for line, _ in by_file(check(tmp_path))["norms.py"]] == lines

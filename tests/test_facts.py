@@ -147,7 +147,8 @@ def test_a_device_taken_from_a_tensor_built_on_its_own_device_ends():
     # what torch makes is a tensor, unless it is a model, a stream or another object
     ("torch.nn.utils.rnn.pad_sequence(values)", Data.TENSOR), ("torch.cuda.FloatTensor(values)", Data.TENSOR),
     ("torch._inductor.aoti_load_package(values)", Data.UNKNOWN), ("torch.cuda.Stream()", Data.UNKNOWN),
-    ("torch.load(values)", Data.UNKNOWN),
+    ("torch.load(values)", Data.UNKNOWN), ("torch.nn.functional.pad(t, (1, 1))", Data.TENSOR),
+    ("torch.utils.checkpoint.checkpoint(f, t)", Data.TENSOR), ("torch.sparse.mm(t, t)", Data.TENSOR),
 ])
 def test_classify_data(value, expected):
     code = f"import torch\nimport numpy as np\ndef forward(t, lens_cpu, meta, values, rows_list):\n    TARGET = {value}\n"
@@ -191,6 +192,8 @@ def test_a_name_sliced_in_a_loop_keeps_what_it_held():
     ("torch.asarray(torch.arange(4), device='cuda')", Placement.GPU),
     ("torch.asarray(torch.arange(4), device=x.device)", Placement.UNKNOWN),
     ("torch.sum(torch.arange(4), dtype=torch.float64)", Placement.HOST),
+    # the legacy constructors: `torch.LongTensor` is a CPU tensor's type, `torch.cuda.LongTensor` a CUDA tensor's
+    ("torch.LongTensor(a)", Placement.HOST), ("torch.cuda.LongTensor(a)", Placement.GPU),
 ])
 def test_classify_placement(value, expected):
     code = f"import torch\ndef forward(t, a, x, seq_lens_cpu):\n    TARGET = {value}\n"
@@ -242,6 +245,19 @@ def test_hot_function_names_and_patterns(name, configured, expected):
 ])
 def test_placement_from_attribute_name_suffixes(name, expected):
     code = f"def forward(self, b, t, batch, seq_lens_gpu, seq_lens_cpu):\n    TARGET = {name}\n"
+    node, line = expression(code)
+    assert classify_placement(facts_for(code), node, line) is expected
+
+
+@pytest.mark.parametrize(("parameter", "expected"), [
+    ("parallel_gpu=1", Placement.UNKNOWN), ("parallel_gpu: int", Placement.UNKNOWN),
+    ("parallel_gpu=None", Placement.GPU), ("parallel_gpu", Placement.GPU),
+])
+def test_an_attribute_named_gpu_that_holds_a_number_is_no_tensor(parameter, expected):
+    # `self.parallel_gpu = parallel_gpu` of a parameter with a number default (or an `int` annotation) is a count of
+    # devices (OpenNMT's tensor parallelism), whatever its `_gpu` name says.
+    code = (f"class FFN:\n    def __init__(self, {parameter}):\n        self.parallel_gpu = parallel_gpu\n\n"
+            "    def forward(self, x):\n        TARGET = self.parallel_gpu\n")
     node, line = expression(code)
     assert classify_placement(facts_for(code), node, line) is expected
 

@@ -1099,6 +1099,18 @@ def test_a_loop_in_a_constructor_runs_once_and_one_in_a_periodic_evaluation_per_
     assert by_file(check(tmp_path)) == {"model.py": [(16, "HDL102")]}
 
 
+@pytest.mark.parametrize(("imported", "base", "constructor_reported"), [
+    ("import pytorch_lightning as pl", "pl.LightningModule", False),
+    ("from lightning.pytorch import LightningModule", "LightningModule", False),
+    ("from transformers import PreTrainedModel", "PreTrainedModel", False),
+    ("from other_library import Base", "Base", True),  # any class's constructor may build a batch every step
+])
+def test_a_class_derived_from_a_library_module_class_is_a_module(tmp_path, imported, base, constructor_reported):
+    code = PER_LAYER_AND_EVALUATION.replace("from torch import nn\n", f"{imported}\n").replace("(nn.Module)", f"({base})")
+    make_project(tmp_path, model=code)
+    assert ((10, "HDL101") in by_file(check(tmp_path))["model.py"]) is constructor_reported
+
+
 READ_BACK = '''def forward(self, batch):
     lens = batch.seq_lens.tolist()
     return lens, batch.seq_lens_cpu
