@@ -1273,6 +1273,7 @@ class ProjectModel:
     _cuts: int = 0
     _value_names: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
     _run_once_callers: dict[str, str | None] = field(default_factory=dict)
+    _built_by: dict[str, str | None] = field(default_factory=dict)
     _data_loading: dict[str, str | None] = field(default_factory=dict)
     _holders: dict[str, set[str]] | None = None
     _used_as_values: frozenset[str] | None = None  # every name some file uses as a value (`named`)
@@ -1987,6 +1988,26 @@ class ProjectModel:
                 return None
         return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")
 
+    def built_only_by_module_constructors(self, function: str) -> str | None:
+        """Where `function` is called from when every call of it is in the constructor of an `nn.Module` (or in a
+        function only such constructors call): it runs once per model, loops and all, as `__init__` itself does
+        (`hotness.runs_once`). Not a constructor of any class: a batch or a request may be built every step."""
+        if function in self.hot:
+            return None
+        return self._memoized(self._built_by, function, 0, lambda: self._built_by_uncached(function))
+
+    def _built_by_uncached(self, function: str) -> str | None:
+        callers, unseen = self._callers(function)
+        if not callers or unseen:
+            return None
+        for caller, _, _ in callers:
+            record = self.functions[caller]
+            constructor = record["name"].rpartition(".")[2] == "__init__" and bool(record["class"]) \
+                and self._is_module_class(_record_class(record))
+            if not constructor and self.built_only_by_module_constructors(caller) is None:
+                return None
+        return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")
+
     def uncalled(self, function: str, unseen_callers: bool = True) -> bool:
         """Whether nothing in the project runs `function`: no call of it (see `_callers`), with no call by its name
         on an object of unknown class; not hot; not a special method (`__len__`, run by Python) nor an event hook
@@ -2212,10 +2233,13 @@ class ProjectModel:
         the attribute's number annotation; for "attribute_type" and "type" a project class; for "module" whether
         the class is an `nn.Module`."""
         kind, first, second = question
-        if kind in ("once", "data", "uncalled", "parameter", "result", "literals") and first not in self.functions:
+        if kind in ("once", "built", "data", "uncalled", "parameter", "result", "literals") \
+                and first not in self.functions:
             return None  # asked of a function the project no longer has: a question kept from an earlier run
         if kind == "once":
             return self.called_only_from_run_once_code(first)
+        if kind == "built":
+            return self.built_only_by_module_constructors(first)
         if kind == "data":
             return self.runs_in_data_loading(first)
         if kind == "uncalled":
@@ -2618,6 +2642,14 @@ class FileView:
         if self.module is None:
             return None
         where = self._ask(("once", self.qualified(local_qualname), ""))
+        return where if isinstance(where, str) else None
+
+    def built_only_by_module_constructors(self, local_qualname: str) -> str | None:
+        """Where the function is called from, when only `nn.Module` constructors call it (see
+        ProjectModel.built_only_by_module_constructors)."""
+        if self.module is None:
+            return None
+        where = self._ask(("built", self.qualified(local_qualname), ""))
         return where if isinstance(where, str) else None
 
     def uncalled(self, local_qualname: str) -> bool:

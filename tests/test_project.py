@@ -1855,3 +1855,30 @@ def test_imports_spelling_the_packages_above_the_project_root_resolve(tmp_path, 
     result = CliRunner().invoke(main, ["check", str(root), "--output-format", "json", "--exit-zero", "--no-cache"],
                                 catch_exceptions=False)
     assert by_file(json.loads(result.stdout)) == {"helpers.py": [(5, "HDL101")]}
+
+
+HELPER_OF_A_CONSTRUCTOR = '''import torch
+from torch import nn
+
+
+class RippleNet(nn.Module):
+    def __init__(self, users, device):
+        super().__init__()
+        self.device = device
+        self.ripple_set = self._build_ripple_set(users)
+
+    def _build_ripple_set(self, users):
+        ripple_set = {}
+        for user in users:
+            ripple_set[user] = torch.LongTensor([0, 0]).to(self.device)
+        return ripple_set
+'''
+
+
+@pytest.mark.parametrize(("extra", "reported"), [
+    ("", False),  # only the module's constructor builds it: once per model, loop and all
+    ("\n    def forward(self, users):\n        return self._build_ripple_set(users)\n", True),  # every step too
+])
+def test_a_loop_in_a_helper_only_a_module_constructor_calls_runs_once(tmp_path, extra, reported):
+    make_project(tmp_path, model=HELPER_OF_A_CONSTRUCTOR + extra)
+    assert ((14, "HDL102") in by_file(check(tmp_path)).get("model.py", [])) is reported
