@@ -852,32 +852,31 @@ class FileFacts:
     def parameter_annotation(self, name: str, line: int) -> ast.expr | None:
         """The annotation of `name` read at `line`, when `name` is a parameter of the function whose binding of
         it is seen there (what `bindings_at` follows); None for any other name, or a parameter without one."""
-        scope = self.binding_scope(name, line)
-        if scope is None:
-            return None
-        for node in reversed(self.functions_around(line)):
-            if self.scope_for(node) is scope:
-                arguments = node.args
-                return next((arg.annotation for arg in [*arguments.posonlyargs, *arguments.args,
-                                                        *arguments.kwonlyargs] if arg.arg == name), None)
-        return None
+        arguments = self._arguments_binding(name, line)
+        return None if arguments is None else next(
+            (arg.annotation for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+             if arg.arg == name), None)
 
     def parameter_default(self, name: str, line: int) -> ast.expr | None:
         """The default of `name` read at `line`, when `name` is a parameter of the function whose binding of it is
         seen there; None for any other name, or a parameter without one."""
+        arguments = self._arguments_binding(name, line)
+        if arguments is None:
+            return None
+        positional = [*arguments.posonlyargs, *arguments.args]
+        defaults = dict(zip([arg.arg for arg in positional[len(positional) - len(arguments.defaults):]],
+                            arguments.defaults, strict=True))
+        defaults.update((arg.arg, default) for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults,
+                                                                  strict=True) if default is not None)
+        return defaults.get(name)
+
+    def _arguments_binding(self, name: str, line: int) -> ast.arguments | None:
+        """The parameters of the function whose binding of `name` is seen at `line`, if one binds it."""
         scope = self.binding_scope(name, line)
         if scope is None:
             return None
-        for node in reversed(self.functions_around(line)):
-            if self.scope_for(node) is scope:
-                arguments = node.args
-                positional = [*arguments.posonlyargs, *arguments.args]
-                defaults = dict(zip([arg.arg for arg in positional[len(positional) - len(arguments.defaults):]],
-                                    arguments.defaults, strict=True))
-                defaults.update((arg.arg, default) for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults,
-                                                                          strict=True) if default is not None)
-                return defaults.get(name)
-        return None
+        return next((node.args for node in reversed(self.functions_around(line)) if self.scope_for(node) is scope),
+                    None)
 
     # ----- call sites --------------------------------------------------------
 

@@ -1973,19 +1973,23 @@ class ProjectModel:
         return self._memoized(self._run_once_callers, function, 0, lambda: self._run_once_callers_uncached(function))
 
     def _run_once_callers_uncached(self, function: str) -> str | None:
-        callers, unseen = self._callers(function)
-        if not callers or unseen:
-            return None
-        for caller, index, _ in callers:
+        def runs_once(caller: str, index: int) -> bool:
             record = self.functions[caller]
             if record.get("cached") or index in record.get("occasional", ()):
-                continue  # called once in a while: once per key of a cache, or every so many steps
+                return True  # called once in a while: once per key of a cache, or every so many steps
             name = record["name"].rpartition(".")[2]
             words = name_words(name)
-            if not (name == "" or name in RUN_ONCE_NAMES or _RUN_ONCE_WORDS.intersection(words)
-                    or "load" in words and _LOADED_ONCE.intersection(words)
-                    or self.called_only_from_run_once_code(caller) is not None):
-                return None
+            return name == "" or name in RUN_ONCE_NAMES or bool(_RUN_ONCE_WORDS.intersection(words)) \
+                or "load" in words and bool(_LOADED_ONCE.intersection(words)) \
+                or self.called_only_from_run_once_code(caller) is not None
+        return self._where_every_caller(function, runs_once)
+
+    def _where_every_caller(self, function: str, accepts: Callable[[str, int], bool]) -> str | None:
+        """Where `function` is called from (`caller and 2 more`) when it has callers, the model sees them all,
+        and `accepts(caller, index into its calls)` holds for each; None otherwise."""
+        callers, unseen = self._callers(function)
+        if not callers or unseen or not all(accepts(caller, index) for caller, index, _ in callers):
+            return None
         return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")
 
     def built_only_by_module_constructors(self, function: str) -> str | None:
@@ -1997,16 +2001,12 @@ class ProjectModel:
         return self._memoized(self._built_by, function, 0, lambda: self._built_by_uncached(function))
 
     def _built_by_uncached(self, function: str) -> str | None:
-        callers, unseen = self._callers(function)
-        if not callers or unseen:
-            return None
-        for caller, _, _ in callers:
+        def builds(caller: str, index: int) -> bool:
             record = self.functions[caller]
-            constructor = record["name"].rpartition(".")[2] == "__init__" and bool(record["class"]) \
-                and self._is_module_class(_record_class(record))
-            if not constructor and self.built_only_by_module_constructors(caller) is None:
-                return None
-        return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")
+            return record["name"].rpartition(".")[2] == "__init__" and bool(record["class"]) \
+                and self._is_module_class(_record_class(record)) \
+                or self.built_only_by_module_constructors(caller) is not None
+        return self._where_every_caller(function, builds)
 
     def uncalled(self, function: str, unseen_callers: bool = True) -> bool:
         """Whether nothing in the project runs `function`: no call of it (see `_callers`), with no call by its name
