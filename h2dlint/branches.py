@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 def untaken_branch(facts: FileFacts, line: int) -> str | None:
     """Why `line` never runs, when it sits in a block of an `if` (in its function) whose test the values the
     project passes never make go that way: "`skip_type == 'logSNR'` is never True (`skip_type` is
-    'time_uniform')". Tests read: `==`, `!=`, `<` and the like, `in`, `is None`, truth, `not`, `and`, `or`, of
-    a name or of its `len`. None elsewhere, and wherever a value tested is not known."""
+    'time_uniform')". Tests read: `==`, `!=`, `<` and the like (against literals, infinities among them), `in`,
+    `is None`, truth, `isinstance` and `torch.is_tensor`, `not`, `and`, `or`, of a name or of its `len`. None
+    elsewhere, and wherever a value tested is not known."""
     if facts.project is None:
         return None
     function = next((node for node in reversed(facts.functions_around(line))

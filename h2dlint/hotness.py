@@ -768,10 +768,11 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     a function that only such code calls; or a test (a test module or a `test_*` function), which runs once per
     test, loops and all. A copy there waits once, at start-up: the copy rules do not report it. In a loop it
     waits once too where the function is a loading function of `RUN_ONCE_FUNCTIONS` or an `nn.Module`'s
-    constructor (see `_loops_run_once`), or one only such constructors call. Nor one every so many steps (`periodic_test`), once per key of a
-    cache or once per object behind a flag (`fills_a_cache`, `statements_run_once_in_a_while`, `functools.cache`),
-    whose wait is spread over many calls. Nor, outside a loop, a function nothing in the project runs (`uncalled`):
-    in held-out trees such copies were mostly set-up, dead code or API the project itself never calls per step.
+    constructor (see `_loops_run_once`), or one only such constructors call. Nor one every so many steps
+    (`periodic_test`), once per key of a cache or once per object behind a flag (`fills_a_cache`,
+    `statements_run_once_in_a_while`, `functools.cache`), whose wait is spread over many calls. Nor, outside a
+    loop, a function nothing in the project runs (`uncalled`): in held-out trees such copies were mostly set-up,
+    dead code or API the project itself never calls per step.
     Nor a branch no call takes (`untaken_branch`), which never runs, hot or not, nor one a CUDA device never
     takes (`other_device_branch`). None elsewhere."""
     context = context_at(facts, line)
@@ -802,7 +803,8 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     # constructors call, which builds what the model holds once (RecBole's `RippleNet._build_ripple_set`).
     qualname = facts.qualname_at(line) if facts.project is not None else None
     if context.in_loop:
-        built = facts.project.built_only_by_module_constructors(qualname) if qualname else None  # type: ignore[union-attr]
+        built = facts.project.built_only_by_module_constructors(qualname) \
+            if qualname and facts.project is not None else None
         return f"in `{function}`, called only from a module's constructor: `{built}`" if built else None
     if function in _ENTRY_POINTS:
         return f"in `{function}`"

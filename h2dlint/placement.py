@@ -439,7 +439,8 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
         return Placement.GPU if _mirrored_parameter(facts, expr.id, line) else Placement.UNKNOWN
     if isinstance(expr, ast.Attribute):
         by_name = placement_by_attribute_name(expr.attr)
-        if by_name is not Placement.UNKNOWN and not (by_name is Placement.GPU and _assigned_no_tensor(facts, expr, line)):
+        if by_name is not Placement.UNKNOWN \
+                and not (by_name is Placement.GPU and _assigned_no_tensor(facts, expr, line)):
             return by_name
         if expr.attr in SAME_DEVICE_ATTRIBUTES:
             return classify_placement(facts, expr.value, line, depth)

@@ -1106,7 +1106,8 @@ def test_a_loop_in_a_constructor_runs_once_and_one_in_a_periodic_evaluation_per_
     ("from other_library import Base", "Base", True),  # any class's constructor may build a batch every step
 ])
 def test_a_class_derived_from_a_library_module_class_is_a_module(tmp_path, imported, base, constructor_reported):
-    code = PER_LAYER_AND_EVALUATION.replace("from torch import nn\n", f"{imported}\n").replace("(nn.Module)", f"({base})")
+    code = PER_LAYER_AND_EVALUATION.replace("from torch import nn\n", f"{imported}\n").replace("(nn.Module)",
+                                                                                            f"({base})")
     make_project(tmp_path, model=code)
     assert ((10, "HDL101") in by_file(check(tmp_path))["model.py"]) is constructor_reported
 
