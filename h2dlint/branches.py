@@ -238,22 +238,22 @@ def _outcomes(test: ast.expr, values_of: Callable[[ast.expr], frozenset | None],
 
 _UNKNOWN = object()
 # The classes a type test may name whose instances h2dlint can tell apart, by the name written (a builtin's, unless
-# the file binds that name) or qualified (torch's tensor class).
+# the file binds that name) or qualified (torch's tensor class, of which no literal is an instance).
 _BUILTIN_TYPES: dict[str, type] = {kind.__name__: kind for kind in (int, float, bool, str, bytes, complex, list,
                                                                      tuple, dict, set, frozenset)}
 _TENSOR_CLASSES = frozenset({"torch.Tensor"})
-_TENSOR = "tensor"
 
 
 def _type_test(test: ast.expr, qualify: Callable[[str | None], str | None]) -> tuple[ast.expr, tuple] | None:
     """(the value tested, the classes named) for `torch.is_tensor(x)`, `isinstance(x, C)` and `isinstance(x, (C,
-    D))`: torch's tensor class `_TENSOR`, a builtin class its type, any other class `_UNKNOWN`."""
+    D))`: a builtin class its type, any other class `_UNKNOWN`, torch's tensor class nothing (a literal, the only
+    value a test is read against, is never a tensor)."""
     if not (isinstance(test, ast.Call) and not test.keywords and len(test.args) in (1, 2)
             and not any(isinstance(arg, ast.Starred) for arg in test.args)):
         return None
     called = dotted_name(test.func)
     if len(test.args) == 1:
-        return (test.args[0], (_TENSOR,)) if qualify(called) == "torch.is_tensor" else None
+        return (test.args[0], ()) if qualify(called) == "torch.is_tensor" else None
     if called != "isinstance" or qualify("isinstance") is not None:
         return None
     named = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
@@ -261,8 +261,8 @@ def _type_test(test: ast.expr, qualify: Callable[[str | None], str | None]) -> t
     for expr in named:
         written = dotted_name(expr)
         if qualify(written) in _TENSOR_CLASSES:
-            types.append(_TENSOR)
-        elif isinstance(expr, ast.Name) and expr.id in _BUILTIN_TYPES and qualify(expr.id) is None:
+            continue
+        if isinstance(expr, ast.Name) and expr.id in _BUILTIN_TYPES and qualify(expr.id) is None:
             types.append(_BUILTIN_TYPES[expr.id])
         else:
             types.append(_UNKNOWN)
@@ -275,7 +275,6 @@ def _is_instance(value: object, types: tuple) -> bool | None:
     if any(isinstance(value, kind) for kind in types if isinstance(kind, type)):
         return True
     return None if _UNKNOWN in types else False
-
 
 
 def _constant(expr: ast.expr) -> object:

@@ -93,10 +93,15 @@ NON_TENSOR_TORCH_NAMES = frozenset({
     "broadcast_shapes", "typename", "manual_seed", "seed", "initial_seed", "compile", "no_grad", "enable_grad",
     "inference_mode", "autocast", "load", "save", "vmap", "cond", "device", "dtype", "finfo", "iinfo",
 })
-# The legacy tensor types, `torch.<kind>Tensor` (a CPU tensor's) and `torch.cuda.<kind>Tensor` (a CUDA tensor's).
-LEGACY_TENSOR_KINDS = ("Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
-HOST_TENSOR_TYPES = frozenset(f"torch.{kind}Tensor" for kind in LEGACY_TENSOR_KINDS)
-CUDA_TENSOR_TYPES = frozenset(f"torch.cuda.{kind}Tensor" for kind in LEGACY_TENSOR_KINDS)
+# The legacy tensor types, with the dtype of each: `torch.<type>` is a CPU tensor's, `torch.cuda.<type>` a CUDA
+# tensor's.
+LEGACY_TENSOR_DTYPES = {
+    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16", "BFloat16Tensor": "bfloat16",
+    "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16", "CharTensor": "int8",
+    "ByteTensor": "uint8", "BoolTensor": "bool",
+}
+HOST_TENSOR_TYPES = frozenset(f"torch.{name}" for name in LEGACY_TENSOR_DTYPES)
+CUDA_TENSOR_TYPES = frozenset(f"torch.cuda.{name}" for name in LEGACY_TENSOR_DTYPES)
 # numpy methods whose result is an array again (of a numpy receiver; of a host tensor, a host tensor).
 NUMPY_ARRAY_METHODS = frozenset({"astype", "reshape", "copy", "transpose", "flatten", "ravel", "squeeze", "clip",
                                  "cumsum", "repeat", "view", "take", "T"})

@@ -801,8 +801,7 @@ def _number_parameter(facts: FileFacts, value: ast.expr, line: int) -> bool:
     if annotation is not None:
         return dotted_name(annotation) in SCALAR_ANNOTATIONS
     default = facts.parameter_default(value.id, line)
-    return isinstance(default, ast.Constant) and isinstance(default.value, (int, float)) \
-        and not isinstance(default.value, complex)
+    return isinstance(default, ast.Constant) and isinstance(default.value, (int, float))
 
 
 def _is_module(facts: FileFacts, expr: ast.expr) -> bool:

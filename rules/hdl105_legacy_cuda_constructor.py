@@ -4,6 +4,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from h2dlint.copies import dotted, join_args, keyword, left_unreported, shown, to_ast, torch_name
+from h2dlint.facts import LEGACY_TENSOR_DTYPES
 from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
@@ -12,12 +13,6 @@ if TYPE_CHECKING:
     import libcst as cst
 else:
     from h2dlint.deferred import libcst as cst
-
-LEGACY_DTYPES = {
-    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16", "BFloat16Tensor": "bfloat16",
-    "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16", "CharTensor": "int8",
-    "ByteTensor": "uint8", "BoolTensor": "bool",
-}
 
 
 class LegacyCudaConstructor(Rule):
@@ -73,9 +68,9 @@ class LegacyCudaConstructor(Rule):
     code = "HDL105"
     name = "legacy-cuda-constructor"
     summary = "`torch.cuda.LongTensor(list)` (legacy constructor) copies host data with a blocking copy"
-    call_names = frozenset(LEGACY_DTYPES)
+    call_names = frozenset(LEGACY_TENSOR_DTYPES)
     # With `torch.cuda` somewhere (as written, imported from, or imported as): `from torch.cuda import LongTensor`.
-    prefilter = tuple(LEGACY_DTYPES)
+    prefilter = tuple(LEGACY_TENSOR_DTYPES)
 
     valid_examples = (
         Valid("import torch\nx = torch.cuda.FloatTensor(3, 4)\n"),
@@ -121,7 +116,7 @@ class LegacyCudaConstructor(Rule):
         through_accelerator = _deepspeed_accelerator_constructor(facts, node.func)
         if through_accelerator is not None:
             constructor = through_accelerator
-        elif not qualified.startswith("torch.cuda.") or constructor not in LEGACY_DTYPES:
+        elif not qualified.startswith("torch.cuda.") or constructor not in LEGACY_TENSOR_DTYPES:
             return
         if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
             return
@@ -142,7 +137,7 @@ class LegacyCudaConstructor(Rule):
             return
         self.report(node, f"`torch.cuda.{constructor}({shown(data, 40)})` copies host data to the GPU with a "
                           f"blocking copy{' ' + where if where else ''}: the host waits until the GPU stream drains",
-                    self._fix(node, data, LEGACY_DTYPES[constructor]))
+                    self._fix(node, data, LEGACY_TENSOR_DTYPES[constructor]))
 
     def _fix(self, node, data, dtype) -> Fix | None:
         torch_local, extra_edits = torch_name(self)
@@ -174,7 +169,7 @@ _DEEPSPEED_GET_ACCELERATOR = frozenset({"deepspeed.get_accelerator", "deepspeed.
 def _deepspeed_accelerator_constructor(facts, func: cst.BaseExpression) -> str | None:
     """The legacy type's name in `get_accelerator().LongTensor` (DeepSpeed's `get_accelerator` imported), else
     None."""
-    if not isinstance(func, cst.Attribute) or func.attr.value not in LEGACY_DTYPES:
+    if not isinstance(func, cst.Attribute) or func.attr.value not in LEGACY_TENSOR_DTYPES:
         return None
     call = func.value
     if not isinstance(call, cst.Call) or call.args:
@@ -182,7 +177,7 @@ def _deepspeed_accelerator_constructor(facts, func: cst.BaseExpression) -> str |
     return func.attr.value if facts.qualify(dotted(call.func)) in _DEEPSPEED_GET_ACCELERATOR else None
 
 
-_LEGACY_TYPE_STARTS = tuple(name.removesuffix("Tensor") for name in LEGACY_DTYPES)
+_LEGACY_TYPE_STARTS = tuple(name.removesuffix("Tensor") for name in LEGACY_TENSOR_DTYPES)
 
 
 def _names_a_legacy_type(text: str) -> bool:
