@@ -45,16 +45,18 @@ class BlockingHostTensorCopy(Rule):
     Finds `.cuda()` and `.to(<device>)` without `non_blocking=True` on a tensor known
     to be on the host: a fresh torch factory without `device=` (`torch.tensor(x)`,
     `torch.zeros(n)`; `torch.tensor(t)` of a tensor stays where `t` is, so only when `t`
-    is on the host), `torch.from_numpy(a)`, `.cpu()`, `.pin_memory()`, `torch.cat` /
-    `torch.stack` of such tensors only, a mask comparing one (`torch.arange(n) < lens`,
-    which would raise if `lens` were on the GPU), a local name bound only to those (or
-    named `*_cpu`), or `self.x` assigned only those in its class (or a property
-    returning them; not a registered buffer, which moves with its module), or a batch a
+    is on the host), `torch.from_numpy(a)`, a legacy constructor (`torch.LongTensor(ids)`),
+    `.cpu()`, `.pin_memory()`, `torch.cat` / `torch.stack` of such tensors only, a mask
+    comparing one (`torch.arange(n) < lens`, which would raise if `lens` were on the GPU),
+    a local name bound only to those (or named `*_cpu`), or `self.x` assigned only those
+    in its class (or a property returning them; not a registered buffer, which moves with
+    its module), or a batch a
     data loader hands out (`for inputs, labels in loader:`, `next(iter(loader))`, over a
     `DataLoader` made in the file or a name, parameter or field annotated with one), where
     the target is, or may be, a CUDA device. For a batch the message says to make the
     loader with `pin_memory=True` and copy with `non_blocking=True`. A tensor made with no
-    elements (`torch.empty(0)`) is not reported: its copy returns before reaching the device.
+    elements (`torch.empty(0)`, `torch.FloatTensor()`) is not reported: its copy returns before
+    reaching the device.
 
     ## Why is this bad?
     A copy to the GPU with `non_blocking=False` is a `cudaMemcpyAsync` followed by a
