@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .facts import HOST_TENSOR_TYPES, Device, FileFacts, Placement
-from .hotness import context_at, runs_once
+from .hotness import context_at, only_when_empty, runs_once
 from .placement import classify_device, classify_placement
 from .project import short_name
 from .syntax import dotted_name
@@ -22,6 +22,7 @@ from .values import PinData, pin_data_kind
 if TYPE_CHECKING:
     import libcst as cst
 
+    from .model import Position
     from .settings import Settings
 else:
     from .deferred import libcst as cst
@@ -36,17 +37,18 @@ SYNC_CALLS = frozenset({"synchronize"})  # torch.cuda.synchronize(), event.synch
 _DEVICE_WORD = re.compile("dev", re.IGNORECASE)
 
 
-def left_unreported(facts: FileFacts, line: int, settings: Settings) -> str | None:
-    """Why the blocking-copy rules (HDL101, HDL102, HDL103, HDL105) leave a copy at `line` unreported: nothing
-    shows that it runs every step (no loop, no hot function by its name or through the project's calls, no CUDA
-    graph capture around it) and `copies-outside-hot-code` is off, or it runs once (see `runs_once`). Read in
-    held-out trees, copies without such evidence were right about as often as wrong: mostly set-up, an epoch's or
-    an evaluation's bookkeeping, or weight conversion at load (docs/precision.md, "Copies outside hot code").
-    None: report it. Hotness is asked first: outside hot code the project-model questions of `runs_once` (who
-    calls the function) would decide nothing."""
-    if not settings.copies_outside_hot_code and not context_at(facts, line).hot:
+def left_unreported(facts: FileFacts, start: Position, end: Position, settings: Settings) -> str | None:
+    """Why the blocking-copy rules (HDL101, HDL102, HDL103, HDL105) leave the copy from `start` to `end`
+    unreported: nothing shows that it runs every step (no loop, no hot function by its name or through the
+    project's calls, no CUDA graph capture around it) and `copies-outside-hot-code` is off, or it runs once (see
+    `runs_once`), or only on an empty input (`only_when_empty`). Read in held-out trees, copies without such
+    evidence were right about as often as wrong: mostly set-up, an epoch's or an evaluation's bookkeeping, or
+    weight conversion at load (docs/precision.md, "Copies outside hot code"). None: report it. Hotness is asked
+    first: outside hot code the project-model questions of `runs_once` (who calls the function) would decide
+    nothing."""
+    if not settings.copies_outside_hot_code and not context_at(facts, start.line).hot:
         return "nothing shows that it runs every step"
-    return runs_once(facts, line)
+    return only_when_empty(facts, (start.line, start.column), (end.line, end.column)) or runs_once(facts, start.line)
 
 
 def may_copy_to_a_named_device(text: str) -> bool:

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, TypeVar
 from .hotness import (
     HOT_FUNCTION_NAMES,
     caches_results,
+    empty_input_arm,
     flag_uses,
+    is_count,
     methods_cached_on_objects,
     occasional_block,
     statements,
@@ -515,6 +517,40 @@ class FileFacts:
         return found
 
     @functools.cached_property
+    def empty_input_arms(self) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        """The arms of `if` statements and conditional expressions taken only when a count is zero (see
+        `hotness.empty_input_arm`), each as its (line, column) start and end, columns in code points as `Site`s
+        and rules' positions count them. Only in a function's own straight code: in a loop or a comprehension
+        a count is often each element's, zero for some elements as a matter of course (`t[-1:] if len(t) > 0
+        else ...` over the requests' cached prefixes); a lambda's parameters are its own."""
+        found = []
+        counts: dict[int, frozenset[str]] = {}  # by id of the function: the names bound only to counts there
+        for node in self.scanned_nodes:
+            if node.__class__ is not ast.If and node.__class__ is not ast.IfExp:
+                continue
+            function = self._function_outside_loops(node)
+            if function is None:
+                continue
+            named = counts.get(id(function))
+            if named is None:
+                named = counts[id(function)] = _names_bound_only_to_counts(function)
+            arm = empty_input_arm(node, named.__contains__)
+            if arm:
+                found.append((self.span(arm[0])[0], self.span(arm[-1])[1]))
+        return found
+
+    def _function_outside_loops(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The function whose own code holds `node` outside any loop, comprehension or lambda; None elsewhere."""
+        parent = self.parents.get(node)
+        while parent is not None:
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return parent
+            if isinstance(parent, (ast.For, ast.AsyncFor, ast.While, ast.Lambda, ast.ClassDef, *_COMPREHENSIONS)):
+                return None
+            parent = self.parents.get(parent)
+        return None
+
+    @functools.cached_property
     def unpackings(self) -> dict[int, list[ast.Assign]]:
         """The statements that unpack into one tuple of targets, `a, b = x, y` or `a, b = f(...)`, by line."""
         found: dict[int, list[ast.Assign]] = {}
@@ -912,11 +948,15 @@ class FileFacts:
             found.extend(call for call in calls if (imported if isinstance(call.func, ast.Name) else terminal) in names)
         return found
 
+    def span(self, node: ast.expr | ast.stmt) -> tuple[tuple[int, int], tuple[int, int]]:
+        """Where `node` starts and ends, as (line, column), columns in code points."""
+        line, end_line = node.lineno, node.end_lineno or node.lineno
+        return ((line, self.line_index.column_from_utf8(line, node.col_offset)),
+                (end_line, self.line_index.column_from_utf8(end_line, node.end_col_offset or 0)))
+
     def add_site(self, node: ast.expr, code: str) -> Site:
         """Register `node` as a candidate of rule `code`; several rules may name the same node."""
-        line, end_line = node.lineno, node.end_lineno or node.lineno
-        column = self.line_index.column_from_utf8(line, node.col_offset)
-        end_column = self.line_index.column_from_utf8(end_line, node.end_col_offset or 0)
+        (line, column), (end_line, end_column) = self.span(node)
         key = (line, column, end_line, end_column)
         site = self.sites.get(key)
         if site is None:
@@ -1002,6 +1042,51 @@ def _nested_statements(body: list[ast.stmt], enter_definitions: bool = True):
             block = getattr(node, name, None)
             if isinstance(block, list):
                 stack.extend(block)
+
+
+def _no_counts(name: str) -> bool:
+    return False  # a count bound to another count's name is not followed
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, *_COMPREHENSIONS)
+
+
+def _names_bound_only_to_counts(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The names every binding of which in the function's own scope (not its nested functions', classes' or
+    comprehensions') assigns a count (`n = mask.sum()`, see `hotness.is_count`): not a parameter, nor a name
+    bound any other way (`for`, `with`, `except ... as`, `import`, `global`, a walrus, an augmented
+    assignment)."""
+    values: dict[str, list[ast.expr | None]] = {}
+    arguments = function.args
+    for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg):
+        if arg is not None:
+            values.setdefault(arg.arg, []).append(None)
+    assigned: set[int] = set()
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values.setdefault(node.targets[0].id, []).append(node.value)
+            assigned.add(id(node.targets[0]))
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in assigned:
+            values.setdefault(node.id, []).append(None)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                values.setdefault(name, []).append(None)
+        elif isinstance(node, ast.alias):
+            values.setdefault((node.asname or node.name).partition(".")[0], []).append(None)
+        else:
+            bound = getattr(node, "name", None) if isinstance(
+                node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar, *_SCOPES)) else None
+            bound = bound or (node.rest if isinstance(node, ast.MatchMapping) else None)
+            if isinstance(bound, str):
+                values.setdefault(bound, []).append(None)
+        if isinstance(node, _SCOPES):
+            continue  # its own scope: only its name (and a comprehension's first iterable, left out) is ours
+        stack.extend(ast.iter_child_nodes(node))
+    return frozenset(name for name, bound in values.items()
+                     if all(value is not None and is_count(value, _no_counts) for value in bound))
 
 
 def _body_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[int, int]]:

@@ -220,6 +220,69 @@ def occasional_block(node: ast.If, flags: Callable[[], FlagUses] | None = None) 
     return compile_time_block(node) or failing_block(node)
 
 
+def empty_input_arm(node: ast.If | ast.IfExp, counts: Callable[[str], bool]) -> list[ast.expr | ast.stmt]:
+    """The arm of an `if` statement or conditional expression taken only when a count is zero: the fallback for
+    an empty batch, `loss = total / n if n > 0 else torch.tensor(0.0, device=d)`, `if mask.sum() == 0: return
+    torch.tensor(0.0).to(d)`. A count is `len(x)`, `x.numel()`, `x.sum()`, `x.count_nonzero()`, `x.shape[i]`,
+    `x.size(i)`, one converted (`int(...)`, `.item()`, `.float()`), or a name `counts` says is bound only to
+    such values (`num_valid = mask.sum()`). Read as the held-out rounds read such arms: on degenerate input
+    only, not every step. A sum is taken for a count of what a mask selects; a sum of signed values, or a
+    count of anomalies that is zero on most steps (`torch.isnan(x).sum() == 0`), would be misread, and no
+    read finding has shown one. Empty for any other test (`if rank == 0:` runs every step on one rank, `if i
+    == 0:` once per loop)."""
+    test = node.test
+    zero_when_true = _zero_test(test, counts)
+    if zero_when_true is None and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) \
+            and any(_zero_test(value, counts) is True for value in test.values):
+        zero_when_true = True  # `if n == 0 and flag:`: its body needs `n == 0`
+    if zero_when_true is None:
+        return []
+    arm = node.body if zero_when_true else node.orelse
+    return list(arm) if isinstance(arm, list) else [arm]
+
+
+def _zero_test(test: ast.expr, counts: Callable[[str], bool]) -> bool | None:
+    """True when `test` holds exactly when a count is zero (`n == 0`, `n < 1`, `not len(x)`), False when it holds
+    exactly when the count is not (`n > 0`, `n != 0`, `n >= 1`, `len(x)`); None for any other test."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return True if is_count(test.operand, counts) else None
+    if is_count(test, counts):
+        return False
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and is_count(test.left, counts)):
+        return None
+    bound, operator_ = test.comparators[0].value, test.ops[0].__class__
+    if bound == 0 and not isinstance(bound, bool):
+        return True if operator_ in (ast.Eq, ast.LtE) else False if operator_ in (ast.Gt, ast.NotEq) else None
+    if bound == 1 and not isinstance(bound, bool):
+        return True if operator_ is ast.Lt else False if operator_ is ast.GtE else None
+    return None
+
+
+def is_count(expr: ast.expr, counts: Callable[[str], bool]) -> bool:
+    """Whether `expr` is a count of elements (see `empty_input_arm`)."""
+    if isinstance(expr, ast.Name):
+        return counts(expr.id)
+    if isinstance(expr, ast.Subscript):  # `x.shape[0]`, not `x.shape[1:]`
+        return isinstance(expr.value, ast.Attribute) and expr.value.attr == "shape" \
+            and not isinstance(expr.slice, ast.Slice)
+    if not isinstance(expr, ast.Call):
+        return False
+    func = expr.func
+    if isinstance(func, ast.Name):
+        return func.id == "len" and len(expr.args) == 1 \
+            or func.id in ("int", "float") and len(expr.args) == 1 and is_count(expr.args[0], counts)
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in _COUNTING_METHODS:
+        return func.attr != "size" or len(expr.args) == 1
+    return func.attr in _CONVERTING_METHODS and not expr.args and is_count(func.value, counts)
+
+
+_COUNTING_METHODS = frozenset({"numel", "sum", "count_nonzero", "size"})
+_CONVERTING_METHODS = frozenset({"item", "float", "long", "int"})
+
+
 def failing_block(node: ast.If) -> list[ast.stmt]:
     """The block of an `if` whose last statement raises or fails an assertion (`raise ValueError(...)`, `assert
     False, ...`, `torch._assert(False, ...)`): it runs only on bad input, to describe what is wrong, so a copy
@@ -537,8 +600,9 @@ def statements_run_once_in_a_while(function: ast.FunctionDef | ast.AsyncFunction
       `_CACHE[key] = t`; `if "_t" in self._buffers: return`, then `self.register_buffer("_t", t)`); and an
       `if x is None:` whose body fills the place `x` was read from (`x = self._x`, `x = cache.get(key)` or
       `x = getattr(self, "_x", None)`, then `self._x = ...`, `cache[key] = ...` or
-      `self.register_buffer("_x", ...)`). A cache is an attribute of `self`, or a container the function
-      neither binds nor takes (a module's or a closure's: `gumbel_map`)."""
+      `self.register_buffer("_x", ...)`). A hit may also check that the cached value fits (`_cache_hit`). A
+      cache is an attribute of `self`, or a container the function neither binds nor takes (a module's or a
+      closure's: `gumbel_map`)."""
     body = function.body
     read_from: dict[str, tuple[str, str]] = {}  # a local name -> the place it was read from
     found: list[ast.stmt] = []
@@ -557,10 +621,9 @@ def statements_run_once_in_a_while(function: ast.FunctionDef | ast.AsyncFunction
             _forget_rebound(statement, read_from)
             continue
         test = statement.test
-        if isinstance(statement.body[-1], ast.Return):
-            hit = _hit_place(test, read_from)
-            if hit is not None and hit in _places_filled(body[index + 1:]) and _kept_beyond_the_call(hit, function):
-                return [*found, *body[index + 1:]]
+        hit = _cache_hit(statement, read_from)
+        if hit is not None and hit in _places_filled(body[index + 1:]) and _kept_beyond_the_call(hit, function):
+            return [*found, *body[index + 1:]]
         if isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Is) and _is_none(test.comparators[0]) \
                 and isinstance(test.left, ast.Name) and test.left.id in read_from:
             miss = read_from[test.left.id]
@@ -617,6 +680,41 @@ def _read_place(expr: ast.expr) -> tuple[str, str] | None:
             return _named_attribute(first)
         return _container(func.value)
     return None
+
+
+def _cache_hit(statement: ast.If, read_from: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
+    """The place an `if` that returns on a cache hit finds filled: `if self._x is not None: return self._x`; a hit
+    that also checks the cached value fits (`if self.pe is not None and self.pe.size(1) >= x.size(1): return`), or
+    returns only when it fits (`if self.pe is not None:` holding `if self.pe.size(1) >= x.size(1): ...; return`),
+    as ESPnet-style positional encodings grow their table: the code after runs when the table is missing or too
+    small, once per new longest input."""
+    test, last = statement.test, statement.body[-1]
+    if isinstance(last, ast.Return):
+        hit = _hit_place(test, read_from)
+        if hit is None and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            for operand in test.values:
+                place = _hit_place(operand, read_from)
+                if place is not None and all(_reads_place(other, place, read_from)
+                                             for other in test.values if other is not operand):
+                    return place
+        return hit
+    if isinstance(last, ast.If) and not last.orelse and isinstance(last.body[-1], ast.Return):
+        hit = _hit_place(test, read_from)
+        if hit is not None and _reads_place(last.test, hit, read_from):
+            return hit
+    return None
+
+
+def _reads_place(expr: ast.expr, place: tuple[str, str], read_from: dict[str, tuple[str, str]]) -> bool:
+    """Whether `expr` reads the cached value at `place` (a test of its size, dtype or device)."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Name) and read_from.get(node.id) == place:
+            return True
+        if isinstance(node, ast.Subscript) and _container(node.value) == place:
+            return True
+        if isinstance(node, (ast.Attribute, ast.Call)) and _read_place(node) == place:
+            return True
+    return False
 
 
 def _hit_place(test: ast.expr, read_from: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
@@ -803,19 +901,52 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     # constructors call, which builds what the model holds once (RecBole's `RippleNet._build_ripple_set`).
     qualname = facts.qualname_at(line) if facts.project is not None else None
     if context.in_loop:
-        built = facts.project.built_only_by_module_constructors(qualname) \
-            if qualname and facts.project is not None else None
+        built = built_once_per_model(facts, line)
         return f"in `{function}`, called only from a module's constructor: `{built}`" if built else None
     if function in _ENTRY_POINTS:
         return f"in `{function}`"
     if _builds_a_data_loader(facts, line):
         return f"in `{function}`, which builds a `DataLoader`"
-    callers = facts.project.called_only_from_run_once_code(qualname) if qualname else None
+    callers = facts.project.called_only_from_run_once_code(qualname) \
+        if qualname and not _in_nested_function(facts, line) else None
     if callers is not None:
         return f"in `{function}`, called only from run-once code: `{callers}`"
     if qualname and facts.project.uncalled(qualname):  # type: ignore[union-attr]
         return f"in `{function}`, which nothing in the project calls"
     return None
+
+
+def only_when_empty(facts: FileFacts, start: tuple[int, int], end: tuple[int, int]) -> str | None:
+    """Why the code from `start` to `end` ((line, column) in code points) runs on degenerate input only: it sits in
+    the arm of an `if` or a conditional expression taken only when a count is zero (`empty_input_arm`: an empty
+    batch's zero loss, a search whose candidates were all pruned). None elsewhere."""
+    for first, last in facts.empty_input_arms:
+        if first <= start and end <= last:
+            return "only when a count is zero: the fallback for an empty input"
+    return None
+
+
+def built_once_per_model(facts: FileFacts, line: int) -> str | None:
+    """Where the function around `line` is called from when only `nn.Module` constructors call it (see
+    ProjectModel.built_only_by_module_constructors): it runs once per model, loops and all."""
+    qualname = facts.qualname_at(line) if facts.project is not None and not _in_nested_function(facts, line) \
+        else None
+    return facts.project.built_only_by_module_constructors(qualname) if qualname else None  # type: ignore[union-attr]
+
+
+def _in_nested_function(facts: FileFacts, line: int) -> bool:
+    """Whether `line` is in a function defined (`def`) in another function that hands it on (`register_hook(hook)`,
+    `return hook`): a hook or a closure, which runs when it is called, not when the function defining it does
+    (the project model knows functions by the outermost one, `FileFacts.qualname_at`, and its summaries mark
+    such calls `nested`). A `def` only called where it is defined, and a lambda (`self.apply(lambda m: ...)`, a
+    sort key), run with the function around them."""
+    functions = [node for node in facts.functions_around(line) if not isinstance(node, ast.Lambda)]
+    for outer, inner in zip(functions, functions[1:], strict=False):
+        if any(isinstance(node, ast.Name) and node.id == inner.name and isinstance(node.ctx, ast.Load)
+               and not (isinstance(parent := facts.parents.get(node), ast.Call) and parent.func is node)
+               for node in ast.walk(outer)):
+            return True
+    return False
 
 
 def nothing_calls(facts: FileFacts, line: int) -> bool:

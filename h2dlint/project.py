@@ -113,7 +113,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 36
+SUMMARY_VERSION = 37
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -132,7 +132,8 @@ _SUMMARY_CACHE_FORMAT = 2
 #               "params": {parameter: dotted annotation}, "replay": bool, "order": [positional parameter],
 #               "returns": [value], "passes": {index into calls: [[value of each positional argument],
 #               {keyword: value}]}, "occasional": [index into calls of each call made once in a while: under
-#               `if step % log_interval == 0:` or filling a cache], "cached": bool (`functools.cache`, or
+#               `if step % log_interval == 0:` or filling a cache], "nested": [index into calls of each call
+#               made in a nested `def` it hands on, a hook], "cached": bool (`functools.cache`, or
 #               `self.m = lru_cache(n)(self.m)` in the class),
 #               "defaults": {parameter: value} (every field of the `__init__` written for a dataclass, ["none"]
 #               for None; elsewhere only a device written out, `device="cpu"`)}}; a `passes` entry's keywords
@@ -521,8 +522,12 @@ class _Summarizer:
                        and (typed := _local_type(name, pending, self_name))}
         if local_types:
             record["locals"] = local_types
+        # The calls made in a nested `def` the function hands on (`register_forward_hook(hook)`, `return hook`):
+        # they run when the hook does, not when the function does. One it only calls in place is its own code.
+        nested = [index for index, name in pending.nested_calls if name in pending.named]
         # A call of a local bound to a function (`run = _grouped_mm if grouped else _for_loop`, then `run(x)`) may
-        # call each function bound: added after the calls as written, whose indexes `passes` and `occasional` keep.
+        # call each function bound: added after the calls as written, whose indexes `passes`, `occasional` and
+        # `nested` keep.
         occasional = record.get("occasional", [])
         for index, reference in enumerate(list(record["calls"])):
             if reference.startswith("n:") and reference[2:] in pending.assigned:
@@ -531,7 +536,11 @@ class _Summarizer:
                         if name != reference and name not in record["calls"]:
                             if index in occasional:  # called once in a while, as the local's call is
                                 occasional.append(len(record["calls"]))
+                            if index in nested:
+                                nested.append(len(record["calls"]))
                             record["calls"].append(name)
+        if nested:
+            record["nested"] = nested
         for name in pending.named:  # not its own locals and parameters: those name no function
             if name not in pending.assigned and name not in pending.parameters and name != self_name:
                 self.named[name] = None
@@ -553,7 +562,8 @@ class _Summarizer:
         named_attributes, named = self.named, pending.named if pending is not None else self.named
         called: set[int] = set()
         assigned_whole: set[int] = set()  # `self.x` targets whose whole value `_stored_attribute` has been given
-        stack: list[tuple[ast.AST, bool, bool, bool]] = [(statement, False, False, occasional)]
+        # `nested`: 0 in the function's own code, 1 in a lambda, the name of a nested `def` in its body.
+        stack: list[tuple[ast.AST, bool, int | str, bool]] = [(statement, False, 0, occasional)]
         while stack:
             node, in_device_context, nested, occasional = stack.pop()
             kind = node.__class__
@@ -584,6 +594,8 @@ class _Summarizer:
                         pending.calls.append((len(calls), node))
                     if occasional and not nested:
                         record.setdefault("occasional", []).append(len(calls))
+                    elif nested.__class__ is str and pending is not None:
+                        pending.nested_calls.append((len(calls), nested))  # see `_settle`
                     if pending is not None and reference[:2] == "a:" and node.func.value.__class__ is ast.Call:
                         pending.chained.append((len(calls), node))  # typed by `_settle`
                     calls.append(reference)
@@ -593,8 +605,17 @@ class _Summarizer:
                         record["replay"] = True
             elif kind is ast.ClassDef:
                 continue  # a class defined in a function: its own methods are not summarized
-            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.Lambda:
-                nested = True
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                # Its decorators and defaults run where it is defined, its body when it is called.
+                for child in (*node.decorator_list, *node.args.defaults, *node.args.kw_defaults):
+                    if child.__class__ is ast.Name:
+                        named[child.id] = None
+                    elif child is not None and child.__class__ is not ast.Constant:
+                        stack.append((child, in_device_context, nested, occasional))
+                stack.extend((child, in_device_context, node.name, occasional) for child in node.body)
+                continue
+            elif kind is ast.Lambda:
+                nested = nested or 1
             elif kind is ast.Import or kind is ast.ImportFrom:
                 self._import(node)
                 continue
@@ -757,6 +778,8 @@ class _Pending:
         # depend on the call, so a helper defined inside the function types its locals alike.
         self.typed: dict[str, list[ast.expr | None]] = {}
         self.chained: list[tuple[int, ast.Call]] = []  # `a().b(...)`, with its index among the function's calls
+        # The calls made in a nested `def`, with its index among the function's calls and the def's name.
+        self.nested_calls: list[tuple[int, str]] = []
 
     def note_for_types(self, node) -> None:
         if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
@@ -1975,6 +1998,8 @@ class ProjectModel:
     def _run_once_callers_uncached(self, function: str) -> str | None:
         def runs_once(caller: str, index: int) -> bool:
             record = self.functions[caller]
+            if index in record.get("nested", ()):
+                return False  # a hook or a closure the caller defines runs when it is called, maybe every step
             if record.get("cached") or index in record.get("occasional", ()):
                 return True  # called once in a while: once per key of a cache, or every so many steps
             name = record["name"].rpartition(".")[2]
@@ -2003,6 +2028,8 @@ class ProjectModel:
     def _built_by_uncached(self, function: str) -> str | None:
         def builds(caller: str, index: int) -> bool:
             record = self.functions[caller]
+            if index in record.get("nested", ()):
+                return False  # a hook the constructor registers runs later, maybe every step
             return record["name"].rpartition(".")[2] == "__init__" and bool(record["class"]) \
                 and self._is_module_class(_record_class(record)) \
                 or self.built_only_by_module_constructors(caller) is not None

@@ -31,10 +31,12 @@ from .gaps import TokensApart
 from .hotness import (
     NOT_PER_STEP_WORDS,
     CodeContext,
+    built_once_per_model,
     context_at,
     failing_block,
     in_test_code,
     nothing_calls,
+    only_when_empty,
     runs_once_by_name,
 )
 from .placement import classify_data, classify_placement
@@ -145,7 +147,9 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
     What costs nothing is decided here, for every rule: a host tensor, code that runs once (by its name too, see
     `runs_once_by_name`), test code, a logging call, a branch taken only while CUDA graphs are captured or only on
     another device (by a flag, or by the device's type: `other_device_branch`), or by no call of the project
-    (`untaken_branch`), a GPU kernel's body, a module whose path
+    (`untaken_branch`), a GPU kernel's body, a function only `nn.Module` constructors call, loops and all, where it
+    is not hot by its own name (`built_once_per_model`: it builds what the model holds, once), an empty input's
+    fallback (`only_when_empty`), a module whose path
     names another accelerator (`npu/`: its tensors are that accelerator's, whatever the project's CUDA code puts
     in the same attributes; a file that only names another accelerator's API may be one that supports several,
     `if device.type == "xpu":`).
@@ -158,7 +162,9 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
             or _only_while_capturing(site.node, facts)
             or _only_on_other_devices(site.node, facts) or _in_device_kernel(site.node, facts)
             or untaken_branch(facts, site.node.lineno) is not None
-            or other_device_branch(facts, site.node.lineno) is not None):
+            or other_device_branch(facts, site.node.lineno) is not None
+            or not context.hot_function and built_once_per_model(facts, site.node.lineno) is not None
+            or only_when_empty(facts, *facts.span(site.node)) is not None):
         return None
     for rule in sync_rules():
         where = rule.where.get(site.placement) if site.kind in rule.kinds else None

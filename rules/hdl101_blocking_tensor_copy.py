@@ -94,11 +94,17 @@ class BlockingTensorCopy(Rule):
     ...`, or `self._set_x(...)` where that method stores `self._x`), setting up lazily behind a
     flag it, or what follows it, clears and nothing but a constructor sets
     (`if self._uninitialized: ...; self._uninitialized = False`), or only called from
-    such code; nor a block that ends by raising or failing an assertion (`if
+    such code; nor the code after an early return on a cache hit that checks the cached
+    table still fits (`if self.pe is not None and self.pe.size(1) >= x.size(1): return`);
+    nor a block that ends by raising or failing an assertion (`if
     boxes.any(): ...; raise ValueError(...)`, `torch._assert(False, ...)`), which runs only
-    on bad input. A local made when it is None (`if mask is None: mask = ...`) is made on
-    every call: it is reported. A device of unknown kind in a module for another accelerator (`torch_tpu/`,
-    `tpu_model_runner.py`, `npu/`, by the words of its path) is not a CUDA device.
+    on bad input; nor an empty input's fallback, the arm taken only when a count is zero
+    (`loss / n if n > 0 else torch.tensor(0.0, device=d)` with `n = mask.sum()`, `if
+    len(boxes) == 0: ...`), which runs only on a degenerate batch; not in a loop, where
+    a count is often each element's. A local made when it is None (`if mask is None:
+    mask = ...`) is made on every call: it is reported. A device of unknown kind in a
+    module for another accelerator (`torch_tpu/`, `tpu_model_runner.py`, `npu/`, by the
+    words of its path) is not a CUDA device.
 
     ## Example
     ```python
@@ -372,7 +378,7 @@ class BlockingTensorCopy(Rule):
             return
         start, end = self.position(node)
         device = classify_device(facts, to_ast(device_arg.value), start.line)
-        if device is Device.NOT_CUDA or left_unreported(facts, start.line, self.context.settings) is not None:
+        if device is Device.NOT_CUDA or left_unreported(facts, start, end, self.context.settings) is not None:
             return
         data_ast = to_ast(data_arg.value)
         if holds_no_elements(data_ast):
@@ -412,8 +418,8 @@ class BlockingTensorCopy(Rule):
         positional = [arg for arg in node.args if arg.keyword is None]
         if len(positional) != 1 or any(arg.star for arg in node.args) or "device" in keywords_of(node):
             return
-        start, _ = self.position(node)
-        if left_unreported(facts, start.line, self.context.settings) is not None:
+        start, end = self.position(node)
+        if left_unreported(facts, start, end, self.context.settings) is not None:
             return
         placement = classify_placement(facts, to_ast(receiver), start.line)
         data_ast = to_ast(positional[0].value)

@@ -234,7 +234,7 @@ class BlockingHostTensorCopy(Rule):
             return  # (a host tensor computed from factories may be on the context's device)
         elif legacy_tensor_without_elements(facts, copy.source):
             return  # `torch.FloatTensor().to(device)`: no elements either
-        if left_unreported(facts, start.line, self.context.settings) is not None:
+        if left_unreported(facts, start, end, self.context.settings) is not None:
             return
         where = context_at(facts, start.line).describe()
         target = "a CUDA device" if device is Device.CUDA else f"`{shown(copy.device)}` (if it is a CUDA device)"

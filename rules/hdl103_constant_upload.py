@@ -113,6 +113,8 @@ class ConstantUpload(Rule):
         Valid("import torch\nx = torch.tensor(1j, device='cuda')\n"),
         Valid("import torch\ndef loss(x, mask):\n    if not mask.any():\n"
               "        return torch.tensor(0.0, device=x.device)\n    return x[mask].mean()\n"),
+        Valid("import torch\ndef forward(losses, mask):\n    n = mask.sum()\n"
+              "    return losses.sum() / n if n > 0 else torch.tensor(0.0, device=losses.device)\n"),
         Valid("import torch\ndef best(x):\n    try:\n        t = x.argmax()\n    except ValueError:\n"
               "        t = torch.tensor(0, device=x.device)\n    return t\n"),
     )
@@ -172,7 +174,7 @@ class ConstantUpload(Rule):
         keywords = keywords_of(node)
         start, end = self.position(node)
         device = classify_device(facts, to_ast(keywords["device"].value), start.line)
-        if device is Device.NOT_CUDA or left_unreported(facts, start.line, self.context.settings) is not None:
+        if device is Device.NOT_CUDA or left_unreported(facts, start, end, self.context.settings) is not None:
             return
         site = facts.site_at(start, end)
         if site is not None and _fallback(facts, site.node):

@@ -121,9 +121,9 @@ class LegacyCudaConstructor(Rule):
         if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
             return
         data = node.args[0].value
-        start, _ = self.position(node)
+        start, end = self.position(node)
         if not _is_host_sequence(facts, to_ast(data), start.line) \
-                or left_unreported(facts, start.line, self.context.settings) is not None:
+                or left_unreported(facts, start, end, self.context.settings) is not None:
             return
         where = context_at(facts, start.line).describe()
         if through_accelerator is not None:

@@ -58,8 +58,10 @@ class GpuValueRead(SyncReporter, Rule):
     for the output. Nor are reads in a function not hot by its own name whose name
     says set-up, export, a test, a benchmark, a profile, a warm-up, a capture or a plot
     (`setup_model`, `export_stats`, `profile_kernels`, see HDL101), loops and all, nor
-    reads in a block no call of the project takes or only another accelerator takes (see
-    HDL101). The same holds for every sync rule.
+    reads in a block no call of the project takes or only another accelerator takes, nor
+    in an empty input's fallback (see HDL101), nor in a function only `nn.Module`
+    constructors call (outside functions hot by their own name), which builds what the
+    model holds once. The same holds for every sync rule.
 
     ## Why is this bad?
     The value is computed by kernels still queued on the GPU stream, so the host must

@@ -823,11 +823,57 @@ def test_spans_held_per_line_are_those_open_on_it():
     ("if self.done:\n    return\nlog(make())\n", []),
     # `with` blocks and `try` bodies run whenever what holds them runs
     ("if key in _CACHE:\n    return _CACHE[key]\nwith lock:\n    _CACHE[key] = make()\nreturn _CACHE[key]\n", [4, 6]),
+    # a hit that also checks the cached table fits (ESPnet's `extend_pe`): the rest runs once per longer input
+    ("if self.pe is not None:\n    if self.pe.size(1) >= key.size(1):\n        self.pe = self.pe.to(device)\n"
+     "        return\npe = make()\nself.pe = pe.to(device)\n", [6, 7]),
+    ("if self.pe is not None and self.pe.size(1) >= key.size(1):\n    return\nself.pe = make()\n", [4]),
+    ("pe = self.pe\nif pe is not None and pe.size(1) >= key.size(1):\n    return pe\nself.pe = make()\n", [5]),
+    # a check of something else, or no check of the cache at all: the rest may run every call
+    ("if self.pe is not None and not self.training:\n    return\nself.pe = make()\n", []),
+    ("if self.pe is not None:\n    if keep:\n        return\nself.pe = make()\n", []),
+    ("if self.pe is not None:\n    if self.pe.size(1) >= key.size(1):\n        return\nelse:\n    pass\n"
+     "self.pe = make()\n", []),
 ])
 def test_the_statements_that_run_once_in_a_while(body, lines):
     code = "def forward(self, key, device, mask, cache, keep, step):\n" + "".join(f"    {line}\n" for line in body.splitlines())
     function = ast.parse(code).body[0]
     assert [statement.lineno for statement in statements_run_once_in_a_while(function)] == lines
+
+
+@pytest.mark.parametrize(("body", "spans"), [
+    # the arm taken only when a count is zero: an empty batch's fallback
+    ("m = mask.sum()\nloss = total / m if m > 0 else torch.tensor(0.0, device=d)\n", [((3, 35), (3, 62))]),
+    ("if mask.sum() == 0:\n    return torch.tensor(0.0).to(d)\nreturn total\n", [((3, 8), (3, 38))]),
+    ("if len(boxes) > 0:\n    pass\nelse:\n    zero = d\n", [((5, 8), (5, 16))]),
+    ("if not x.numel():\n    zero = d\n", [((3, 8), (3, 16))]),
+    ("if x.shape[0] < 1 and d:\n    zero = d\n", [((3, 8), (3, 16))]),
+    ("k = int(mask.sum().item())\nif k == 0:\n    zero = d\n", [((4, 8), (4, 16))]),
+    # not a count: a rank, an index, a value, a parameter, a name bound to something else too
+    ("if rank == 0:\n    zero = d\n", []),
+    ("for i in range(3):\n    if i == 0:\n        zero = d\n", []),
+    ("if x.mean() == 0:\n    zero = d\n", []),
+    ("if n == 0:\n    zero = d\n", []),
+    ("k = len(x)\nk = total\nif k == 0:\n    zero = d\n", []),
+    # the arm taken when the count is not zero, or a test that says nothing of zero
+    ("if len(x) > 0:\n    zero = d\n", []),
+    ("if len(x) == 2:\n    zero = d\n", []),
+    ("if len(x) == 0 or d:\n    zero = d\n", []),
+    # in a loop or a comprehension a count is often each element's: an empty one is no degenerate input
+    ("last = [t[-1:] if len(t) > 0 else torch.tensor([-1], device=d) for t in x]\n", []),
+    ("for t in x:\n    if len(t) == 0:\n        zero = d\n", []),
+    ("for t in x:\n    k = len(t)\n    zero = t.sum() / k if k > 0 else d\n", []),
+    ("while True:\n    if len(x) == 0:\n        zero = d\n", []),
+    # a lambda's parameter is its own; a name bound in a nested function, or bound otherwise too, is no count
+    ("k = len(x)\nf = lambda k: d if k == 0 else 1\n", []),
+    ("def inner():\n    k = len(x)\nif k == 0:\n    zero = d\n", []),
+    ("k = len(x)\ntry:\n    pass\nexcept ValueError as k:\n    pass\nif k == 0:\n    zero = d\n", []),
+    ("k = len(x)\nk += 1\nif k == 0:\n    zero = d\n", []),
+    # a slice of a shape is no count
+    ("if x.shape[1:]:\n    pass\nelse:\n    zero = d\n", []),
+])
+def test_the_arms_taken_only_when_a_count_is_zero(body, spans):
+    code = "def forward(x, mask, total, n, d, rank):\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    assert FileFacts(ast.parse(code), LineIndex(code)).empty_input_arms == spans
 
 
 @pytest.mark.parametrize(("path", "other"), [

@@ -1883,3 +1883,72 @@ class RippleNet(nn.Module):
 def test_a_loop_in_a_helper_only_a_module_constructor_calls_runs_once(tmp_path, extra, reported):
     make_project(tmp_path, model=HELPER_OF_A_CONSTRUCTOR + extra)
     assert ((14, "HDL102") in by_file(check(tmp_path)).get("model.py", [])) is reported
+
+
+HOOK_OF_A_CONSTRUCTOR = '''import torch
+from torch import nn
+
+
+class Shifted(nn.Module):
+    def __init__(self, device):
+        super().__init__()
+        self.device = device
+
+        def hook(module, inputs):
+            return self._shift(inputs)
+        self.register_forward_pre_hook(hook)
+
+    def _shift(self, inputs):
+        out = []
+        for x in inputs:
+            out.append(x + torch.FloatTensor([1.0]).to(self.device))
+        return out
+'''
+
+
+@pytest.mark.parametrize("setup", [
+    # a closure called where it is defined, and a nested function's defaults, run with the constructor
+    "        def make(s):\n            return self._build(s)\n        self.tables = [make(s) for s in sizes]\n",
+    "        def hook(module, inputs, table=self._build(sizes)):\n            return inputs\n"
+    "        self.register_forward_pre_hook(hook)\n",
+])
+def test_a_helper_a_constructor_calls_from_a_closure_it_runs_at_once_runs_once(tmp_path, setup):
+    model = ("import torch\nfrom torch import nn\n\n\nclass Tables(nn.Module):\n    def __init__(self, sizes, device):\n"
+             "        super().__init__()\n        self.device = device\n" + setup +
+             "\n    def _build(self, sizes):\n        out = []\n        for s in sizes:\n"
+             "            out.append(torch.FloatTensor([s]).to(self.device))\n        return out\n")
+    make_project(tmp_path, model=model)
+    assert not [code for _, code in by_file(check(tmp_path)).get("model.py", []) if code == "HDL102"]
+
+
+def test_a_helper_a_constructor_calls_from_a_hook_it_registers_runs_when_the_hook_does(tmp_path):
+    # The hook is defined in the constructor but runs before every `forward`: its calls are not the constructor's.
+    make_project(tmp_path, model=HOOK_OF_A_CONSTRUCTOR)
+    assert (17, "HDL102") in by_file(check(tmp_path)).get("model.py", [])
+
+
+SYNC_IN_A_HELPER_OF_A_CONSTRUCTOR = '''import torch
+from torch import nn
+
+
+class Router(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.offsets = self._build_offsets(sizes)
+
+    def _build_offsets(self, sizes):
+        counts = torch.cumsum(torch.tensor(sizes, device="cuda"), 0)
+        offsets = []
+        for i in range(len(sizes)):
+            offsets.append(counts[i].item())
+        return offsets
+'''
+
+
+@pytest.mark.parametrize(("extra", "reported"), [
+    ("", False),  # the sync rules read it as the copy rules do: once per model
+    ("\n    def forward(self, sizes):\n        return self._build_offsets(sizes)\n", True),
+])
+def test_a_sync_in_a_loop_of_a_helper_only_a_module_constructor_calls_runs_once(tmp_path, extra, reported):
+    make_project(tmp_path, model=SYNC_IN_A_HELPER_OF_A_CONSTRUCTOR + extra)
+    assert ((14, "HDL201") in by_file(check(tmp_path)).get("model.py", [])) is reported
