@@ -269,7 +269,7 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
         if qualified:
             return torch_call_makes_tensor(qualified)
         return isinstance(func, ast.Attribute) and tensor_method_returns_tensor(func.attr) and (
-            func.attr in TENSOR_ONLY_METHODS and facts.mentions_torch
+            (func.attr in TENSOR_ONLY_METHODS or _reduces_over_a_dim(expr)) and facts.mentions_torch
             or is_certainly_tensor(facts, func.value, line, depth)
             or classify_placement(facts, expr, line) is Placement.GPU)  # `x.cuda()`, `x.to("cuda")`
     if isinstance(expr, ast.BinOp):
@@ -288,6 +288,21 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
         return is_certainly_tensor(facts, expr.body, line, depth) and \
             is_certainly_tensor(facts, expr.orelse, line, depth)
     return False
+
+
+def _reduces_over_a_dim(call: ast.Call) -> bool:
+    """`x.any(dim=-1)`, `x.sum(dim=(1, 2))`: a reduction (or `squeeze`/`unsqueeze`) given `dim=` as ints returns
+    one tensor. NumPy and pandas name the argument `axis`; xarray's `dim` names a dimension by a string. Not
+    `max`, `min`, `sort` or `topk`, which given a dimension return a tuple."""
+    dim = next((keyword.value for keyword in call.keywords if keyword.arg == "dim"), None)
+    if dim is None or call.func.attr not in _DIM_REDUCTIONS:  # type: ignore[attr-defined]
+        return False
+    return all(is_int_literal(element) for element in (dim.elts if isinstance(dim, ast.Tuple) else [dim]))
+
+
+_DIM_REDUCTIONS = frozenset({"any", "all", "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "cumsum",
+                             "cumprod", "logsumexp", "softmax", "log_softmax", "count_nonzero", "nansum", "nanmean",
+                             "std", "var", "norm", "squeeze", "unsqueeze"})
 
 
 def is_tensor_annotation(facts, annotation: ast.expr | None) -> bool:

@@ -35,6 +35,13 @@ def certainly_tensor(code: str) -> bool:
     ("import torch\ndef f(x: torch.Tensor, xs):\n    TARGET = x in xs\n", False),
     ("import torch\ndef f(x: torch.Tensor):\n    TARGET = (x > 0).any()\n", True),
     ("import torch\ndef f(x: torch.Tensor):\n    TARGET = x.shape[0] == 0\n", False),
+    # a reduction given `dim=` as ints is torch's (NumPy and pandas say `axis`, xarray names a dimension)
+    ("import torch\ndef f(mask):\n    rows = ~mask.any(dim=-1)\n    TARGET = rows.any()\n", True),
+    ("import torch\ndef f(x):\n    TARGET = x.sum(dim=(1, 2))\n", True),
+    ("import torch\ndef f(x):\n    TARGET = x.max(dim=1)\n", False),  # (values, indices)
+    ("import torch\ndef f(x):\n    TARGET = x.mean(dim='time')\n", False),
+    ("import torch\ndef f(x):\n    TARGET = x.sum(axis=1)\n", False),
+    ("def f(x):\n    TARGET = x.sum(dim=1)\n", False),  # no torch in the file
 ])
 def test_comparisons_and_rebindings_of_tensors_are_tensors(code, expected):
     assert certainly_tensor(code) is expected
