@@ -525,17 +525,23 @@ class FileFacts:
         else ...` over the requests' cached prefixes); a lambda's parameters are its own."""
         found = []
         counts: dict[int, frozenset[str]] = {}  # by id of the function: the names bound only to counts there
+        # The names some `=` of the file binds to a count: any other name is none, without walking its function.
+        assigned_counts = {node.targets[0].id for node in self.assignments if len(node.targets) == 1
+                           and isinstance(node.targets[0], ast.Name) and is_count(node.value, _no_counts)}
+
+        def bound_only_to_counts(node: ast.AST, name: str) -> bool:
+            function = self._function_outside_loops(node) if name in assigned_counts else None
+            if function is None:
+                return False
+            if id(function) not in counts:
+                counts[id(function)] = _names_bound_only_to_counts(function)
+            return name in counts[id(function)]
+
         for node in self.scanned_nodes:
             if node.__class__ is not ast.If and node.__class__ is not ast.IfExp:
                 continue
-            function = self._function_outside_loops(node)
-            if function is None:
-                continue
-            named = counts.get(id(function))
-            if named is None:
-                named = counts[id(function)] = _names_bound_only_to_counts(function)
-            arm = empty_input_arm(node, named.__contains__)
-            if arm:
+            arm = empty_input_arm(node, functools.partial(bound_only_to_counts, node))
+            if arm and self._function_outside_loops(node) is not None:
                 found.append((self.span(arm[0])[0], self.span(arm[-1])[1]))
         return found
 

@@ -244,9 +244,11 @@ def empty_input_arm(node: ast.If | ast.IfExp, counts: Callable[[str], bool]) -> 
 def _zero_test(test: ast.expr, counts: Callable[[str], bool]) -> bool | None:
     """True when `test` holds exactly when a count is zero (`n == 0`, `n < 1`, `not len(x)`), False when it holds
     exactly when the count is not (`n > 0`, `n != 0`, `n >= 1`, `len(x)`); None for any other test."""
+    # A bare name's truth (`if flag:`, the commonest test) is not asked of `counts`: finding what a name is bound
+    # to walks its function, and `if n:` of a count is rare.
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return True if is_count(test.operand, counts) else None
-    if is_count(test, counts):
+        return True if not isinstance(test.operand, ast.Name) and is_count(test.operand, counts) else None
+    if not isinstance(test, ast.Name) and is_count(test, counts):
         return False
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant)
             and is_count(test.left, counts)):

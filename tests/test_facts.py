@@ -870,6 +870,8 @@ def test_the_statements_that_run_once_in_a_while(body, lines):
     ("k = len(x)\nk += 1\nif k == 0:\n    zero = d\n", []),
     # a slice of a shape is no count
     ("if x.shape[1:]:\n    pass\nelse:\n    zero = d\n", []),
+    # a bare name's truth is not followed to what the name holds (`if flag:` is the commonest test)
+    ("k = len(x)\nif not k:\n    zero = d\n", []),
 ])
 def test_the_arms_taken_only_when_a_count_is_zero(body, spans):
     code = "def forward(x, mask, total, n, d, rank):\n" + "".join(f"    {line}\n" for line in body.splitlines())
