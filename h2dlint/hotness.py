@@ -901,7 +901,6 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     # Elsewhere a loop repeats: `main`'s training loop, or a function called only from code that runs once in a
     # while (an evaluation every so many steps copies per batch while it runs); not a helper only modules'
     # constructors call, which builds what the model holds once (RecBole's `RippleNet._build_ripple_set`).
-    qualname = facts.qualname_at(line) if facts.project is not None else None
     if context.in_loop:
         built = built_once_per_model(facts, line)
         return f"in `{function}`, called only from a module's constructor: `{built}`" if built else None
@@ -909,6 +908,7 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
         return f"in `{function}`"
     if _builds_a_data_loader(facts, line):
         return f"in `{function}`, which builds a `DataLoader`"
+    qualname = facts.qualname_at(line) if facts.project is not None else None
     callers = facts.project.called_only_from_run_once_code(qualname) \
         if qualname and not _in_nested_function(facts, line) else None
     if callers is not None:

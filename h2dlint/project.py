@@ -1998,8 +1998,6 @@ class ProjectModel:
     def _run_once_callers_uncached(self, function: str) -> str | None:
         def runs_once(caller: str, index: int) -> bool:
             record = self.functions[caller]
-            if index in record.get("nested", ()):
-                return False  # a hook or a closure the caller defines runs when it is called, maybe every step
             if record.get("cached") or index in record.get("occasional", ()):
                 return True  # called once in a while: once per key of a cache, or every so many steps
             name = record["name"].rpartition(".")[2]
@@ -2011,9 +2009,11 @@ class ProjectModel:
 
     def _where_every_caller(self, function: str, accepts: Callable[[str, int], bool]) -> str | None:
         """Where `function` is called from (`caller and 2 more`) when it has callers, the model sees them all,
-        and `accepts(caller, index into its calls)` holds for each; None otherwise."""
+        and `accepts(caller, index into its calls)` holds for each; None otherwise. A call made in a hook the
+        caller defines and hands on (`nested`) is accepted by none: it runs when the hook does, maybe every step."""
         callers, unseen = self._callers(function)
-        if not callers or unseen or not all(accepts(caller, index) for caller, index, _ in callers):
+        if not callers or unseen or not all(index not in self.functions[caller].get("nested", ())
+                                            and accepts(caller, index) for caller, index, _ in callers):
             return None
         return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")
 
@@ -2028,8 +2028,6 @@ class ProjectModel:
     def _built_by_uncached(self, function: str) -> str | None:
         def builds(caller: str, index: int) -> bool:
             record = self.functions[caller]
-            if index in record.get("nested", ()):
-                return False  # a hook the constructor registers runs later, maybe every step
             return record["name"].rpartition(".")[2] == "__init__" and bool(record["class"]) \
                 and self._is_module_class(_record_class(record)) \
                 or self.built_only_by_module_constructors(caller) is not None
