@@ -230,7 +230,7 @@ def on_gpu_as_tensor(facts, expr: ast.expr, line: int) -> bool:
     return classify_placement(facts, expr, line) is Placement.GPU and facts.untyped_inferences == untyped
 
 
-def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> bool:
+def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0, receiver: bool = False) -> bool:
     """An expression that certainly evaluates to a tensor: a torch op's result, a tensor method's, an index,
     arithmetic or a comparison on a tensor, `self.x` or a name bound only to such values, a parameter annotated
     `torch.Tensor`, or what is known to be on a CUDA device without a binding to follow; not `obj.x` (or an index
@@ -240,9 +240,11 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
     if depth > 4:  # counts the bindings followed; the parts of one expression are finitely many
         return False
     if isinstance(expr, ast.Subscript):
-        return is_certainly_tensor(facts, expr.value, line, depth)
+        return is_certainly_tensor(facts, expr.value, line, depth, receiver=True)
     if isinstance(expr, ast.Name):
         bindings = facts.reaching_bindings(expr.id, line) or []
+        if receiver:
+            bindings = [binding for binding in bindings if binding.value is None or not _is_none(binding.value)]
         if any(binding.value is not None for binding in bindings):
             # The one binding h2dlint does not follow may be the parameter itself, if it is annotated as a tensor.
             unfollowed = 1 if any(binding.line == 0 for binding in bindings) and is_tensor_annotation(
@@ -270,7 +272,7 @@ def is_certainly_tensor(facts, expr: ast.expr, line: int, depth: int = 0) -> boo
             return torch_call_makes_tensor(qualified)
         return isinstance(func, ast.Attribute) and tensor_method_returns_tensor(func.attr) and (
             (func.attr in TENSOR_ONLY_METHODS or _reduces_over_a_dim(expr)) and facts.mentions_torch
-            or is_certainly_tensor(facts, func.value, line, depth)
+            or is_certainly_tensor(facts, func.value, line, depth, receiver=True)
             or classify_placement(facts, expr, line) is Placement.GPU)  # `x.cuda()`, `x.to("cuda")`
     if isinstance(expr, ast.BinOp):
         if any(isinstance(side, (ast.List, ast.Tuple, ast.ListComp)) for side in (expr.left, expr.right)):

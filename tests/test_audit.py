@@ -42,6 +42,16 @@ def certainly_tensor(code: str) -> bool:
     ("import torch\ndef f(x):\n    TARGET = x.mean(dim='time')\n", False),
     ("import torch\ndef f(x):\n    TARGET = x.sum(axis=1)\n", False),
     ("def f(x):\n    TARGET = x.sum(dim=1)\n", False),  # no torch in the file
+    # a name a method is called on, or indexed, is not None there: `rows = None` does not reach `rows.any()`
+    ("import torch\ndef f(mask):\n    rows = None\n    if mask is not None:\n        rows = ~mask.any(dim=-1)\n"
+     "    TARGET = rows.any()\n", True),
+    ("import torch\ndef f(mask):\n    rows = None\n    if mask is not None:\n        rows = ~mask.any(dim=-1)\n"
+     "    TARGET = rows[0]\n", True),
+    ("import torch\ndef f(mask):\n    rows = None\n    if mask is not None:\n        rows = ~mask.any(dim=-1)\n"
+     "    TARGET = rows\n", False),  # the name itself may still be None
+    ("import torch\ndef f(mask):\n    rows = None\n    if mask is not None:\n        rows = [1, 2]\n"
+     "    TARGET = rows.count(1)\n", False),
+    ("import torch\ndef f():\n    rows = None\n    TARGET = rows.any()\n", False),
 ])
 def test_comparisons_and_rebindings_of_tensors_are_tensors(code, expected):
     assert certainly_tensor(code) is expected
