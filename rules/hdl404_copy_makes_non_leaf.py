@@ -34,15 +34,15 @@ class CopyMakesNonLeaf(Rule):
     This is a correctness bug, not a slowdown. The leaf (the tensor autograd
     accumulates `.grad` into) is the host tensor, an unreachable temporary. The
     device tensor is the result of a copy: not a leaf, so its `.grad` stays `None`
-    after `backward()` (PyTorch warns when it is read) and an optimizer given it never
-    updates it. Even where `.grad` is never read, `backward()` still sends the gradient
-    through the copy to the host leaf: a device-to-host copy and a host accumulation
-    on every backward pass. It is also the trap a naive pin_memory rewrite of
+    after `backward()` (PyTorch warns when it is read), and an optimizer refuses it.
+    It is also the trap a naive pin_memory rewrite of
     `torch.tensor(x, requires_grad=True, device=cuda)` falls into.
 
     ## Example
     ```python
     weight = torch.randn(16, requires_grad=True).to(device)
+    loss(weight).backward()
+    weight.data -= lr * weight.grad  # TypeError: weight.grad is None
     ```
 
     Use instead:
@@ -58,11 +58,15 @@ class CopyMakesNonLeaf(Rule):
     is the CPU, `.to("cpu")` returns its input and nothing changes.
 
     Not reported when the result is wrapped in `nn.Parameter` (a leaf anyway) or
-    followed by `.requires_grad_()` / `.detach()`, nor in tests, benchmarks, profiling or
-    export code (a test module or a `test_*` function, see HDL101) where the function
-    reads no `.grad` of the name the copy is bound to: there the tensor only seeds values.
-    A test that compares `w.grad` with a reference is reported: two `None`s compare equal
-    (`torch.testing.assert_close`), so such a test passes without testing anything.
+    followed by `.requires_grad_()` / `.detach()`, nor where nothing can see the missing
+    `.grad`: the result is bound to a name that its function (or module) neither reads
+    `.grad` of nor returns, or to an attribute whose `.grad` nothing in the file reads.
+    Such a tensor only seeds values or carries a gradient on to other leaves
+    (`eta * y + (1 - eta) * x`), and works as written. In tests, benchmarks, profiling or
+    export code (a test module or a `test_*` function, see HDL101) only a `.grad` read
+    counts: there a returned tensor only seeds values. A test that compares `w.grad` with
+    a reference is reported: two `None`s compare equal (`torch.testing.assert_close`), so
+    such a test passes without testing anything.
 
     ## References
     - h2dlint reference "What makes PyTorch code stall the GPU stream": hazard 4 (the
@@ -86,6 +90,12 @@ class CopyMakesNonLeaf(Rule):
         Valid("import torch\ndef test_ddp(device):\n    w = torch.randn(4, requires_grad=True).to(device)\n"
               "    return w.clone()\n"),
         Valid("import torch\ndef f(device):\n    return torch.zeros(3, requires_grad=False).to(device)\n"),
+        # Nothing reads the missing `.grad`: the tensor only carries a gradient on to `x` and `y`.
+        Valid("import torch\ndef f(x, y):\n    eta = torch.rand(1, requires_grad=True).to(x.device)\n"
+              "    return eta * x + (1 - eta) * y\n"),
+        Valid("import torch\nclass Mix:\n    def __init__(self, device):\n"
+              "        self.mu = torch.randn(3, requires_grad=True).cuda()\n"
+              "    def step(self, x):\n        return x - self.mu\n"),
         Valid("import torch\ndef f():\n    return torch.zeros(3, requires_grad=True).to(torch.float16)\n"),
     )
     invalid_examples = (
@@ -98,8 +108,21 @@ class CopyMakesNonLeaf(Rule):
         Invalid("import torch\ndef f(device):\n    return torch.tensor([1.0, 2.0], requires_grad=True).to(device)\n",
                 "import torch\ndef f(device):\n    return torch.tensor([1.0, 2.0]).to(device).requires_grad_()\n",
                 unsafe=True, message_contains="not a leaf"),
-        Invalid("import torch\nw = torch.randn(4, 4, requires_grad=True, dtype=torch.float64).cuda()\n",
-                "import torch\nw = torch.randn(4, 4, dtype=torch.float64).cuda().requires_grad_()\n", unsafe=True),
+        Invalid("import torch\nw = torch.randn(4, 4, requires_grad=True, dtype=torch.float64).cuda()\nw.sum().backward()\n"
+                "grad = w.grad\n",
+                "import torch\nw = torch.randn(4, 4, dtype=torch.float64).cuda().requires_grad_()\nw.sum().backward()\n"
+                "grad = w.grad\n", unsafe=True),
+        # An attribute whose `.grad` another method reads.
+        Invalid("import torch\nclass Fit:\n    def __init__(self):\n"
+                "        self.w = torch.zeros(3, requires_grad=True).cuda()\n"
+                "    def step(self, lr):\n        self.w.data -= lr * self.w.grad\n",
+                "import torch\nclass Fit:\n    def __init__(self):\n"
+                "        self.w = torch.zeros(3).cuda().requires_grad_()\n"
+                "    def step(self, lr):\n        self.w.data -= lr * self.w.grad\n", unsafe=True),
+        # A local the function returns: its caller may read `.grad`.
+        Invalid("import torch\ndef make(device):\n    w = torch.ones(2, requires_grad=True).to(device)\n    return w, 2\n",
+                "import torch\ndef make(device):\n    w = torch.ones(2).to(device).requires_grad_()\n    return w, 2\n",
+                unsafe=True),
         Invalid("import torch\ndef f(flag, device):\n    return torch.ones(2, requires_grad=flag).to(device, non_blocking=True)\n",
                 "import torch\ndef f(flag, device):\n    return torch.ones(2).to(device, non_blocking=True).requires_grad_(flag)\n",
                 unsafe=True),
@@ -133,27 +156,38 @@ class CopyMakesNonLeaf(Rule):
         site = facts.site_at(start, end)
         if site is not None and self._made_leaf_again(site.node):
             return
-        if site is not None and in_test_code(facts, context_at(facts, start.line)) \
-                and not self._grad_read(site.node):
-            return  # a test that only seeds values with it: nothing reads the missing `.grad`
+        if site is not None and not self._grad_may_be_read(
+                site.node, returned_counts=not in_test_code(facts, context_at(facts, start.line))):
+            return  # nothing reads the missing `.grad`: the tensor seeds values or carries a gradient on
         message = (f"`torch.{fresh[1]}(..., requires_grad={shown(requires_grad.value)})` is the leaf; the copy "
                    "to the device is not a leaf, so its `.grad` stays None after backward(): call "
                    "`.requires_grad_()` after the copy")
         self.report(node, message, self._fix(node, factory, requires_grad))
 
-    def _grad_read(self, call: ast.Call) -> bool:
-        """Whether the function reads `.grad` of the name the copy is bound to (`w = ....to(d)`, then `w.grad`),
-        as a test comparing gradients does: one whose two sides are both None passes without testing anything."""
+    def _grad_may_be_read(self, call: ast.Call, returned_counts: bool) -> bool:
+        """Whether code may read `.grad` of the copy: it is not bound to a name or an attribute (`return ....to(d)`,
+        an argument), or it is bound to a name whose function (or module) reads `name.grad` or, if `returned_counts`,
+        returns or yields it, or to an attribute `.attr` where the file reads some `....attr.grad`."""
         facts = self.context.facts
         statement = facts.parents.get(call)
-        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                and isinstance(statement.targets[0], ast.Name)):
-            return False
-        name = statement.targets[0].id
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            return True
+        target = statement.targets[0]
+        if isinstance(target, ast.Attribute):
+            return any(isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Attribute)
+                       and node.value.attr == target.attr for node in ast.walk(facts.tree))
+        if not isinstance(target, ast.Name):
+            return True
         functions = facts.functions_around(call.lineno)
         scope = functions[-1] if functions else facts.tree
-        return any(isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name)
-                   and node.value.id == name for node in ast.walk(scope))
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name) \
+                    and node.value.id == target.id:
+                return True
+            if returned_counts and isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and any(
+                    isinstance(part, ast.Name) and part.id == target.id for part in _handed_back(node.value)):
+                return True
+        return False
 
     def _made_leaf_again(self, call: ast.Call) -> bool:
         parents = self.context.facts.parents
@@ -176,3 +210,12 @@ class CopyMakesNonLeaf(Rule):
         return Fix(edits=(edit,), applicability=Applicability.UNSAFE,
                    message="Make the device tensor the leaf: `.requires_grad_()` after the copy (unsafe: the result "
                            "becomes a leaf and now receives `.grad`)")
+
+
+def _handed_back(value: ast.expr | None) -> list[ast.expr]:
+    """What a `return` or `yield` hands back as it is: the value, or the items of a tuple or list it builds (`return
+    w, b`); not what the value is computed from (`return eta * x` hands back a new tensor)."""
+    if value is None:
+        return []
+    return [*value.elts] if isinstance(value, (ast.Tuple, ast.List)) else [value]
+
