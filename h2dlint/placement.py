@@ -434,7 +434,7 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
                 by_model = _model_parameter(facts, expr.id, line)
                 if by_model is not Placement.UNKNOWN:
                     return by_model
-        if expr.id.endswith(HOST_NAME_SUFFIXES):
+        if expr.id.endswith(HOST_NAME_SUFFIXES) or _read_as_numpy(facts, expr, line):
             return Placement.HOST
         return Placement.GPU if _mirrored_parameter(facts, expr.id, line) else Placement.UNKNOWN
     if isinstance(expr, ast.Attribute):
@@ -452,6 +452,8 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
             by_model = _model_attribute(facts, expr, line)
             if by_model is not Placement.UNKNOWN:
                 return by_model
+        if _read_as_numpy(facts, expr, line):
+            return Placement.HOST
         return Placement.GPU if expr.attr in facts.evidence.mirrored and not _assigned_no_tensor(facts, expr, line) \
             else Placement.UNKNOWN
     if isinstance(expr, ast.Subscript):
@@ -755,6 +757,67 @@ def _may_choose_host(facts: FileFacts, scope: Scope) -> bool:
 
 # By file, then by id of the Scope: whether the function names the CPU (see _may_choose_host), once asked.
 _HOST_CHOICES: weakref.WeakKeyDictionary[FileFacts, dict[int, bool]] = weakref.WeakKeyDictionary()
+
+
+def _read_as_numpy(facts: FileFacts, expr: ast.Name | ast.Attribute, line: int) -> bool:
+    """Whether the function around `line` has called `.numpy()` on `expr` itself by then (`sample.image.numpy()`, or
+    after `.detach()`), which raises for a CUDA tensor: in a statement of the function's own body (not in an `if`,
+    a loop or a `try`, which may skip it) that starts on `line` or before. And nothing in the function can make
+    `expr` another tensor: no store to it, to what it is an attribute of or to an attribute of it (`p.data = ...`),
+    no `.to()` or `.cuda()` of what it is an attribute of (a module moved)."""
+    path = dotted_name(expr)
+    functions = facts.functions_around(line)
+    if path is None or not functions:
+        return False
+    reads = _NUMPY_READS.setdefault(facts, {})
+    found = reads.get(id(functions[-1]))
+    if found is None:
+        found = reads[id(functions[-1])] = _paths_read_as_numpy(functions[-1])
+    return found.get(path, line + 1) <= line
+
+
+def _paths_read_as_numpy(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> dict[str, int]:
+    """The dotted paths the function's own body calls `.numpy()` on (see `_read_as_numpy`), each with the first
+    line of the first statement that does, less those the function may rebind or move."""
+    read: dict[str, int] = {}
+    body: list[ast.AST] = [function.body] if isinstance(function, ast.Lambda) else list(function.body)
+    for statement in body:
+        if isinstance(statement, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.FunctionDef,
+                                  ast.AsyncFunctionDef, ast.ClassDef)) or statement.__class__.__name__ in (
+                                      "TryStar", "Match"):
+            continue
+        for node in ast.walk(statement):
+            if isinstance(node, (ast.Lambda, ast.IfExp, ast.BoolOp, ast.comprehension)):
+                break  # parts that may not run: this statement does not settle it
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "numpy" \
+                    and not node.args and not node.keywords:
+                owner = node.func.value
+                if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Attribute) \
+                        and owner.func.attr == "detach" and not owner.args:
+                    owner = owner.func.value
+                path = dotted_name(owner)
+                if path is not None:
+                    read.setdefault(path, statement.lineno)  # type: ignore[attr-defined]
+    if not read:
+        return read
+    changed: set[str] = set()  # paths stored into
+    moved: set[str] = set()  # paths moved as modules
+    for node in ast.walk(function):
+        if isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
+            changed.add(dotted_name(node) or "")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("to", "cuda", "_apply", "apply"):
+            moved.add(dotted_name(node.func.value) or "")
+    changed.discard("")
+    moved.discard("")
+    return {path: first for path, first in read.items()
+            if not any(other == path or path.startswith(other + ".") or other.startswith(path + ".")
+                       for other in changed)
+            and not any(path.startswith(other + ".") for other in moved)}
+
+
+# By file, then by id of the function: the paths it reads as numpy arrays (see _read_as_numpy), once asked.
+_NUMPY_READS: weakref.WeakKeyDictionary[FileFacts, dict[int, dict[str, int]]] = weakref.WeakKeyDictionary()
 
 
 def _on_host_group(facts: FileFacts, call: ast.Call, statement: ast.stmt) -> bool:
