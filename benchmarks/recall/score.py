@@ -99,7 +99,8 @@ def run(args) -> dict:
     t_fetch = time.time() - t0
 
     src = cache / "src"
-    config = Path(tempfile.mkdtemp(prefix="recall-")) / "h2dlint.toml"
+    configs = tempfile.TemporaryDirectory(prefix="recall-")  # removed when the linting is done
+    config = Path(configs.name) / "h2dlint.toml"
     config.write_text("")  # defaults: nothing from any repository's settings
     files = {(p, v, path) for (p, v), paths in fetch.releases(cases).items() for path in paths}
     t1 = time.time()
@@ -117,12 +118,12 @@ def run(args) -> dict:
         run_config = config
         if args.project_root:
             # The release's tree is the project the model covers, not a repository it happens to lie in.
-            run_config = Path(tempfile.mkdtemp(prefix="recall-")) / "h2dlint.toml"
+            run_config = Path(tempfile.mkdtemp(dir=configs.name)) / "h2dlint.toml"
             run_config.write_text(f"project-root = {json.dumps(str(path))}\n")
         return mode, by_file(lint([path], mode == "ALL", run_config, per_run_jobs))
 
     merged: dict[str, dict[Path, list[dict]]] = {m: defaultdict(list) for m in MODES}
-    with ThreadPoolExecutor(pool_size) as pool:
+    with configs, ThreadPoolExecutor(pool_size) as pool:
         for mode, found in pool.map(one, jobs):
             for path, fs in found.items():
                 merged[mode][path].extend(fs)
