@@ -760,64 +760,35 @@ _HOST_CHOICES: weakref.WeakKeyDictionary[FileFacts, dict[int, bool]] = weakref.W
 
 
 def _read_as_numpy(facts: FileFacts, expr: ast.Name | ast.Attribute, line: int) -> bool:
-    """Whether the function around `line` has called `.numpy()` on `expr` itself by then (`sample.image.numpy()`, or
-    after `.detach()`), which raises for a CUDA tensor: in a statement of the function's own body (not in an `if`,
-    a loop or a `try`, which may skip it) that starts on `line` or before. And nothing in the function can make
-    `expr` another tensor: no store to it, to what it is an attribute of or to an attribute of it (`p.data = ...`),
-    no `.to()` or `.cuda()` of what it is an attribute of (a module moved)."""
+    """Whether the simple statement that holds `expr` also calls `.numpy()` on it, itself or after `.detach()`
+    (`torch.tensor(blur(x.numpy()), device=x.device)`), outside the parts of it that may not run (a lambda, a
+    conditional expression, `and` / `or`, a comprehension). `.numpy()` raises for a CUDA tensor: where that
+    statement runs, `expr` is a host tensor. Only the one statement: before or after it, the code may move it."""
     path = dotted_name(expr)
-    functions = facts.functions_around(line)
-    if path is None or not functions:
+    statement: ast.AST | None = expr
+    while statement is not None and not isinstance(statement, ast.stmt):
+        statement = facts.parents.get(statement)
+    if path is None or not isinstance(statement, _SIMPLE_STATEMENTS):
         return False
-    reads = _NUMPY_READS.setdefault(facts, {})
-    found = reads.get(id(functions[-1]))
-    if found is None:
-        found = reads[id(functions[-1])] = _paths_read_as_numpy(functions[-1])
-    return found.get(path, line + 1) <= line
-
-
-def _paths_read_as_numpy(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> dict[str, int]:
-    """The dotted paths the function's own body calls `.numpy()` on (see `_read_as_numpy`), each with the first
-    line of the first statement that does, less those the function may rebind or move."""
-    read: dict[str, int] = {}
-    body: list[ast.AST] = [function.body] if isinstance(function, ast.Lambda) else list(function.body)
-    for statement in body:
-        if isinstance(statement, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.FunctionDef,
-                                  ast.AsyncFunctionDef, ast.ClassDef)) or statement.__class__.__name__ in (
-                                      "TryStar", "Match"):
+    parts: list[ast.AST] = [statement]
+    while parts:
+        node = parts.pop()
+        if isinstance(node, _MAY_NOT_RUN):
             continue
-        for node in ast.walk(statement):
-            if isinstance(node, (ast.Lambda, ast.IfExp, ast.BoolOp, ast.comprehension)):
-                break  # parts that may not run: this statement does not settle it
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "numpy" \
-                    and not node.args and not node.keywords:
-                owner = node.func.value
-                if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Attribute) \
-                        and owner.func.attr == "detach" and not owner.args:
-                    owner = owner.func.value
-                path = dotted_name(owner)
-                if path is not None:
-                    read.setdefault(path, statement.lineno)  # type: ignore[attr-defined]
-    if not read:
-        return read
-    changed: set[str] = set()  # paths stored into
-    moved: set[str] = set()  # paths moved as modules
-    for node in ast.walk(function):
-        if isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
-            changed.add(dotted_name(node) or "")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in ("to", "cuda", "_apply", "apply"):
-            moved.add(dotted_name(node.func.value) or "")
-    changed.discard("")
-    moved.discard("")
-    return {path: first for path, first in read.items()
-            if not any(other == path or path.startswith(other + ".") or other.startswith(path + ".")
-                       for other in changed)
-            and not any(path.startswith(other + ".") for other in moved)}
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "numpy" \
+                and not node.args and not node.keywords:
+            owner = node.func.value
+            if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Attribute) and owner.func.attr == "detach" \
+                    and not owner.args:
+                owner = owner.func.value
+            if dotted_name(owner) == path:
+                return True
+        parts.extend(ast.iter_child_nodes(node))
+    return False
 
 
-# By file, then by id of the function: the paths it reads as numpy arrays (see _read_as_numpy), once asked.
-_NUMPY_READS: weakref.WeakKeyDictionary[FileFacts, dict[int, dict[str, int]]] = weakref.WeakKeyDictionary()
+_SIMPLE_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
+_MAY_NOT_RUN = (ast.Lambda, ast.IfExp, ast.BoolOp, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def _on_host_group(facts: FileFacts, call: ast.Call, statement: ast.stmt) -> bool:

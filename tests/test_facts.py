@@ -201,36 +201,40 @@ def test_classify_placement(value, expected):
     assert classify_placement(facts_for(code), node, line) is expected
 
 
-@pytest.mark.parametrize(("body", "expected"), [
-    # `.numpy()` raises for a CUDA tensor: what the function has read as numpy is on the host from then on.
-    ("    a = f(sample.image.numpy())\n    TARGET = sample.image\n", Placement.HOST),
-    ("    a = sample.image.detach().numpy()\n    if a.any():\n        TARGET = sample.image\n", Placement.HOST),
-    ("    with torch.no_grad():\n        a = t.numpy()\n    TARGET = t\n", Placement.HOST),
-    # ... not before, nor where the read may be skipped ...
-    ("    TARGET = t\n    a = t.numpy()\n", Placement.UNKNOWN),
-    ("    if t.is_cuda:\n        a = t.cpu().numpy()\n    else:\n        a = t.numpy()\n    TARGET = t\n",
-     Placement.UNKNOWN),
-    ("    a = t.numpy() if flag else None\n    TARGET = t\n", Placement.UNKNOWN),
-    # ... nor where the function may make it another tensor: a store to it or to what it belongs to, a module moved
-    ("    a = sample.image.numpy()\n    sample.image = sample.image.cuda()\n    TARGET = sample.image\n",
-     Placement.UNKNOWN),
-    ("    a = t.numpy()\n    t = load()\n    TARGET = t\n", Placement.UNKNOWN),
-    ("    a = self.weight.numpy()\n    self.to(d)\n    TARGET = self.weight\n", Placement.UNKNOWN),
-    ("    a = p.cpu().numpy()\n    TARGET = p\n", Placement.UNKNOWN),
+@pytest.mark.parametrize(("statement", "expected"), [
+    # `.numpy()` raises for a CUDA tensor: what a statement also reads as numpy is on the host there.
+    ("TARGET = f(sample.image.numpy(), sample.image)", Placement.HOST),
+    ("TARGET = f(sample.image.detach().numpy(), sample.image)", Placement.HOST),
+    ("TARGET = f(t, len(t.numpy()))", Placement.HOST),
+    # ... not where that read may not run ...
+    ("TARGET = f(t, t.numpy() if flag else None)", Placement.UNKNOWN),
+    ("TARGET = f(t, flag and t.numpy())", Placement.UNKNOWN),
+    ("TARGET = f(t, lambda: t.numpy())", Placement.UNKNOWN),
+    ("TARGET = f(t, [u.numpy() for u in t])", Placement.UNKNOWN),
+    # ... nor for another path, nor after `.cpu()`
+    ("TARGET = f(sample.image, sample.mask.numpy())", Placement.UNKNOWN),
+    ("TARGET = f(p, p.cpu().numpy())", Placement.UNKNOWN),
 ])
-def test_what_a_function_reads_as_numpy_is_on_the_host(body, expected):
-    code = f"import torch\ndef forward(self, sample, t, p, d, flag):\n{body}"
-    node, line = expression(code)
-    assert classify_placement(facts_for(code), node, line) is expected
+def test_what_a_statement_reads_as_numpy_is_on_the_host(statement, expected):
+    code = f"import torch\ndef forward(self, sample, t, p, d, flag):\n    {statement}\n"
+    facts = facts_for(code)
+    call = facts.tree.body[1].body[0].value  # the same tree as the facts': the statement around it counts
+    assert classify_placement(facts, call.args[0], 3) is expected
 
 
-def test_the_device_of_what_a_function_reads_as_numpy_is_no_cuda_device():
-    code = ("import torch\ndef blur(sample, sigma):\n    TARGET = torch.tensor(gaussian(sample.image.numpy(), sigma), "
+def test_the_device_of_what_a_statement_reads_as_numpy_is_no_cuda_device():
+    code = ("import torch\ndef blur(sample, sigma):\n    x = torch.tensor(gaussian(sample.image.numpy(), sigma), "
             "device=sample.image.device)\n")
-    node, line = expression(code)
-    device = next(keyword.value for keyword in node.keywords if keyword.arg == "device")
-    assert classify_device(facts_for(code), device, line) is Device.NOT_CUDA
+    facts = facts_for(code)
+    device = facts.tree.body[1].body[0].value.keywords[0].value
+    assert classify_device(facts, device, 3) is Device.NOT_CUDA
     assert lint(code, "HDL101") == []
+    # The statement after may see another tensor: the function could have moved it in between.
+    apart = code.replace("    x = torch.tensor(gaussian(sample.image.numpy(), sigma), ",
+                         "    a = gaussian(sample.image.numpy(), sigma)\n    x = torch.tensor(a, ")
+    facts = facts_for(apart)
+    device = facts.tree.body[1].body[1].value.keywords[0].value
+    assert classify_device(facts, device, 4) is Device.UNKNOWN
 
 
 def test_code_context():
