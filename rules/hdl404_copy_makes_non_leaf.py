@@ -59,14 +59,17 @@ class CopyMakesNonLeaf(Rule):
 
     Not reported when the result is wrapped in `nn.Parameter` (a leaf anyway) or
     followed by `.requires_grad_()` / `.detach()`, nor where nothing can see the missing
-    `.grad`: the result is bound to a name that its function (or module) neither reads
-    `.grad` of nor returns, or to an attribute whose `.grad` nothing in the file reads.
-    Such a tensor only seeds values or carries a gradient on to other leaves
-    (`eta * y + (1 - eta) * x`), and works as written. In tests, benchmarks, profiling or
-    export code (a test module or a `test_*` function, see HDL101) only a `.grad` read
-    counts: there a returned tensor only seeds values. A test that compares `w.grad` with
-    a reference is reported: two `None`s compare equal (`torch.testing.assert_close`), so
-    such a test passes without testing anything.
+    `.grad`: the result is bound to a local name (or to an attribute) that the function
+    (or the file) only computes with, as an operand, a torch function's argument, a
+    method's receiver or an index, never reading its `.grad` nor handing it on (returned,
+    put in a list, passed to an optimizer or to other code). Such a tensor seeds values
+    or carries a gradient on to other leaves (`eta * y + (1 - eta) * x`): the code works,
+    though each `backward()` still copies the gradient back to the host leaf. A use in
+    another file is not seen. In tests, benchmarks, profiling or export code (a test
+    module or a `test_*` function, see HDL101) only a `.grad` read counts: there a tensor
+    handed on only seeds values. A test that compares `w.grad` with a reference is
+    reported: two `None`s compare equal (`torch.testing.assert_close`), so such a test
+    passes without testing anything.
 
     ## References
     - h2dlint reference "What makes PyTorch code stall the GPU stream": hazard 4 (the
@@ -119,6 +122,11 @@ class CopyMakesNonLeaf(Rule):
                 "import torch\nclass Fit:\n    def __init__(self):\n"
                 "        self.w = torch.zeros(3).cuda().requires_grad_()\n"
                 "    def step(self, lr):\n        self.w.data -= lr * self.w.grad\n", unsafe=True),
+        # A local handed on in a list (to an optimizer-like loop that reads `p.grad`).
+        Invalid("import torch\ndef fit(x, device):\n    w = torch.zeros(3, requires_grad=True).to(device)\n"
+                "    params = [w]\n    return train(params, x)\n",
+                "import torch\ndef fit(x, device):\n    w = torch.zeros(3).to(device).requires_grad_()\n"
+                "    params = [w]\n    return train(params, x)\n", unsafe=True),
         # A local the function returns: its caller may read `.grad`.
         Invalid("import torch\ndef make(device):\n    w = torch.ones(2, requires_grad=True).to(device)\n    return w, 2\n",
                 "import torch\ndef make(device):\n    w = torch.ones(2).to(device).requires_grad_()\n    return w, 2\n",
@@ -157,36 +165,54 @@ class CopyMakesNonLeaf(Rule):
         if site is not None and self._made_leaf_again(site.node):
             return
         if site is not None and not self._grad_may_be_read(
-                site.node, returned_counts=not in_test_code(facts, context_at(facts, start.line))):
+                site.node, in_tests=in_test_code(facts, context_at(facts, start.line))):
             return  # nothing reads the missing `.grad`: the tensor seeds values or carries a gradient on
         message = (f"`torch.{fresh[1]}(..., requires_grad={shown(requires_grad.value)})` is the leaf; the copy "
                    "to the device is not a leaf, so its `.grad` stays None after backward(): call "
                    "`.requires_grad_()` after the copy")
         self.report(node, message, self._fix(node, factory, requires_grad))
 
-    def _grad_may_be_read(self, call: ast.Call, returned_counts: bool) -> bool:
-        """Whether code may read `.grad` of the copy: it is not bound to a name or an attribute (`return ....to(d)`,
-        an argument), or it is bound to a name whose function (or module) reads `name.grad` or, if `returned_counts`,
-        returns or yields it, or to an attribute `.attr` where the file reads some `....attr.grad`."""
+    def _grad_may_be_read(self, call: ast.Call, in_tests: bool) -> bool:
+        """Whether code may read `.grad` of the copy. Not where it is bound to a local name, or to an attribute
+        (`self.mu`), every use of which in the function (for an attribute, in the file) only computes with it: an
+        operand, a torch function's argument, a method's receiver, an index; `.grad` excepted. Such a tensor only
+        seeds values or carries a gradient on to other leaves. Anything else may read it: a use that hands it on
+        (returned, put in a list, passed to a project function or an optimizer, aliased), a binding in a class body,
+        at module level or to a `global`. In tests only a `.grad` read counts: there a tensor handed on seeds values."""
         facts = self.context.facts
         statement = facts.parents.get(call)
         if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
             return True
         target = statement.targets[0]
         if isinstance(target, ast.Attribute):
-            return any(isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Attribute)
-                       and node.value.attr == target.attr for node in ast.walk(facts.tree))
-        if not isinstance(target, ast.Name):
+            uses = [node for node in ast.walk(facts.tree) if isinstance(node, ast.Attribute)
+                    and node.attr == target.attr and isinstance(node.ctx, ast.Load)]
+        elif isinstance(target, ast.Name):
+            functions = facts.functions_around(call.lineno)
+            scope = functions[-1] if functions else None
+            if scope is None or isinstance(facts.parents.get(statement), ast.ClassDef) or any(
+                    isinstance(node, (ast.Global, ast.Nonlocal)) and target.id in node.names for node in ast.walk(scope)):
+                return True
+            uses = [node for node in ast.walk(scope) if isinstance(node, ast.Name) and node.id == target.id
+                    and isinstance(node.ctx, ast.Load)]
+        else:
             return True
-        functions = facts.functions_around(call.lineno)
-        scope = functions[-1] if functions else facts.tree
-        for node in ast.walk(scope):
-            if isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name) \
-                    and node.value.id == target.id:
-                return True
-            if returned_counts and isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and any(
-                    isinstance(part, ast.Name) and part.id == target.id for part in _handed_back(node.value)):
-                return True
+        return not all(self._only_computed_with(use, in_tests) for use in uses)
+
+    def _only_computed_with(self, use: ast.expr, in_tests: bool) -> bool:
+        facts = self.context.facts
+        parent = facts.parents.get(use)
+        if isinstance(parent, ast.Attribute):
+            return parent.attr != "grad"  # a method or attribute of the tensor itself, but its `.grad`
+        if in_tests:
+            return True
+        if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Subscript)):
+            return True
+        if isinstance(parent, ast.keyword):
+            parent = facts.parents.get(parent)
+        if isinstance(parent, ast.Call) and use is not parent.func:
+            called = facts.qualify(dotted_name(parent.func)) or ""
+            return called.startswith("torch.") and not called.startswith(_HANDS_ON)
         return False
 
     def _made_leaf_again(self, call: ast.Call) -> bool:
@@ -212,10 +238,7 @@ class CopyMakesNonLeaf(Rule):
                            "becomes a leaf and now receives `.grad`)")
 
 
-def _handed_back(value: ast.expr | None) -> list[ast.expr]:
-    """What a `return` or `yield` hands back as it is: the value, or the items of a tuple or list it builds (`return
-    w, b`); not what the value is computed from (`return eta * x` hands back a new tensor)."""
-    if value is None:
-        return []
-    return [*value.elts] if isinstance(value, (ast.Tuple, ast.List)) else [value]
-
+# The torch functions that take tensors to keep or to read their gradients: an argument handed to one may have its
+# `.grad` read (an optimizer refuses a non-leaf; `clip_grad_norm_` skips a `.grad` that is None).
+_HANDS_ON = ("torch.optim.", "torch.nn.utils.", "torch.nn.Parameter", "torch.nn.parameter.", "torch.nn.ParameterList",
+             "torch.nn.ParameterDict", "torch.distributed.")
