@@ -15,7 +15,8 @@ class ExplicitSynchronize(SyncReporter, Rule):
     ends in `stream` or `event`. Off by default (`--extend-select HDL305`): on real code most
     such calls are deliberate waits (benchmarks, reading non_blocking copies), which h2dlint
     cannot tell from accidental ones. Under graph capture they are always HDL501 errors;
-    in functions h2dlint cannot tell to be hot or cold they are HDL204's.
+    in functions h2dlint cannot tell to be hot or cold no rule reports them (most were
+    timing brackets and one-off waits on held-out trees).
 
     ## Why is this bad?
     Each call blocks the host until the device (or the stream, or the work before the
