@@ -764,31 +764,40 @@ def _read_as_numpy(facts: FileFacts, expr: ast.Name | ast.Attribute, line: int) 
     (`torch.tensor(blur(x.numpy()), device=x.device)`), outside the parts of it that may not run (a lambda, a
     conditional expression, `and` / `or`, a comprehension). `.numpy()` raises for a CUDA tensor: where that
     statement runs, `expr` is a host tensor. Only the one statement: before or after it, the code may move it."""
-    path = dotted_name(expr)
+    reads = _NUMPY_READS.get(facts)
+    if reads is None:
+        reads = _NUMPY_READS[facts] = _statements_reading_numpy(facts)
+    if not reads:
+        return False
     statement: ast.AST | None = expr
     while statement is not None and not isinstance(statement, ast.stmt):
         statement = facts.parents.get(statement)
-    if path is None or not isinstance(statement, _SIMPLE_STATEMENTS):
-        return False
-    parts: list[ast.AST] = [statement]
-    while parts:
-        node = parts.pop()
-        if isinstance(node, _MAY_NOT_RUN):
+    return statement is not None and dotted_name(expr) in reads.get(id(statement), ())
+
+
+def _statements_reading_numpy(facts: FileFacts) -> dict[int, set[str]]:
+    """By id of the simple statement: the paths it calls `.numpy()` on where the call surely runs with it."""
+    found: dict[int, set[str]] = {}
+    for call in facts.calls_named(frozenset({"numpy"})):
+        if not isinstance(call.func, ast.Attribute) or call.args or call.keywords:
             continue
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "numpy" \
-                and not node.args and not node.keywords:
-            owner = node.func.value
-            if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Attribute) and owner.func.attr == "detach" \
-                    and not owner.args:
-                owner = owner.func.value
-            if dotted_name(owner) == path:
-                return True
-        parts.extend(ast.iter_child_nodes(node))
-    return False
+        owner = call.func.value
+        if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Attribute) and owner.func.attr == "detach" \
+                and not owner.args:
+            owner = owner.func.value
+        path = dotted_name(owner)
+        node: ast.AST | None = facts.parents.get(call)
+        while node is not None and not isinstance(node, (ast.stmt, *_MAY_NOT_RUN)):
+            node = facts.parents.get(node)
+        if path is not None and isinstance(node, _SIMPLE_STATEMENTS):
+            found.setdefault(id(node), set()).add(path)
+    return found
 
 
 _SIMPLE_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
 _MAY_NOT_RUN = (ast.Lambda, ast.IfExp, ast.BoolOp, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# By file: the statements that read paths as numpy arrays (see _read_as_numpy), once asked.
+_NUMPY_READS: weakref.WeakKeyDictionary[FileFacts, dict[int, set[str]]] = weakref.WeakKeyDictionary()
 
 
 def _on_host_group(facts: FileFacts, call: ast.Call, statement: ast.stmt) -> bool:
