@@ -96,6 +96,8 @@ def classify_device(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0)
         if assigned is not Device.UNKNOWN:
             return assigned
     if isinstance(expr, ast.Attribute) and expr.attr == "device":
+        if _data_read_as_numpy(facts, expr):
+            return Device.NOT_CUDA
         # A tensor's device is where the tensor lives: `torch.tensor(v, device=ends.device)` after
         # `ends = mask.cpu().nonzero()` makes a host tensor, and copies nothing.
         tensor = _placement_of_device_owner(facts, expr, line, depth)
@@ -434,7 +436,7 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
                 by_model = _model_parameter(facts, expr.id, line)
                 if by_model is not Placement.UNKNOWN:
                     return by_model
-        if expr.id.endswith(HOST_NAME_SUFFIXES) or _read_as_numpy(facts, expr, line):
+        if expr.id.endswith(HOST_NAME_SUFFIXES):
             return Placement.HOST
         return Placement.GPU if _mirrored_parameter(facts, expr.id, line) else Placement.UNKNOWN
     if isinstance(expr, ast.Attribute):
@@ -452,8 +454,6 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
             by_model = _model_attribute(facts, expr, line)
             if by_model is not Placement.UNKNOWN:
                 return by_model
-        if _read_as_numpy(facts, expr, line):
-            return Placement.HOST
         return Placement.GPU if expr.attr in facts.evidence.mirrored and not _assigned_no_tensor(facts, expr, line) \
             else Placement.UNKNOWN
     if isinstance(expr, ast.Subscript):
@@ -759,44 +759,47 @@ def _may_choose_host(facts: FileFacts, scope: Scope) -> bool:
 _HOST_CHOICES: weakref.WeakKeyDictionary[FileFacts, dict[int, bool]] = weakref.WeakKeyDictionary()
 
 
-def _read_as_numpy(facts: FileFacts, expr: ast.Name | ast.Attribute, line: int) -> bool:
-    """Whether the simple statement that holds `expr` also calls `.numpy()` on it, itself or after `.detach()`
-    (`torch.tensor(blur(x.numpy()), device=x.device)`), outside the parts of it that may not run (a lambda, a
-    conditional expression, `and` / `or`, a comprehension). `.numpy()` raises for a CUDA tensor: where that
-    statement runs, `expr` is a host tensor. Only the one statement: before or after it, the code may move it."""
+def _data_read_as_numpy(facts: FileFacts, device: ast.Attribute) -> bool:
+    """Whether `device` (`x.device`) is the `device=` of a call whose positional arguments, evaluated before it,
+    call `.numpy()` on `x` itself or after `.detach()`, outside the parts of them that may not run (a lambda, a
+    conditional expression, `and` / `or`, a comprehension, a chained comparison): `torch.tensor(blur(x.numpy()),
+    device=x.device)`. `.numpy()` raises for a CUDA tensor, so where the call runs `x` is on the host and the
+    device is the CPU. Not `self` or `cls`, whose `.numpy()` may be a method that copies."""
+    keyword = facts.parents.get(device)
+    call = facts.parents.get(keyword) if isinstance(keyword, ast.keyword) and keyword.arg == "device" else None
+    path = dotted_name(device.value)
+    if not isinstance(call, ast.Call) or path is None or path.split(".")[0] in ("self", "cls"):
+        return False
     reads = _NUMPY_READS.get(facts)
     if reads is None:
-        reads = _NUMPY_READS[facts] = _statements_reading_numpy(facts)
-    if not reads:
-        return False
-    statement: ast.AST | None = expr
-    while statement is not None and not isinstance(statement, ast.stmt):
-        statement = facts.parents.get(statement)
-    return statement is not None and dotted_name(expr) in reads.get(id(statement), ())
+        reads = _NUMPY_READS[facts] = _calls_reading_numpy(facts)
+    return path in reads.get(id(call), ())
 
 
-def _statements_reading_numpy(facts: FileFacts) -> dict[int, set[str]]:
-    """By id of the simple statement: the paths it calls `.numpy()` on where the call surely runs with it."""
+def _calls_reading_numpy(facts: FileFacts) -> dict[int, set[str]]:
+    """By id of a call: the paths its positional arguments surely call `.numpy()` on (see _data_read_as_numpy)."""
     found: dict[int, set[str]] = {}
-    for call in facts.calls_named(frozenset({"numpy"})):
-        if not isinstance(call.func, ast.Attribute) or call.args or call.keywords:
+    for read in facts.calls_named(frozenset({"numpy"})):
+        if not isinstance(read.func, ast.Attribute) or read.args or read.keywords:
             continue
-        owner = call.func.value
+        owner = read.func.value
         if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Attribute) and owner.func.attr == "detach" \
                 and not owner.args:
             owner = owner.func.value
         path = dotted_name(owner)
-        node: ast.AST | None = facts.parents.get(call)
-        while node is not None and not isinstance(node, (ast.stmt, *_MAY_NOT_RUN)):
-            node = facts.parents.get(node)
-        if path is not None and isinstance(node, _SIMPLE_STATEMENTS):
-            found.setdefault(id(node), set()).add(path)
+        child: ast.AST = read
+        node = facts.parents.get(read)
+        while path is not None and node is not None and not isinstance(node, ast.stmt) \
+                and not isinstance(node, _MAY_NOT_RUN) \
+                and not (isinstance(node, ast.Compare) and len(node.ops) > 1 and child is not node.left):
+            if isinstance(node, ast.Call) and child in node.args:
+                found.setdefault(id(node), set()).add(path)
+            child, node = node, facts.parents.get(node)
     return found
 
 
-_SIMPLE_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
 _MAY_NOT_RUN = (ast.Lambda, ast.IfExp, ast.BoolOp, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-# By file: the statements that read paths as numpy arrays (see _read_as_numpy), once asked.
+# By file: the calls whose positional arguments read paths as numpy arrays (see _data_read_as_numpy), once asked.
 _NUMPY_READS: weakref.WeakKeyDictionary[FileFacts, dict[int, set[str]]] = weakref.WeakKeyDictionary()
 
 

@@ -201,40 +201,35 @@ def test_classify_placement(value, expected):
     assert classify_placement(facts_for(code), node, line) is expected
 
 
-@pytest.mark.parametrize(("statement", "expected"), [
-    # `.numpy()` raises for a CUDA tensor: what a statement also reads as numpy is on the host there.
-    ("TARGET = f(sample.image.numpy(), sample.image)", Placement.HOST),
-    ("TARGET = f(sample.image.detach().numpy(), sample.image)", Placement.HOST),
-    ("TARGET = f(t, len(t.numpy()))", Placement.HOST),
-    # ... not where that read may not run ...
-    ("TARGET = f(t, t.numpy() if flag else None)", Placement.UNKNOWN),
-    ("TARGET = f(t, flag and t.numpy())", Placement.UNKNOWN),
-    ("TARGET = f(t, lambda: t.numpy())", Placement.UNKNOWN),
-    ("TARGET = f(t, [u.numpy() for u in t])", Placement.UNKNOWN),
-    # ... nor for another path, nor after `.cpu()`
-    ("TARGET = f(sample.image, sample.mask.numpy())", Placement.UNKNOWN),
-    ("TARGET = f(p, p.cpu().numpy())", Placement.UNKNOWN),
+@pytest.mark.parametrize(("call", "expected"), [
+    # `.numpy()` raises for a CUDA tensor: a call whose data reads `x.numpy()` before its `device=x.device` makes
+    # a host tensor.
+    ("torch.tensor(blur(x.numpy(), s), device=x.device)", Device.NOT_CUDA),
+    ("torch.tensor(blur(sample.image.detach().numpy()), device=sample.image.device)", Device.NOT_CUDA),
+    ("torch.as_tensor(f(g(im=x.numpy())), device=x.device)", Device.NOT_CUDA),
+    # ... not where that read may not run, nor for another tensor, after `.cpu()`, or on `self` (a method)
+    ("torch.tensor(x.numpy() if flag else s, device=x.device)", Device.UNKNOWN),
+    ("torch.tensor(flag and x.numpy(), device=x.device)", Device.UNKNOWN),
+    ("torch.tensor(f(lambda: x.numpy()), device=x.device)", Device.UNKNOWN),
+    ("torch.tensor([u.numpy() for u in x], device=x.device)", Device.UNKNOWN),
+    ("torch.tensor(lo < s < x.numpy(), device=x.device)", Device.UNKNOWN),
+    ("torch.tensor(y.numpy(), device=x.device)", Device.UNKNOWN),
+    ("torch.tensor(x.cpu().numpy(), device=x.device)", Device.UNKNOWN),
+    ("torch.tensor(self.numpy(), device=self.device)", Device.UNKNOWN),
 ])
-def test_what_a_statement_reads_as_numpy_is_on_the_host(statement, expected):
-    code = f"import torch\ndef forward(self, sample, t, p, d, flag):\n    {statement}\n"
+def test_the_device_of_a_tensor_its_call_reads_as_numpy_is_no_cuda_device(call, expected):
+    code = f"import torch\ndef blur_all(self, x, y, s, sample, flag, lo):\n    made = {call}\n"
     facts = facts_for(code)
-    call = facts.tree.body[1].body[0].value  # the same tree as the facts': the statement around it counts
-    assert classify_placement(facts, call.args[0], 3) is expected
+    made = facts.tree.body[1].body[0].value  # the facts' own tree: the calls around the device count
+    device = next(keyword.value for keyword in made.keywords if keyword.arg == "device")
+    assert classify_device(facts, device, 3) is expected
 
 
-def test_the_device_of_what_a_statement_reads_as_numpy_is_no_cuda_device():
-    code = ("import torch\ndef blur(sample, sigma):\n    x = torch.tensor(gaussian(sample.image.numpy(), sigma), "
-            "device=sample.image.device)\n")
-    facts = facts_for(code)
-    device = facts.tree.body[1].body[0].value.keywords[0].value
-    assert classify_device(facts, device, 3) is Device.NOT_CUDA
-    assert lint(code, "HDL101") == []
-    # The statement after may see another tensor: the function could have moved it in between.
-    apart = code.replace("    x = torch.tensor(gaussian(sample.image.numpy(), sigma), ",
-                         "    a = gaussian(sample.image.numpy(), sigma)\n    x = torch.tensor(a, ")
-    facts = facts_for(apart)
-    device = facts.tree.body[1].body[1].value.keywords[0].value
-    assert classify_device(facts, device, 4) is Device.UNKNOWN
+def test_a_tensor_read_as_numpy_by_an_earlier_statement_may_have_moved():
+    code = ("import torch\ndef forward(sample, sigma):\n    a = gaussian(sample.image.numpy(), sigma)\n"
+            "    return torch.tensor(a, device=sample.image.device)\n")
+    assert [f.code for f in lint(code, "HDL101")] == ["HDL101"]
+    assert lint(code.replace("torch.tensor(a, ", "torch.tensor(gaussian(sample.image.numpy(), sigma), "), "HDL101") == []
 
 
 def test_code_context():
