@@ -20,9 +20,9 @@ class GpuValueRead(SyncReporter, Rule):
     `self.x` set from one, an attribute named `*_gpu` / `*_cuda`
     such as `batch.seq_lens_gpu`, unless the name reads as a flag or a count: `is_cuda`,
     `use_gpu`, `num_gpu`, or the class assigns it a number, `self.parallel_gpu =
-    parallel_gpu` of `parallel_gpu=1`); the same reads on tensors of unknown placement are HDL202,
-    and those in functions h2dlint cannot tell to be hot or cold HDL204 (both off by
-    default). Code under a periodic guard, `if step % log_interval == 0:` (a divisor
+    parallel_gpu` of `parallel_gpu=1`); the same reads on tensors of unknown placement in
+    hot code are HDL202, and those on CUDA tensors in functions h2dlint cannot tell to be
+    hot or cold HDL204 (both off by default). Code under a periodic guard, `if step % log_interval == 0:` (a divisor
     named for logging, evaluation, saving, an interval or a frequency, or a literal of
     10 or more; not gradient accumulation), runs every so many steps: not hot.
 

@@ -21,8 +21,7 @@ class SyncOutsideHotCode(SyncReporter, Rule):
     as `init`, `setup`, `save`, `export`, `dump`, `repr`, `print`, `test`, `bench`,
     `profile`) or that hand a value to the host (`tolist`, `numpy`, `__array__`,
     `state_dict`). Such functions are where per-step syncs hide: a metadata builder's
-    `build()`, a loss helper, `compute_logits`, a gradient-bucket reduction called
-    from the training step.
+    `build()`, a loss helper, `compute_logits`.
     Not a tensor h2dlint cannot place, nor an explicit `torch.cuda.synchronize()`: in
     code not known to be hot, held-out trees showed those right about one time in eight
     (host tensors, timing brackets, one-off and start-up code). In hot code HDL202 and

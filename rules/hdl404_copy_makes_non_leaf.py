@@ -71,6 +71,9 @@ class CopyMakesNonLeaf(Rule):
     reported: two `None`s compare equal (`torch.testing.assert_close`), so such a test
     passes without testing anything.
 
+    Nor where the function calls `.retain_grad()` on it: a non-leaf on purpose, whose
+    `.grad` autograd fills.
+
     ## References
     - h2dlint reference "What makes PyTorch code stall the GPU stream": hazard 4 (the
       copy of a `requires_grad=True` tensor is not a leaf; move `requires_grad` after
@@ -99,6 +102,9 @@ class CopyMakesNonLeaf(Rule):
         Valid("import torch\nclass Mix:\n    def __init__(self, device):\n"
               "        self.mu = torch.randn(3, requires_grad=True).cuda()\n"
               "    def step(self, x):\n        return x - self.mu\n"),
+        # A non-leaf on purpose: `retain_grad()` makes autograd fill its `.grad`.
+        Valid("import torch\ndef fit(x, device):\n    w = torch.zeros(3, requires_grad=True).to(device)\n"
+              "    w.retain_grad()\n    (w * x).sum().backward()\n    return w.grad\n"),
         Valid("import torch\ndef f():\n    return torch.zeros(3, requires_grad=True).to(torch.float16)\n"),
     )
     invalid_examples = (
@@ -127,6 +133,18 @@ class CopyMakesNonLeaf(Rule):
                 "    params = [w]\n    return train(params, x)\n",
                 "import torch\ndef fit(x, device):\n    w = torch.zeros(3).to(device).requires_grad_()\n"
                 "    params = [w]\n    return train(params, x)\n", unsafe=True),
+        # An in-place method returns the tensor itself: the caller gets the non-leaf.
+        Invalid("import torch\ndef make(shape, device):\n    w = torch.empty(shape, requires_grad=True).to(device)\n"
+                "    return w.normal_(0, 0.02)\n",
+                "import torch\ndef make(shape, device):\n    w = torch.empty(shape).to(device).requires_grad_()\n"
+                "    return w.normal_(0, 0.02)\n", unsafe=True),
+        # An attribute other code reaches by its name.
+        Invalid("import torch\nclass Fit:\n    def __init__(self, device):\n"
+                "        self.w = torch.zeros(3, requires_grad=True).to(device)\n"
+                "    def params(self):\n        return [getattr(self, 'w')]\n",
+                "import torch\nclass Fit:\n    def __init__(self, device):\n"
+                "        self.w = torch.zeros(3).to(device).requires_grad_()\n"
+                "    def params(self):\n        return [getattr(self, 'w')]\n", unsafe=True),
         # A local the function returns: its caller may read `.grad`.
         Invalid("import torch\ndef make(device):\n    w = torch.ones(2, requires_grad=True).to(device)\n    return w, 2\n",
                 "import torch\ndef make(device):\n    w = torch.ones(2).to(device).requires_grad_()\n    return w, 2\n",
@@ -185,25 +203,40 @@ class CopyMakesNonLeaf(Rule):
             return True
         target = statement.targets[0]
         if isinstance(target, ast.Attribute):
+            # Reached by its name as a string (`getattr(self, name)`, `vars(self)`), it may be handed on unseen.
+            if any(isinstance(node, ast.Constant) and node.value == target.attr
+                   or isinstance(node, ast.Name) and node.id == "vars"
+                   or isinstance(node, ast.Attribute) and node.attr == "__dict__" for node in ast.walk(facts.tree)):
+                return True
             uses = [node for node in ast.walk(facts.tree) if isinstance(node, ast.Attribute)
                     and node.attr == target.attr and isinstance(node.ctx, ast.Load)]
         elif isinstance(target, ast.Name):
-            functions = facts.functions_around(call.lineno)
-            scope = functions[-1] if functions else None
-            if scope is None or isinstance(facts.parents.get(statement), ast.ClassDef) or any(
+            scope = facts.parents.get(statement)
+            while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                                                ast.Module)):
+                scope = facts.parents.get(scope)
+            if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or any(
                     isinstance(node, (ast.Global, ast.Nonlocal)) and target.id in node.names for node in ast.walk(scope)):
-                return True
+                return True  # a class attribute, a module's or a global name: code elsewhere may read it
             uses = [node for node in ast.walk(scope) if isinstance(node, ast.Name) and node.id == target.id
                     and isinstance(node.ctx, ast.Load)]
         else:
             return True
+        parents = facts.parents
+        if any(isinstance(parents.get(use), ast.Attribute) and parents[use].attr == "retain_grad" for use in uses):
+            return False  # `w.retain_grad()`: a non-leaf on purpose, whose `.grad` autograd fills
         return not all(self._only_computed_with(use, in_tests) for use in uses)
 
     def _only_computed_with(self, use: ast.expr, in_tests: bool) -> bool:
         facts = self.context.facts
         parent = facts.parents.get(use)
         if isinstance(parent, ast.Attribute):
-            return parent.attr != "grad"  # a method or attribute of the tensor itself, but its `.grad`
+            if parent.attr == "grad":
+                return False
+            method_call = facts.parents.get(parent)
+            if isinstance(method_call, ast.Call) and method_call.func is parent and returns_receiver(parent.attr):
+                return self._only_computed_with(method_call, in_tests)  # `w.normal_(0, 0.02)` is `w`
+            return True  # another method or attribute of the tensor
         if in_tests:
             return True
         if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Subscript)):
@@ -212,6 +245,9 @@ class CopyMakesNonLeaf(Rule):
             parent = facts.parents.get(parent)
         if isinstance(parent, ast.Call) and use is not parent.func:
             called = facts.qualify(dotted_name(parent.func)) or ""
+            if parent.args and parent.args[0] is use and (called.endswith("_") or called.startswith("torch.Tensor.")
+                                                          and returns_receiver(called.rpartition(".")[2])):
+                return self._only_computed_with(parent, in_tests)  # `torch.nn.init.xavier_uniform_(w)` is `w`
             return called.startswith("torch.") and not called.startswith(_HANDS_ON)
         return False
 
@@ -238,6 +274,14 @@ class CopyMakesNonLeaf(Rule):
                            "becomes a leaf and now receives `.grad`)")
 
 
+def returns_receiver(method: str) -> bool:
+    """A tensor method that returns the tensor itself (in place, `normal_`), or may (`to`, `contiguous`, `float`
+    when nothing changes): what it returns is the copy, as much as the name is."""
+    return method.endswith("_") or method in _MAY_RETURN_ITSELF
+
+
+_MAY_RETURN_ITSELF = frozenset({"to", "cuda", "cpu", "type", "type_as", "float", "half", "double", "bfloat16",
+                                "contiguous", "detach_"})
 # The torch functions that take tensors to keep or to read their gradients: an argument handed to one may have its
 # `.grad` read (an optimizer refuses a non-leaf; `clip_grad_norm_` skips a `.grad` that is None).
 _HANDS_ON = ("torch.optim.", "torch.nn.utils.", "torch.nn.Parameter", "torch.nn.parameter.", "torch.nn.ParameterList",
