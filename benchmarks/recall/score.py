@@ -99,9 +99,6 @@ def run(args) -> dict:
     t_fetch = time.time() - t0
 
     src = cache / "src"
-    configs = tempfile.TemporaryDirectory(prefix="recall-")  # removed when the linting is done
-    config = Path(configs.name) / "h2dlint.toml"
-    config.write_text("")  # defaults: nothing from any repository's settings
     files = {(p, v, path) for (p, v), paths in fetch.releases(cases).items() for path in paths}
     t1 = time.time()
     if args.project_root:
@@ -123,6 +120,9 @@ def run(args) -> dict:
         return mode, by_file(lint([path], mode == "ALL", run_config, per_run_jobs))
 
     merged: dict[str, dict[Path, list[dict]]] = {m: defaultdict(list) for m in MODES}
+    configs = tempfile.TemporaryDirectory(prefix="recall-")  # removed when the linting is done
+    config = Path(configs.name) / "h2dlint.toml"
+    config.write_text("")  # defaults: nothing from any repository's settings
     with configs, ThreadPoolExecutor(pool_size) as pool:
         for mode, found in pool.map(one, jobs):
             for path, fs in found.items():
