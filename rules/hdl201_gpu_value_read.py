@@ -22,9 +22,10 @@ class GpuValueRead(SyncReporter, Rule):
     `use_gpu`, `num_gpu`, or the class assigns it a number, `self.parallel_gpu =
     parallel_gpu` of `parallel_gpu=1`); the same reads on tensors of unknown placement in
     hot code are HDL202, and those on CUDA tensors in functions h2dlint cannot tell to be
-    hot or cold HDL204 (both off by default). Code under a periodic guard, `if step % log_interval == 0:` (a divisor
-    named for logging, evaluation, saving, an interval or a frequency, or a literal of
-    10 or more; not gradient accumulation), runs every so many steps: not hot.
+    hot or cold HDL204 (both off by default). Code under a periodic guard, `if step %
+    log_interval == 0:` (a divisor named for logging, evaluation, saving, an interval or a
+    frequency, or a literal of 10 or more; not gradient accumulation), runs every so many
+    steps: not hot.
 
     A name with a host mirror is the device copy: inference engines keep
     `forward_batch.seq_lens` on the GPU next to `forward_batch.seq_lens_cpu`. So an

@@ -203,13 +203,14 @@ class CopyMakesNonLeaf(Rule):
             return True
         target = statement.targets[0]
         if isinstance(target, ast.Attribute):
-            # Reached by its name as a string (`getattr(self, name)`, `vars(self)`), it may be handed on unseen.
-            if any(isinstance(node, ast.Constant) and node.value == target.attr
-                   or isinstance(node, ast.Name) and node.id == "vars"
-                   or isinstance(node, ast.Attribute) and node.attr == "__dict__" for node in ast.walk(facts.tree)):
-                return True
-            uses = [node for node in ast.walk(facts.tree) if isinstance(node, ast.Attribute)
-                    and node.attr == target.attr and isinstance(node.ctx, ast.Load)]
+            uses = []
+            for node in ast.walk(facts.tree):
+                if isinstance(node, ast.Constant) and node.value == target.attr \
+                        or isinstance(node, ast.Name) and node.id == "vars" \
+                        or isinstance(node, ast.Attribute) and node.attr == "__dict__":
+                    return True  # reached by its name (`getattr(self, name)`, `vars(self)`): handed on unseen
+                if isinstance(node, ast.Attribute) and node.attr == target.attr and isinstance(node.ctx, ast.Load):
+                    uses.append(node)
         elif isinstance(target, ast.Name):
             scope = facts.parents.get(statement)
             while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
@@ -234,7 +235,7 @@ class CopyMakesNonLeaf(Rule):
             if parent.attr == "grad":
                 return False
             method_call = facts.parents.get(parent)
-            if isinstance(method_call, ast.Call) and method_call.func is parent and returns_receiver(parent.attr):
+            if isinstance(method_call, ast.Call) and method_call.func is parent and _returns_receiver(parent.attr):
                 return self._only_computed_with(method_call, in_tests)  # `w.normal_(0, 0.02)` is `w`
             return True  # another method or attribute of the tensor
         if in_tests:
@@ -246,7 +247,7 @@ class CopyMakesNonLeaf(Rule):
         if isinstance(parent, ast.Call) and use is not parent.func:
             called = facts.qualify(dotted_name(parent.func)) or ""
             if parent.args and parent.args[0] is use and (called.endswith("_") or called.startswith("torch.Tensor.")
-                                                          and returns_receiver(called.rpartition(".")[2])):
+                                                          and _returns_receiver(called.rpartition(".")[2])):
                 return self._only_computed_with(parent, in_tests)  # `torch.nn.init.xavier_uniform_(w)` is `w`
             return called.startswith("torch.") and not called.startswith(_HANDS_ON)
         return False
@@ -274,14 +275,14 @@ class CopyMakesNonLeaf(Rule):
                            "becomes a leaf and now receives `.grad`)")
 
 
-def returns_receiver(method: str) -> bool:
+def _returns_receiver(method: str) -> bool:
     """A tensor method that returns the tensor itself (in place, `normal_`), or may (`to`, `contiguous`, `float`
     when nothing changes): what it returns is the copy, as much as the name is."""
     return method.endswith("_") or method in _MAY_RETURN_ITSELF
 
 
 _MAY_RETURN_ITSELF = frozenset({"to", "cuda", "cpu", "type", "type_as", "float", "half", "double", "bfloat16",
-                                "contiguous", "detach_"})
+                                "contiguous"})
 # The torch functions that take tensors to keep or to read their gradients: an argument handed to one may have its
 # `.grad` read (an optimizer refuses a non-leaf; `clip_grad_norm_` skips a `.grad` that is None).
 _HANDS_ON = ("torch.optim.", "torch.nn.utils.", "torch.nn.Parameter", "torch.nn.parameter.", "torch.nn.ParameterList",
