@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
+# Ruff's default excludes (not `build`, which Ruff dropped: a package may be named so), with our cache.
 DEFAULT_EXCLUDES = (
-    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".h2dlint_cache", ".mypy_cache", ".nox",
-    ".pants.d", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", "__pycache__", "__pypackages__", "_build",
-    "buck-out", "dist", "node_modules", "venv",
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".h2dlint_cache", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode",
+    "__pycache__", "__pypackages__", "_build", "buck-out", "dist", "node_modules", "site-packages", "venv",
 )
 
 

@@ -29,6 +29,9 @@ def repo(tmp_path):
         "build/e.py": "",
         "docs/x/y/gen_z.py": "", "docs/x/y/z.py": "",
         "pkg/__pycache__/f.py": "", "pkg/.venv/g.py": "",
+        # Folders Ruff never walks either: notebook checkpoints, installed packages, editor settings.
+        "pkg/.ipynb_checkpoints/h.py": "", "env/lib/site-packages/i.py": "", ".vscode/j.py": "",
+        ".pytest_cache/k.py": "", ".pyenv/l.py": "",
     })
     return tmp_path
 
