@@ -376,6 +376,18 @@ def pinned(factory: cst.Call) -> bool:
     return pin is not None and not is_literal(pin.value, "False")
 
 
+def pinned_source(facts: FileFacts, source: ast.expr, line: int) -> bool:
+    """Whether the source of a copy on `line` is pinned host memory: `x.pin_memory()`, or a name every binding
+    that reaches `line` binds to one (or to a factory called with a literal `pin_memory=True`)."""
+    values: list[ast.expr | None] = [source]
+    if isinstance(source, ast.Name):
+        values = facts.bindings_at(source.id, line) or [None]
+    return all(isinstance(value, ast.Call) and (
+        isinstance(value.func, ast.Attribute) and value.func.attr == "pin_memory" and not value.args
+        or any(keyword.arg == "pin_memory" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+               for keyword in value.keywords)) for value in values)
+
+
 def with_pin_memory(factory: cst.Call, guard: cst.BaseExpression) -> cst.Call:
     return factory.with_changes(args=join_args(list(factory.args), [*factory.args, keyword("pin_memory", guard)]),
                                 lpar=[], rpar=[])

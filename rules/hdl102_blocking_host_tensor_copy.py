@@ -18,6 +18,7 @@ from h2dlint.copies import (
     no_pinned_rewrite,
     pin_guard,
     pinned,
+    pinned_source,
     placement_is_host,
     shown,
     to_ast,
@@ -179,6 +180,8 @@ class BlockingHostTensorCopy(Rule):
         Invalid("import numpy as np\nimport torch\ndef forward(a, device):\n    return torch.tensor(np.pad(a, 1)).to(device)\n",
                 None, message_contains="`np.pad(a, 1)` is a numpy array"),
         Invalid("import torch\ndef forward(t):\n    t_cpu = t.cpu()\n    return t_cpu.to('cuda:0')\n", None),
+        Invalid("import torch\ndef forward(x):\n    staged = x.cpu().pin_memory()\n    return staged.cuda()\n", None,
+                message_contains="the source is pinned already"),
         Invalid("import torch\ndef forward(x):\n    return x.pin_memory().cuda(non_blocking=False)\n",
                 "import torch\ndef forward(x):\n    return x.pin_memory().cuda(non_blocking=True)\n"),
         Invalid("import torch\ndef forward(n):\n    return torch.zeros(n).cuda().sum().item()\n", None,
@@ -255,6 +258,9 @@ class BlockingHostTensorCopy(Rule):
         if fix is None and drawn_from_a_data_loader(facts, to_ast(copy.source), start.line):
             message += ("; the source is a batch from a data loader: make the loader with `pin_memory=True` and "
                         "copy with `non_blocking=True`")
+        elif fix is None and pinned_source(facts, to_ast(copy.source), start.line):
+            message += ("; the source is pinned already: `non_blocking=True` makes the copy asynchronous (leave the "
+                        "source unchanged until the copy is done)")
         elif fix is None:
             message += ("; the source is pageable memory: copy from a pinned staging buffer with "
                         "`non_blocking=True`")
