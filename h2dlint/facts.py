@@ -30,7 +30,7 @@ from .hotness import (
     statements,
     statements_run_once_in_a_while,
 )
-from .syntax import dotted_name, name_words, terminal_name
+from .syntax import COMPOUND_STATEMENTS, blocks, dotted_name, name_words, terminal_name
 
 if TYPE_CHECKING:
     from .project import FileView
@@ -159,9 +159,11 @@ class Scope:
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
     # Names passed as a tensor to a torch.distributed collective, with the statement of each such call.
     collective_arguments: dict[str, list[tuple[ast.Call, ast.stmt]]] = field(default_factory=dict)
-    # The assignments made directly in the function's body (in no block): by first line, their last line. Every
-    # later line of the function runs after such an assignment, so it hides the bindings before it.
-    straight: dict[int, int] = field(default_factory=dict)
+    # The statements that bind a name on every path through them (`x = ...`, an `if` whose arms all do), by name:
+    # (first line, last line, first and last line of the block holding the statement, whether that block is the
+    # function's own body). The function's code on a later line of that block runs after the statement, so the
+    # bindings made before it do not reach there (see `FileFacts.reaching`).
+    definite: dict[str, list[tuple[int, int, int, int, bool]]] = field(default_factory=dict)
     # `xs.append(v)` as a binding of v; `xs.extend(...)` / `xs.insert(...)` as one of None (not followed).
     list_additions: dict[str, list[Binding]] = field(default_factory=dict)
 
@@ -737,10 +739,8 @@ class FileFacts:
 
     def _bind_statements(self, body: list[ast.stmt], scope: Scope) -> None:
         """Record bindings made by `body`, not descending into nested functions or classes."""
-        for statement in body:
-            # Not `x += y`: an update keeps what it updates (see _updated_cuda_tensor).
-            if isinstance(statement, ast.Assign) or isinstance(statement, ast.AnnAssign) and statement.value:
-                scope.straight[statement.lineno] = statement.end_lineno or statement.lineno
+        if body and not isinstance(scope.node, ast.Lambda):  # (a lambda's body is an expression)
+            _note_definite_stores(body, scope)
         stack: list[ast.AST] = list(body)
         while stack:
             node = stack.pop()
@@ -840,27 +840,34 @@ class FileFacts:
         """
         scope = self.binding_scope(name, line)
         return None if scope is None else [binding.value
-                                           for binding in self.reaching(scope.bindings[name], line, scope)]
+                                           for binding in self.reaching(scope.bindings[name], line, scope, name)]
 
     def reaching_bindings(self, name: str, line: int) -> list[Binding] | None:
         scope = self.binding_scope(name, line)
-        return None if scope is None else self.reaching(scope.bindings[name], line, scope)
+        return None if scope is None else self.reaching(scope.bindings[name], line, scope, name)
 
-    def reaching(self, bindings: list[Binding], line: int, scope: Scope | None = None) -> list[Binding]:
+    def reaching(self, bindings: list[Binding], line: int, scope: Scope | None = None,
+                 name: str | None = None) -> list[Binding]:
         """The bindings that can reach `line`: those made on earlier lines, and, inside a loop, those made
-        anywhere in that loop; not those in the other arm of an `if`, nor those hidden by an assignment made
-        directly in the function's body between them and `line` (`x = x.cuda()` hides the parameter `x`)."""
+        anywhere in that loop; not those in the other arm of an `if`, nor, given the scope and the name, those
+        hidden by a statement that binds the name on every path between them and `line` (`x = x.cuda()` hides the
+        parameter `x`; so does `if c: x = a` / `else: x = b` before `line` in its block)."""
         loops, other_arms = self._blocks_at(line)
         # A binding whose value holds `line` (`x = torch.cat([x,\n y])`) is made after the value is read.
         reaching = [binding for binding in bindings
                     if (binding.line < line and (binding.value is None or getattr(binding.value, "end_lineno", 0) < line)
                         or any(first <= binding.line <= last for first, last in loops))
                     and not any(first <= binding.line <= last for first, last in other_arms)]
-        if scope is not None and len(reaching) > 1:
-            last_straight = max((binding.line for binding in reaching
-                                 if scope.straight.get(binding.line, line) < line), default=None)
-            if last_straight is not None:
-                reaching = [binding for binding in reaching if binding.line >= last_straight]
+        if scope is not None and name is not None and len(reaching) > 1:
+            # The last such statement before `line` in a block that holds `line`: every path to `line` runs it. Not
+            # for a read in a function or lambda nested in a loop's block: called later, it may see the bindings
+            # the next pass makes before the statement runs again; in the function's own body it cannot.
+            nested = bool(self.functions_around(line)) and self.functions_around(line)[-1] is not scope.node
+            hidden_before = max((first for first, last, block_first, block_last, own in scope.definite.get(name, ())
+                                 if last < line and block_first <= line <= block_last and (own or not nested)),
+                                default=None)
+            if hidden_before is not None:
+                reaching = [binding for binding in reaching if binding.line >= hidden_before]
         return reaching
 
     def _blocks_at(self, line: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
@@ -1102,6 +1109,100 @@ def _body_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[
     return [(first, function.end_lineno or function.lineno)] if first > function.lineno else []
 
 
+def _note_definite_stores(body: list[ast.stmt], scope: Scope) -> None:
+    """Note in `scope.definite` the statements of `body`, and of the blocks inside it (not in nested functions or
+    classes), that bind a name on every path through them. Inner blocks first, without recursion: a generated
+    `elif` chain nests as deep as it is long."""
+    order: list[tuple[list[ast.stmt], bool]] = []
+    pending = [(body, True)]
+    while pending:
+        block, own = pending.pop()
+        order.append((block, own))
+        pending.extend((inner, False) for statement in block
+                       if statement.__class__ in COMPOUND_STATEMENTS and statement.__class__ not in _SCOPE_TYPES
+                       for inner in blocks(statement))
+    bound: dict[int, frozenset[str] | None] = {}  # by statement: see `_always_bound`
+    for block, own in reversed(order):
+        first, last = block[0].lineno, block[-1].end_lineno or block[-1].lineno
+        for statement in block:
+            names = bound[id(statement)] = _always_bound(statement, bound)
+            for name in names or ():
+                scope.definite.setdefault(name, []).append(
+                    (statement.lineno, statement.end_lineno or statement.lineno, first, last, own))
+
+
+def _always_bound(statement: ast.stmt, bound: dict[int, frozenset[str] | None]) -> frozenset[str] | None:
+    """The names `statement` binds on every path that goes on past it; None when no path does (`return`,
+    `raise`, `break`, `continue`, an `if` whose arms all end so). `bound` holds the answer for the statements of
+    its blocks. Not `x += y`: an update keeps what it updates (see _updated_cuda_tensor); not loops, whose body may
+    not run; not the body of a `with` whose manager may swallow an exception (`contextlib.suppress`)."""
+    kind = statement.__class__
+    if kind is ast.Assign:
+        return frozenset(name for target in statement.targets for name in _target_names(target))
+    if kind is ast.AnnAssign:
+        return frozenset(_target_names(statement.target)) if statement.value is not None else frozenset()
+    if kind in (ast.Return, ast.Raise, ast.Break, ast.Continue):
+        return None
+    if kind is ast.If:
+        return _either_bound(_block_bound(statement.body, bound), _block_bound(statement.orelse, bound))
+    if kind in (ast.With, ast.AsyncWith):
+        held = frozenset(name for item in statement.items if item.optional_vars is not None
+                         for name in _target_names(item.optional_vars))
+        if any((dotted_name(item.context_expr.func if isinstance(item.context_expr, ast.Call) else item.context_expr)
+                or "").rpartition(".")[2] in _MAY_SWALLOW for item in statement.items):
+            return held
+        inner = _block_bound(statement.body, bound)
+        return None if inner is None else inner | held
+    if kind in _TRY_TYPES:
+        # Without an exception: the body, then the `else`; with one, one handler's block, after part of the body.
+        body, orelse = _block_bound(statement.body, bound), _block_bound(statement.orelse, bound)
+        done = None if body is None or orelse is None else body | orelse
+        for handler in statement.handlers:
+            done = _either_bound(done, _block_bound(handler.body, bound))
+        final = _block_bound(statement.finalbody, bound)
+        if done is None or final is None:
+            return None  # every path leaves, through the body and the handlers or through the `finally`
+        return done | final
+    return frozenset()
+
+
+# Context managers that may swallow an exception raised in their body, so that the body's bindings may not be made.
+_MAY_SWALLOW = frozenset({"suppress", "raises", "assertRaises", "assertRaisesRegex", "ExitStack", "AsyncExitStack"})
+
+
+def _block_bound(block: list[ast.stmt], bound: dict[int, frozenset[str] | None]) -> frozenset[str] | None:
+    """The names every path through `block` that goes on past it binds (None: none goes on; an empty block binds
+    nothing)."""
+    names: frozenset[str] = frozenset()
+    for statement in block:
+        found = bound[id(statement)]
+        if found is None:
+            return None
+        names |= found
+    return names
+
+
+def _either_bound(one: frozenset[str] | None, other: frozenset[str] | None) -> frozenset[str] | None:
+    """What two alternative paths both bind (a path that never goes on binds everything)."""
+    if one is None:
+        return other
+    return one if other is None else one & other
+
+
+def _target_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds: `x`, each of `x, (y, *z)`; not `a.b` nor `a[i]`."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _target_names(element)]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return []
+
+
+_TRY_TYPES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
+
+
 def _held_per_line(spans: list[tuple[int, int, _T]]) -> list[tuple[_T, ...]]:
     """For each line up to the last span's end, the items of the (first line, last line, item) spans holding it,
     in the order given, found in one pass over the lines: testing every span for each line asked about grows
@@ -1277,13 +1378,10 @@ def _bind(node: ast.AST, scope: Scope) -> None:
 
 
 def _bind_target(scope: Scope, target: ast.expr, value: ast.expr | None, line: int) -> None:
-    if isinstance(target, ast.Name):
-        scope.bindings.setdefault(target.id, []).append(Binding(line, value))
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        for element in target.elts:
-            _bind_target(scope, element, None, line)
-    elif isinstance(target, ast.Starred):
-        _bind_target(scope, target.value, None, line)
+    """Bind the names of an assignment target: a name to the value, each name unpacked (`a, *b = ...`) to None."""
+    bound = value if isinstance(target, ast.Name) else None
+    for name in _target_names(target):
+        scope.bindings.setdefault(name, []).append(Binding(line, bound))
 
 
 def _sync_reading(call: ast.Call, parents: dict[ast.AST, ast.AST]) -> str | None:

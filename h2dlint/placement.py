@@ -940,7 +940,7 @@ def _model_parameter(facts: FileFacts, name: str, line: int, device: bool = Fals
     scope = facts.binding_scope(name, line)
     if not functions or scope is None or facts.scope_for(functions[0]) is not scope:
         return Placement.UNKNOWN
-    reaching = facts.reaching(scope.bindings[name], line, scope)
+    reaching = facts.reaching(scope.bindings[name], line, scope, name)
     if not reaching or not all(binding.line == 0 and binding.value is None for binding in reaching):
         return Placement.UNKNOWN
     qualname = facts.qualname_of(functions[0])

@@ -98,6 +98,61 @@ def test_a_later_binding_in_a_loop_reaches_an_earlier_use():
     assert classify_data(facts_for(code), node, line) is Data.UNKNOWN
 
 
+@pytest.mark.parametrize(("rebinding", "expected"), [
+    # Every path to the read rebinds `x`: the parameter no longer reaches it.
+    ("    if c:\n        x = torch.ones(3, device='cuda')\n    else:\n        x = torch.zeros(3, device='cuda')\n",
+     Placement.GPU),
+    ("    if c:\n        x = torch.ones(3, device='cuda')\n    elif d:\n        x = torch.zeros(3, device='cuda')\n"
+     "    else:\n        raise ValueError(c)\n", Placement.GPU),
+    ("    try:\n        x = x.cuda()\n    except RuntimeError:\n        x = torch.zeros(3, device='cuda')\n",
+     Placement.GPU),
+    ("    with torch.no_grad():\n        x = x.cuda()\n", Placement.GPU),
+    # Some path keeps the parameter: an `if` without `else`, an arm that does not bind, a loop that may not run,
+    # a handler that goes on, an update.
+    ("    if c:\n        x = torch.ones(3, device='cuda')\n", Placement.UNKNOWN),
+    ("    if c:\n        x = torch.ones(3, device='cuda')\n    elif d:\n        x = torch.zeros(3, device='cuda')\n",
+     Placement.UNKNOWN),
+    ("    if c:\n        x = torch.ones(3, device='cuda')\n    else:\n        y = torch.zeros(3, device='cuda')\n",
+     Placement.UNKNOWN),
+    ("    for _ in range(c):\n        x = torch.ones(3, device='cuda')\n", Placement.UNKNOWN),
+    ("    try:\n        x = x.cuda()\n    except RuntimeError:\n        pass\n", Placement.UNKNOWN),
+    ("    if c:\n        x += torch.ones(3, device='cuda')\n    else:\n        x += 1\n", Placement.UNKNOWN),
+    # A manager that may swallow the exception the body raises: the body's binding may not be made.
+    ("    with contextlib.suppress(RuntimeError):\n        x = x.cuda()\n", Placement.UNKNOWN),
+    ("    if c:\n        with contextlib.suppress(RuntimeError):\n            return x\n    else:\n"
+     "        x = x.cuda()\n", Placement.UNKNOWN),
+])
+def test_a_statement_that_rebinds_a_name_on_every_path_hides_what_came_before(rebinding, expected):
+    code = f"import contextlib\nimport torch\ndef forward(x, c, d):\n{rebinding}    TARGET = x\n"
+    node, line = expression(code)
+    assert classify_placement(facts_for(code), node, line) is expected
+
+
+@pytest.mark.parametrize(("read", "expected"), [
+    ("        TARGET = x\n", Placement.GPU),
+    ("    TARGET = x\n", Placement.UNKNOWN),
+    # A lambda made later in the loop's body may run in the next pass, after `x = t.cpu()`.
+    ("        TARGET = lambda: x\n", Placement.UNKNOWN),
+])
+def test_a_rebinding_hides_what_came_before_only_from_reads_in_its_block(read, expected):
+    # The `if`/`else` rebinds `x` in the loop's body: later in that body `x` is the GPU tensor; after the loop, which
+    # may not run, the parameter may still be there.
+    code = ("import torch\ndef forward(x, t, c, n):\n    for _ in range(n):\n        x = t.cpu()\n        if c:\n"
+            "            x = torch.ones(3, device='cuda')\n        else:\n"
+            f"            x = torch.zeros(3, device='cuda')\n{read}")
+    node, line = expression(code)
+    if isinstance(node, ast.Lambda):
+        node = node.body
+    assert classify_placement(facts_for(code), node, line) is expected
+
+
+def test_a_long_elif_chain_is_walked_without_recursion():
+    arms = "".join(f"    elif c == {i}:\n        x = torch.ones({i}, device='cuda')\n" for i in range(1, 1500))
+    code = f"import torch\ndef forward(x, c):\n    if c == 0:\n        x = x.cuda()\n{arms}    else:\n        x = x.cuda()\n" \
+           "    TARGET = x\n"
+    node, line = expression(code)
+    assert classify_placement(facts_for(code), node, line) is Placement.GPU
+
 @pytest.mark.parametrize(("value", "expected"), [
     ("ends.device", Device.NOT_CUDA), ("ends[0].device", Device.NOT_CUDA), ("lens.device", Device.CUDA),
     ("x.device", Device.UNKNOWN), ("param_list[0].device", Device.UNKNOWN),
