@@ -73,6 +73,19 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(code.strip().upper() for value in values for code in value.split(",") if code.strip())
 
 
+def _pairs(values: tuple[str, ...], option: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`GLOB:CODE` pairs, comma separated or repeated (as Ruff reads them), as per-file-ignores: a glob's codes
+    together, in the order first given."""
+    ignores: dict[str, list[str]] = {}
+    for value in values:
+        for pair in filter(None, (part.strip() for part in value.split(","))):
+            glob, colon, code = pair.rpartition(":")
+            if not colon or not glob.strip() or not code.strip():
+                raise SettingsError(f"{option} takes GLOB:CODE pairs, got {pair!r}")
+            ignores.setdefault(glob.strip(), []).append(code.strip().upper())
+    return tuple((glob, tuple(codes)) for glob, codes in ignores.items())
+
+
 @dataclass(frozen=True)
 class ReportOptions:
     unsafe_fixes: bool
@@ -120,6 +133,11 @@ def run() -> None:
 @click.option("--select", multiple=True, help="Rule codes or prefixes to check (comma separated), or ALL.")
 @click.option("--extend-select", multiple=True, help="Codes or prefixes to check besides the selected ones.")
 @click.option("--ignore", multiple=True, help="Codes or prefixes not to check.")
+@click.option("--per-file-ignores", multiple=True, metavar="GLOB:CODE",
+              help="Codes or prefixes not to check in files a glob matches (comma separated pairs), instead of the "
+                   "configured `per-file-ignores`.")
+@click.option("--extend-per-file-ignores", multiple=True, metavar="GLOB:CODE",
+              help="Like --per-file-ignores, besides the configured ones.")
 @click.option("--exclude", multiple=True, help="Glob patterns of files or folders to skip in folders walked.")
 @click.option("--extend-exclude", multiple=True, help="Patterns to skip besides the configured `exclude`.")
 @click.option("--force-exclude", is_flag=True, help="Apply the excludes to files named explicitly too.")
@@ -136,6 +154,8 @@ def run() -> None:
 @click.option("--changed-since", metavar="REF",
               help="Report only findings on lines added or changed since git REF (its merge base with HEAD).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--exit-non-zero-on-fix", is_flag=True,
+              help="Exit 1 when --fix changed a file, even if no finding remains.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.h2dlint_cache in the current folder).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
 @click.option("--quiet", "-q", is_flag=True, help="Print the findings only: no summary or counts.")
@@ -143,11 +163,12 @@ def run() -> None:
 @click.option("--full-parse", is_flag=True, hidden=True,
               help="Parse whole files with LibCST instead of only candidate calls (slow; for checking parity).")
 def check(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool | None, diff: bool, select: tuple[str, ...],
-          extend_select: tuple[str, ...], ignore: tuple[str, ...], exclude: tuple[str, ...],
+          extend_select: tuple[str, ...], ignore: tuple[str, ...], per_file_ignores: tuple[str, ...],
+          extend_per_file_ignores: tuple[str, ...], exclude: tuple[str, ...],
           extend_exclude: tuple[str, ...], force_exclude: bool, output_format: str | None, config_file: Path | None,
           add_noqa: bool, stdin_filename: str | None, output_file: Path | None, statistics: bool, show_fixes: bool,
-          changed_since: str | None, exit_zero: bool, no_cache: bool, jobs: int | None, quiet: bool, silent: bool,
-          full_parse: bool) -> None:
+          changed_since: str | None, exit_zero: bool, exit_non_zero_on_fix: bool, no_cache: bool, jobs: int | None,
+          quiet: bool, silent: bool, full_parse: bool) -> None:
     """Check PATHS (files or folders; default: the current folder; `-`: the source on stdin)."""
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     from_stdin = paths == (Path("-"),)
@@ -155,11 +176,16 @@ def check(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool | None, diff: b
     try:
         if add_noqa and (fix or diff or from_stdin):
             raise SettingsError("--add-noqa cannot be combined with --fix, --diff or reading stdin")
+        if exit_zero and exit_non_zero_on_fix:
+            raise SettingsError("--exit-zero and --exit-non-zero-on-fix cannot be combined")
         if from_stdin and stdin_filename and stdin_filename.endswith(".ipynb"):
             raise SettingsError("notebooks cannot be read from stdin")
         config_paths = [Path(stdin_filename or ".")] if from_stdin else list(paths)
         settings = resolve_settings(config_paths, rules, config_file, select=_codes(select),
                                     extend_select=_codes(extend_select), ignore=_codes(ignore),
+                                    per_file_ignores=_pairs(per_file_ignores, "--per-file-ignores"),
+                                    extend_per_file_ignores=_pairs(extend_per_file_ignores,
+                                                                   "--extend-per-file-ignores"),
                                     exclude=tuple(exclude), extend_exclude=tuple(extend_exclude),
                                     force_exclude=force_exclude or None, unsafe_fixes=unsafe_fixes,
                                     output_format=output_format, full_parse=full_parse or None)
@@ -238,7 +264,8 @@ def check(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool | None, diff: b
     if diff:
         sys.exit(EXIT_FINDINGS if any(result.diff for result in results) and not exit_zero else EXIT_CLEAN)
     remaining = any(result.findings for result in results)
-    sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
+    fixed = exit_non_zero_on_fix and any(result.fixes_applied for result in results)
+    sys.exit(EXIT_FINDINGS if (remaining or fixed) and not exit_zero else EXIT_CLEAN)
 
 
 def _drop_ignored_input_problems(result: FileResult, settings: Settings) -> FileResult:

@@ -161,7 +161,9 @@ def resolve_settings(paths: list[Path], rules: Mapping[str, type[Rule]], config:
     empty tuple means "not given". `--select` replaces the file's selection
     (its ignores and extensions included); `--extend-select` and `--ignore` add
     to the file's; `--exclude` replaces the file's `exclude`, `extend-exclude`
-    always adds.
+    always adds; `--per-file-ignores` replaces the file's, `--extend-per-file-ignores`
+    adds. Globs match paths relative to the configuration file's folder (or the
+    current folder without one), or a file's name.
     """
     config = config if config is not None else find_config(common_folder(paths))
     values = read_config(config) if config is not None else {}
@@ -174,6 +176,12 @@ def resolve_settings(paths: list[Path], rules: Mapping[str, type[Rule]], config:
         values[name] = (*values.get(name, ()), *(cli.pop(name, None) or ()))
     exclude = cli.pop("exclude", None) or values.pop("exclude", ())
     exclude += values.pop("extend_exclude", ()) + (cli.pop("extend_exclude", None) or ())
+    # The command line's per-file-ignores replace the file's; the extended ones add to them.
+    per_file_ignores = (*(cli.pop("per_file_ignores", None) or values.pop("per_file_ignores", ())),
+                        *(cli.pop("extend_per_file_ignores", None) or ()))
+    if per_file_ignores:
+        check_selectors([code for _, codes in per_file_ignores for code in codes], rules, "the command line")
+        values["per_file_ignores"] = per_file_ignores
     values.update({name: value for name, value in cli.items() if value not in (None, ())})
     root = config.parent if config is not None else Path.cwd()
     # Folders in the configuration are relative to the file that names them.

@@ -140,6 +140,26 @@ def test_exit_zero(tree):
     assert run(tree, "--exit-zero").exit_code == 0
 
 
+def test_exit_non_zero_on_fix_tells_that_a_file_changed(tree):
+    result = run(tree / "blocking.py", "--fix", "--exit-non-zero-on-fix")
+    assert result.exit_code == 1, result.output
+    assert "non_blocking=True" in (tree / "blocking.py").read_text()
+    assert run(tree / "blocking.py", "--fix", "--exit-non-zero-on-fix").exit_code == 0  # nothing left to fix
+    assert run(tree, "--exit-zero", "--exit-non-zero-on-fix").exit_code == 2
+
+
+def test_per_file_ignores_on_the_command_line_replace_or_extend_the_configured_ones(tree):
+    assert run(tree, "--per-file-ignores", "blocking.py:HDL101").exit_code == 0
+    assert run(tree, "--per-file-ignores", "clean.py:HDL101,other.py:HDL1").exit_code == 1
+    (tree / "pyproject.toml").write_text('[tool.h2dlint]\nper-file-ignores = { "blocking.py" = ["HDL1"] }\n')
+    assert run(tree).exit_code == 0
+    assert run(tree, "--per-file-ignores", "clean.py:HDL1").exit_code == 1  # replaces the file's
+    assert run(tree, "--extend-per-file-ignores", "clean.py:HDL1").exit_code == 0  # adds to them
+    for bad, message in [("blocking.py", "takes GLOB:CODE pairs"), ("blocking.py:XYZ9", "unknown rule selector")]:
+        result = run(tree, "--per-file-ignores", bad)
+        assert result.exit_code == 2 and message in result.output
+
+
 def test_no_cache_is_accepted(tree):
     assert run(tree, "--no-cache").exit_code == 1
 
