@@ -862,7 +862,8 @@ class FileFacts:
             # The last such statement before `line` in a block that holds `line`: every path to `line` runs it. Not
             # for a read in a function or lambda nested in a loop's block: called later, it may see the bindings
             # the next pass makes before the statement runs again; in the function's own body it cannot.
-            nested = bool(self.functions_around(line)) and self.functions_around(line)[-1] is not scope.node
+            around = self.functions_around(line)
+            nested = bool(around) and around[-1] is not scope.node
             hidden_before = max((first for first, last, block_first, block_last, own in scope.definite.get(name, ())
                                  if last < line and block_first <= line <= block_last and (own or not nested)),
                                 default=None)
@@ -1148,8 +1149,8 @@ def _always_bound(statement: ast.stmt, bound: dict[int, frozenset[str] | None]) 
     if kind in (ast.With, ast.AsyncWith):
         held = frozenset(name for item in statement.items if item.optional_vars is not None
                          for name in _target_names(item.optional_vars))
-        if any((dotted_name(item.context_expr.func if isinstance(item.context_expr, ast.Call) else item.context_expr)
-                or "").rpartition(".")[2] in _MAY_SWALLOW for item in statement.items):
+        if any(terminal_name(item.context_expr.func if isinstance(item.context_expr, ast.Call) else item.context_expr)
+               in _MAY_SWALLOW for item in statement.items):
             return held
         inner = _block_bound(statement.body, bound)
         return None if inner is None else inner | held
