@@ -135,7 +135,7 @@ class _TestedNames:
         self.parameters = set(names[1:] if method else names)
         self.told: dict[str, frozenset] = {}
 
-    def _holds_argument(self, name: str, line: int) -> bool:
+    def holds_argument(self, name: str, line: int) -> bool:
         """Whether the parameter `name` holds, at `line`, what the call passed: every store into it comes later, and
         none in a loop around `line` (whose next turn would test the stored value)."""
         # A store in the body of an `if` whose `else` holds `line` does not reach it (`if x is None: x = ...
@@ -149,7 +149,7 @@ class _TestedNames:
     def of(self, expr: ast.expr, line: int) -> frozenset | None:
         assert self.view is not None
         found: frozenset | None = None
-        if isinstance(expr, ast.Name) and self._holds_argument(expr.id, line):
+        if isinstance(expr, ast.Name) and self.holds_argument(expr.id, line):
             name, found = expr.id, self.view.literals(self.qualname, expr.id)
             for at, convert in self.conversions.get(name, ()):
                 if found and at < line:  # (each of these conversions gives the same when applied again)
@@ -326,17 +326,80 @@ def other_device_branch(facts: FileFacts, line: int) -> str | None:
                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if function is None:
         return None
-    for test, taken in [*_arms_around(function, line), *_exits_before(function, line)]:
+    exits = [(test, taken) for test, taken, _ in _exits_before(function, line)]
+    for test, taken in [*_arms_around(function, line), *exits]:
         on_cuda = _truth_on_cuda(test)
         if on_cuda is not None and on_cuda != taken:
             return f"in a branch a CUDA device never takes: `{ast.unparse(test)}` is {on_cuda} there"
     return None
 
 
-def _exits_before(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> list[tuple[ast.expr, bool]]:
+def non_tensor_branch(facts: FileFacts, line: int) -> str | None:
+    """Why a copy at `line` may never run: it sits where a parameter of its function is known not to be a tensor
+    (the arm of `if not torch.is_tensor(timesteps):`, the `else` of `if isinstance(x, torch.Tensor):`, past `if
+    torch.is_tensor(x): return x`), converting what a caller may pass as a Python value. Where every call passes a
+    tensor the branch never runs; read in held-out trees, such copies were mostly that (a module's `forward`
+    taking either, always given tensors). None where every call of the project passes the parameter a Python
+    literal or leaves it to its default (`ProjectModel.literals`): the branch runs. (Without a project model no
+    call is known to.) A call passing other host data (a list, an array) is not seen: such a branch is quiet."""
+    function = next((node for node in reversed(facts.functions_around(line))
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    qualname = facts.qualname_of(function) if function is not None else None
+    if function is None or qualname is None:
+        return None
+    values = _tested_names(facts, function, qualname)
+    # (Past an `if` that raises for a tensor the function takes no tensor at all: its conversions always run.)
+    returns = [(test, taken) for test, taken, leaves in _exits_before(function, line) if isinstance(leaves, ast.Return)]
+    for test, taken in [*_arms_around(function, line), *returns]:
+        for subject in _non_tensors(test, taken, facts.qualify):
+            parameter = _argument_named(facts, values, subject, test.lineno)
+            if parameter is None:
+                continue
+            name, at = parameter
+            if facts.project is not None and values.of(ast.Name(name, ast.Load()), at) is not None:
+                continue  # every call passes a Python value: the branch runs
+            return f"in a branch for `{ast.unparse(subject)}` not a tensor (`{ast.unparse(test)}`), which callers " \
+                   "may never take"
+    return None
+
+
+def _non_tensors(test: ast.expr, truth: bool, qualify: Callable[[str | None], str | None]) -> list[ast.expr]:
+    """The values `test` having `truth` shows not to be tensors: by `torch.is_tensor(x)` or `isinstance(x,
+    torch.Tensor)` (naming no other class) false, under `not`, as a part of an `and` that is true or of an `or`
+    that is false."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _non_tensors(test.operand, not truth, qualify)
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And) is truth:
+            return [found for part in test.values for found in _non_tensors(part, truth, qualify)]
+        return []
+    typed = _type_test(test, qualify)
+    if truth or typed is None or typed[1] or not isinstance(test, ast.Call):
+        return []
+    named = test.args[-1]
+    return [] if isinstance(named, ast.Tuple) and not named.elts else [typed[0]]  # (`isinstance(x, ())` is False)
+
+
+def _argument_named(facts: FileFacts, values: _TestedNames, subject: ast.expr, line: int) -> tuple[str, int] | None:
+    """The parameter `subject`, read at `line`, holds what the call passed of, and the line where it is read so:
+    `subject` itself, or the parameter a local bound only to it names (`timesteps = timestep` before the test)."""
+    if not isinstance(subject, ast.Name):
+        return None
+    if values.holds_argument(subject.id, line):
+        return subject.id, line
+    bindings = facts.reaching_bindings(subject.id, line) or []
+    if len(bindings) == 1 and isinstance(value := bindings[0].value, ast.Name) \
+            and values.holds_argument(value.id, bindings[0].line):
+        return value.id, bindings[0].line
+    return None
+
+
+def _exits_before(function: ast.FunctionDef | ast.AsyncFunctionDef,
+                  line: int) -> list[tuple[ast.expr, bool, ast.Return | ast.Raise]]:
     """The tests of the `if` statements without `else` before `line`, in the blocks that hold it, whose body always
-    leaves the function (`return`, `raise`): `line` runs only where each is False."""
-    exits: list[tuple[ast.expr, bool]] = []
+    leaves the function (`return`, `raise`): `line` runs only where each is False (the truth each comes with), each
+    with the statement that leaves."""
+    exits: list[tuple[ast.expr, bool, ast.Return | ast.Raise]] = []
     block: list[ast.stmt] = function.body
     while block:
         for statement in block:
@@ -344,7 +407,7 @@ def _exits_before(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -
                 break
             if isinstance(statement, ast.If) and not statement.orelse \
                     and isinstance(statement.body[-1], (ast.Return, ast.Raise)):
-                exits.append((statement.test, False))
+                exits.append((statement.test, False, statement.body[-1]))
         holder = next((statement for statement in block
                        if statement.lineno <= line <= (statement.end_lineno or statement.lineno)), None)
         if holder is None or isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -12,6 +12,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .branches import non_tensor_branch
 from .facts import HOST_TENSOR_TYPES, Device, FileFacts, Placement
 from .hotness import context_at, only_when_empty, runs_once
 from .placement import classify_device, classify_placement
@@ -40,14 +41,20 @@ _DEVICE_WORD = re.compile("dev", re.IGNORECASE)
 def left_unreported(facts: FileFacts, start: Position, end: Position, settings: Settings) -> str | None:
     """Why the blocking-copy rules (HDL101, HDL102, HDL103, HDL105) leave the copy from `start` to `end`
     unreported: nothing shows that it runs every step (no loop, no hot function by its name or through the
-    project's calls, no CUDA graph capture around it) and `copies-outside-hot-code` is off, or it runs once (see
-    `runs_once`), or only on an empty input (`only_when_empty`). Read in held-out trees, copies without such
-    evidence were right about as often as wrong: mostly set-up, an epoch's or an evaluation's bookkeeping, or
-    weight conversion at load (docs/precision.md, "Copies outside hot code"). None: report it. Hotness is asked
+    project's calls, no CUDA graph capture around it) or that its branch runs at all (it converts a parameter
+    known there not to be a tensor, which every call may pass as one: `non_tensor_branch`) and
+    `copies-outside-hot-code` is off, or it runs once (see `runs_once`), or only on an empty input
+    (`only_when_empty`). Read in held-out trees, copies without evidence that they run every step were right about
+    as often as wrong (mostly set-up, an epoch's or an evaluation's bookkeeping, or weight conversion at load), and
+    conversions of a parameter known not to be a tensor seldom (docs/precision.md, "Copies outside
+    hot code"). None: report it. Hotness is asked
     first: outside hot code the project-model questions of `runs_once` (who calls the function) would decide
     nothing."""
-    if not settings.copies_outside_hot_code and not context_at(facts, start.line).hot:
-        return "nothing shows that it runs every step"
+    if not settings.copies_outside_hot_code:
+        if not context_at(facts, start.line).hot:
+            return "nothing shows that it runs every step"
+        if (branch := non_tensor_branch(facts, start.line)) is not None:
+            return branch
     return only_when_empty(facts, (start.line, start.column), (end.line, end.column)) or runs_once(facts, start.line)
 
 

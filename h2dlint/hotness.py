@@ -212,12 +212,13 @@ def _remainder_against_zero(test: ast.expr, op: type[ast.cmpop]) -> bool:
 def occasional_block(node: ast.If, flags: Callable[[], FlagUses] | None = None) -> list[ast.stmt]:
     """The block of an `if` that runs once in a while, not every time the `if` does: the body under a periodic
     guard (`periodic_test`) or filling a cache (`fills_a_cache`), the block that runs only while tracing or
-    compiling (`compile_time_block`), or the one that ends by failing (`failing_block`); empty for any other `if`.
+    compiling (`compile_time_block`), the one that ends by failing (`failing_block`), or the body that handles
+    values gone NaN or infinite (`non_finite_block`); empty for any other `if`.
     The test and the other block run every time. The file's index and the project model's summary both ask this.
     `flags`: as `fills_a_cache` takes it."""
     if periodic_test(node.test) or fills_a_cache(node, flags):
         return node.body
-    return compile_time_block(node) or failing_block(node)
+    return compile_time_block(node) or failing_block(node) or non_finite_block(node)
 
 
 def empty_input_arm(node: ast.If | ast.IfExp, counts: Callable[[str], bool]) -> list[ast.expr | ast.stmt]:
@@ -294,6 +295,39 @@ def failing_block(node: ast.If) -> list[ast.stmt]:
         if block and _fails(block[-1]) and not any(_leaves(statement) for statement in block):
             return block
     return []
+
+
+def non_finite_block(node: ast.If) -> list[ast.stmt]:
+    """The body of an `if` that finds NaN or infinite values (`if torch.isnan(self.K).any():`, `if not
+    torch.isfinite(loss).all():`, `if x.isinf().any() or y.isnan().any():`): a fallback or a warning for a step
+    that diverged, not per-step work. (The test itself reads the GPU every step; the sync rules report it.)
+    Empty for any other `if`."""
+    return node.body if _finds_non_finite(node.test) else []
+
+
+def _finds_non_finite(test: ast.expr) -> bool:
+    if isinstance(test, ast.BoolOp):  # every part of an `or`, one part of an `and`
+        return (all if isinstance(test.op, ast.Or) else any)(_finds_non_finite(value) for value in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _reduced(test.operand, "all", _FINITE_TESTS)
+    return _reduced(test, "any", _NON_FINITE_TESTS)
+
+
+def _reduced(expr: ast.expr, reduction: str, tests: frozenset[str]) -> bool:
+    """`<test>(x).<reduction>()`, `x.<test>().<reduction>()` or `torch.<reduction>(<test>(x))`, where the terminal
+    name of `<test>` is one of `tests`."""
+    if not (isinstance(expr, ast.Call) and not expr.keywords):
+        return False
+    inner: ast.expr | None = None
+    if isinstance(expr.func, ast.Attribute) and expr.func.attr == reduction and not expr.args:
+        inner = expr.func.value
+    elif (dotted_name(expr.func) or "") == f"torch.{reduction}" and len(expr.args) == 1:
+        inner = expr.args[0]
+    return isinstance(inner, ast.Call) and (dotted_name(inner.func) or "").rpartition(".")[2] in tests
+
+
+_NON_FINITE_TESTS = frozenset({"isnan", "isinf", "isposinf", "isneginf"})
+_FINITE_TESTS = frozenset({"isfinite"})
 
 
 def _leaves(node: ast.AST) -> bool:

@@ -67,8 +67,14 @@ class BlockingTensorCopy(Rule):
     `_train_batch`, an engine's per-step entry point, a `hot-functions` entry) or called
     from one through the project (the finding's `evidence` names the chain). In held-out
     projects the copies elsewhere were set-up, an epoch's or an evaluation's bookkeeping
-    or weight conversion at load about as often as per-step work. With
-    `copies-outside-hot-code = true` they are reported too, except as follows.
+    or weight conversion at load about as often as per-step work. Nor is a conversion in
+    a branch for a parameter known there not to be a tensor (`if not
+    torch.is_tensor(timesteps): timesteps = torch.tensor([timesteps], device=d)`, the
+    code past `if isinstance(x, torch.Tensor): return x`) unless every call of the
+    project passes that parameter a Python literal or leaves it to its default: in
+    held-out projects, a module that takes either was mostly given tensors by its
+    callers (a call passing a list or an array is not seen). With `copies-outside-hot-code =
+    true` both are reported too, except as follows.
     Not reported, hot or not: code that runs once per model (`__init__`, `__post_init__`, `setup`,
     `reset_parameters`, `_init_weights`, a loading function such as `load_weights` or
     `from_pretrained`; their loops too, except in the constructor of a class that is
@@ -98,7 +104,8 @@ class BlockingTensorCopy(Rule):
     table still fits (`if self.pe is not None and self.pe.size(1) >= x.size(1): return`);
     nor a block that ends by raising or failing an assertion (`if
     boxes.any(): ...; raise ValueError(...)`, `torch._assert(False, ...)`), which runs only
-    on bad input; nor an empty input's fallback, the arm taken only when a count is zero
+    on bad input, nor the body of `if torch.isnan(x).any():` (or `isinf`, or `not
+    torch.isfinite(x).all()`), which runs only on a step that diverged; nor an empty input's fallback, the arm taken only when a count is zero
     (`loss / n if n > 0 else torch.tensor(0.0, device=d)` with `n = mask.sum()`, `if
     len(boxes) == 0: ...`), which runs only on a degenerate batch; not in a loop, where
     a count is often each element's. A local made when it is None (`if mask is None:
@@ -223,6 +230,10 @@ class BlockingTensorCopy(Rule):
         Valid("import torch\ndef f(x):\n    return x.new_tensor(torch.arange(3))\n"),
         Valid("import torch\ndef forward(x):\n    m = x.new_zeros(3)\n    return x.new_tensor(m)\n"),
         Valid("import torch\ndef f(x, n):\n    return x.new_tensor([n], device='cpu')\n"),
+        # A branch for a value no call passes: the module's callers may all pass a tensor.
+        Valid("import torch\nclass UNet(torch.nn.Module):\n    def forward(self, sample, timesteps):\n"
+              "        if not torch.is_tensor(timesteps):\n"
+              "            timesteps = torch.tensor([timesteps], device=sample.device)\n        return sample * timesteps\n"),
         Valid("import torch\nclass Rope(torch.nn.Module):\n    def __init__(self, n, device):\n"
               "        super().__init__()\n        self.bounds = torch.tensor([0, n], device=device)\n"),
     )

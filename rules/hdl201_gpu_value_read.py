@@ -53,7 +53,8 @@ class GpuValueRead(SyncReporter, Rule):
 
     Reads in constructors, at module level, in `print`/logger/`warnings` calls, in
     `raise` statements or a block that ends by raising or failing an assertion (`if
-    boxes.any(): ...; torch._assert(False, ...)`), in branches about logging (`if self.log_stats:`) and in the
+    boxes.any(): ...; torch._assert(False, ...)`), in the body of `if torch.isnan(x).any():` (a step that
+    diverged), in branches about logging (`if self.log_stats:`) and in the
     branch taken while CUDA graphs are captured (`x.cpu() if in_capture else x_cpu`)
     are not reported: they run once (per captured graph), or only when someone asked
     for the output. Nor are reads in a function not hot by its own name whose name

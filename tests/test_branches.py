@@ -342,3 +342,73 @@ def test_infinities_and_a_parameter_converted_in_place_are_read(tmp_path, call, 
     make_project(tmp_path, copies_anywhere=True, norms=NORMS,
                  user=f"import math\nfrom pkg.norms import grad_norm\n\n\ndef clip(grads):\n    return {call}\n")
     assert [line for line, _ in by_file(check(tmp_path))["norms.py"]] == lines
+
+
+CONVERSIONS = '''\
+import torch
+from torch import nn
+
+
+class UNet(nn.Module):
+    def forward(self, sample, timestep):
+        timesteps = timestep
+        if not torch.is_tensor(timesteps):
+            timesteps = torch.tensor([timesteps], dtype=torch.long, device=sample.device)
+        return sample * timesteps
+
+
+class Policy(nn.Module):
+    def forward(self, x):
+        if isinstance(x, torch.Tensor):
+            return x.float()
+        return torch.tensor(x, device="cuda")
+
+
+class Noise(nn.Module):
+    def forward(self, x, bound):
+        if x is not None and not isinstance(bound, torch.Tensor):
+            bound = torch.tensor(bound, device="cuda")
+        if isinstance(bound, (torch.Tensor, list)):
+            return torch.tensor(bound, device="cuda")
+        return x * bound
+
+
+class Tracker(nn.Module):
+    def forward(self, x):
+        if isinstance(x, torch.Tensor):
+            raise NotImplementedError
+        return torch.tensor(x, device="cuda")
+
+
+class Scaled(nn.Module):
+    def forward(self, x, shift, scale=None):
+        if not isinstance(shift, (torch.Tensor, float)):
+            shift = torch.tensor(shift, device="cuda")
+        if not torch.is_tensor(scale):
+            scale = torch.tensor(1.0 if scale is None else scale, device=x.device)
+        return x * scale + shift
+
+
+def scaled(x, y):
+    return Scaled().forward(x, y)
+'''
+
+
+@pytest.mark.parametrize(("caller", "lines"), [
+    ("", []),  # no call passes a Python value: each branch may be for values no caller passes
+    ("def noisy(x):\n    return Noise().forward(x, 0.5)\n", [23]),  # a literal passed: its conversion runs
+])
+def test_a_copy_converting_a_parameter_known_not_to_be_a_tensor_needs_a_call_passing_one(tmp_path, caller, lines):
+    # In a module's `forward` (hot), the arm of `not torch.is_tensor(x)` (of a local naming the parameter too), the
+    # `else` of `isinstance(x, Tensor)` (past its `return`) and a true `and` part convert what callers may never
+    # pass; a test naming another class too (lines 25, 39) does not say which the value is, past a `raise` for a
+    # tensor (line 33) the function takes no tensor at all, and where every call leaves a parameter to its default
+    # (None, line 41) the branch runs.
+    make_project(tmp_path, unet=CONVERSIONS + "\n\n" + caller)
+    assert [line for line, code in by_file(check(tmp_path)).get("unet.py", []) if code == "HDL101"] == [
+        *lines, 25, 33, 39, 41]
+
+
+def test_a_copy_in_a_branch_for_non_tensors_is_reported_with_copies_outside_hot_code(tmp_path):
+    make_project(tmp_path, copies_anywhere=True, unet=CONVERSIONS)
+    assert [line for line, code in by_file(check(tmp_path))["unet.py"] if code == "HDL101"] == [9, 17, 23, 25, 33, 39, 41]

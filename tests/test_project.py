@@ -1300,6 +1300,34 @@ def test_the_block_that_describes_bad_input_before_failing_is_not_reported(tmp_p
     assert [row for row, _ in by_file(check(tmp_path, "--select", "ALL")).get("detector.py", [])] == reported
 
 
+NON_FINITE = '''\
+import torch
+
+
+class Koopman(torch.nn.Module):
+    def forward(self, x, y):
+        self.K = torch.linalg.lstsq(x, y).solution
+        if {test}:
+            print("K went NaN: the identity instead")
+            self.K = torch.eye(self.K.shape[1]).to(self.K.device)
+        return x @ self.K
+'''
+
+
+@pytest.mark.parametrize(("test", "reported"), [
+    ("torch.isnan(self.K).any()", []),
+    ("self.K.isinf().any() or torch.any(torch.isnan(self.K))", []),
+    ("not torch.isfinite(self.K).all()", []),
+    ("self.K.isnan().any() and x.dim() > 2", []),
+    ("self.K.isnan().all()", [9]),  # not a test for any NaN: a branch like another
+    ("self.K.isnan().any() or x.dim() > 2", [9]),  # the body runs on every batch of more dimensions too
+])
+def test_the_body_that_handles_nan_or_infinite_values_runs_rarely(tmp_path, test, reported):
+    """The test reads the GPU every step; the fallback for a diverged step (its host copy) runs only then."""
+    make_project(tmp_path, koopman=NON_FINITE.format(test=test))
+    assert [row for row, code in by_file(check(tmp_path)).get("koopman.py", []) if code == "HDL102"] == reported
+
+
 CLIPS = '''\
 import torch
 from torch.utils.data import Dataset
