@@ -340,8 +340,10 @@ def non_tensor_branch(facts: FileFacts, line: int) -> str | None:
     torch.is_tensor(x): return x`), converting what a caller may pass as a Python value. Where every call passes a
     tensor the branch never runs; read in held-out trees, such copies were mostly that (a module's `forward`
     taking either, always given tensors). None where every call of the project passes the parameter a Python
-    literal or leaves it to its default (`ProjectModel.literals`): the branch runs. (Without a project model no
-    call is known to.) A call passing other host data (a list, an array) is not seen: such a branch is quiet."""
+    literal or leaves it to its default (`ProjectModel.literals`), or some call passes it a literal, a list or
+    tuple, a comprehension or `.tolist()` (`ProjectModel.passes_python_value`): the branch runs. (Without a
+    project model no call is known to.) Data a call passes through other names (a numpy array, a local bound
+    to a list) is not seen."""
     function = next((node for node in reversed(facts.functions_around(line))
                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     qualname = facts.qualname_of(function) if function is not None else None
@@ -356,8 +358,9 @@ def non_tensor_branch(facts: FileFacts, line: int) -> str | None:
             if parameter is None:
                 continue
             name, at = parameter
-            if facts.project is not None and values.of(ast.Name(name, ast.Load()), at) is not None:
-                continue  # every call passes a Python value: the branch runs
+            if facts.project is not None and (values.of(ast.Name(name, ast.Load()), at) is not None
+                                              or facts.project.passes_python_value(qualname, name)):
+                continue  # a call passes Python data (every call a literal, or some call a list): the branch runs
             return f"in a branch for `{ast.unparse(subject)}` not a tensor (`{ast.unparse(test)}`), which callers " \
                    "may never take"
     return None

@@ -42,7 +42,7 @@ def left_unreported(facts: FileFacts, start: Position, end: Position, settings: 
     """Why the blocking-copy rules (HDL101, HDL102, HDL103, HDL105) leave the copy from `start` to `end`
     unreported: nothing shows that it runs every step (no loop, no hot function by its name or through the
     project's calls, no CUDA graph capture around it) or that its branch runs at all (it converts a parameter
-    known there not to be a tensor, which every call may pass as one: `non_tensor_branch`) and
+    known there not to be a tensor, and no call is seen passing it Python data: `non_tensor_branch`) and
     `copies-outside-hot-code` is off, or it runs once (see `runs_once`), or only on an empty input
     (`only_when_empty`). Read in held-out trees, copies without evidence that they run every step were right about
     as often as wrong (mostly set-up, an epoch's or an evaluation's bookkeeping, or weight conversion at load), and

@@ -113,7 +113,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 37
+SUMMARY_VERSION = 38
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -144,7 +144,8 @@ _SUMMARY_CACHE_FORMAT = 2
 #   functions' "decorated": true when a decorator may run it where no call shows (`@property`, `@register_model`)
 #   named: [name] the file uses as values, not to call them (`fn = _impl`, `register(self.hook)`, `return f`)
 # For the values a branch tests (ProjectModel.literals), a literal is ["l", value] (a string, a number, a bool,
-# None) and a parameter passed on ["p", parameter]; [] is anything else:
+# None), a parameter passed on ["p", parameter], Python data that is no tensor ["h"] (a list or tuple display, a
+# comprehension, `.tolist()`: ProjectModel.passes_python_value); [] is anything else:
 #   functions' "literals": {parameter: value} of the literal defaults; "arguments": {index into calls:
 #              repr of [[literal or parameter of each positional argument], {keyword: literal or parameter}]} for
 #              the calls that pass one ("*" as in `passes`); "bare": [index into calls of each call passing nothing]
@@ -1008,10 +1009,15 @@ def _literal(expr: ast.expr | None) -> list:
 
 def _literal_or_parameter(expr: ast.expr, pending: _Pending) -> list:
     """What a call passes or an attribute is assigned, as far as the values a branch tests follow it: a literal
-    (`_literal`), ["p", name] for a parameter of the function the function does not rebind; [] otherwise."""
-    if expr.__class__ is ast.Name and expr.id in pending.parameters \
+    (`_literal`), ["p", name] for a parameter of the function the function does not rebind, ["h"] for Python data
+    that is no tensor (a list or tuple display, a comprehension, `.tolist()`); [] otherwise."""
+    cls = expr.__class__
+    if cls is ast.Name and expr.id in pending.parameters \
             and expr.id not in pending.assigned and expr.id not in pending.rebound:  # type: ignore[attr-defined]
         return ["p", expr.id]  # type: ignore[attr-defined]
+    if cls is ast.List or cls is ast.ListComp or cls is ast.Tuple and expr.elts \
+            or cls is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr == "tolist":  # type: ignore
+        return ["h"]
     return _literal(expr)
 
 
@@ -1303,6 +1309,7 @@ class ProjectModel:
     _imported: frozenset[str] | None = None  # the modules other modules import from
     _bound_attributes: dict[str, set[str]] | None = None  # a method's name -> the attributes it is bound to
     _literals: dict[tuple[str, str], frozenset | None] = field(default_factory=dict)
+    _python_values: dict[tuple[str, str], bool | None] = field(default_factory=dict)
     _stored_elsewhere: frozenset[str] | None = None  # attributes stored into on objects other than `self`
 
     @classmethod
@@ -2148,7 +2155,7 @@ class ProjectModel:
                 value = _LEFT_OUT if shape is not None and _argument(record, name, shape, bound) is _LEFT_OUT else []
             if value is _LEFT_OUT and name in record.get("literals", {}):
                 found.add(record["literals"][name])
-            elif not value or value is _LEFT_OUT:
+            elif not value or value is _LEFT_OUT or value[0] == "h":
                 return None
             elif value[0] == "l":
                 found.add(value[1])
@@ -2177,7 +2184,7 @@ class ProjectModel:
             written = record.get("sets", {}).get(attr)
             for function, value in ast.literal_eval(written) if written is not None else ():
                 stored = True
-                if not value:
+                if not value or value[0] == "h":
                     return None
                 if value[0] == "l":
                     found.add(value[1])
@@ -2187,6 +2194,33 @@ class ProjectModel:
                     return None
                 found.update(inner)
         return frozenset(found) if stored else None
+
+    def passes_python_value(self, function: str, name: str, depth: int = 0) -> bool:
+        """Whether some call of `function` in the project passes its parameter `name` Python data that is no
+        tensor: a literal other than None, a list or tuple display, a comprehension, `.tolist()`, or a parameter of
+        the caller's own that some call passes such data (a few calls up). What a branch for values that are not
+        tensors (`if not torch.is_tensor(x):`) needs to run; calls that pass anything else are not counted."""
+        return bool(self._memoized(self._python_values, (function, name), depth,
+                                   lambda: self._passes_python_value(function, name, depth)))
+
+    def _passes_python_value(self, function: str, name: str, depth: int) -> bool:
+        record = self.functions.get(function)
+        if record is None or depth > _MAX_VALUE_DEPTH:
+            return False
+        callers, unseen = self._callers(function)
+        if unseen:
+            callers = [*callers, *self._unseen_callers.get(function, ())]
+        for caller, index, bound in callers[:_MAX_LITERAL_CALLERS]:
+            calling = self.functions[caller]
+            passed = None if index in calling.get("bare", ()) else _read_arguments(calling, index)
+            value = _argument(record, name, passed, bound) if passed is not None else None
+            if not value or value is _LEFT_OUT:
+                continue
+            if value[0] == "h" or value[0] == "l" and value[1] is not None:
+                return True
+            if value[0] == "p" and self.passes_python_value(caller, value[1], depth + 1):
+                return True
+        return False
 
     def sets_attribute_alone(self, class_name: str, attr: str) -> bool:
         """Whether only `class_name` and its bases set `attr` of its objects: no subclass defines it (a method or
@@ -2258,7 +2292,7 @@ class ProjectModel:
         the attribute's number annotation; for "attribute_type" and "type" a project class; for "module" whether
         the class is an `nn.Module`."""
         kind, first, second = question
-        if kind in ("once", "built", "data", "uncalled", "parameter", "result", "literals") \
+        if kind in ("once", "built", "data", "uncalled", "parameter", "result", "literals", "python_value") \
                 and first not in self.functions:
             return None  # asked of a function the project no longer has: a question kept from an earlier run
         if kind == "once":
@@ -2271,6 +2305,8 @@ class ProjectModel:
             return "uncalled" if self.uncalled(first) else None
         if kind == "literals":
             return _written_literals(self.literals(first, second))
+        if kind == "python_value":
+            return "passed" if self.passes_python_value(first, second) else None
         if kind == "attribute_literals":
             return _written_literals(self.attribute_literals(first, second)) if first in self.classes else None
         if kind == "alone":
@@ -2693,6 +2729,12 @@ class FileView:
         ProjectModel.attribute_literals); None when not known."""
         class_name = self.class_of(local_class)
         return _read_literals(self._ask(("attribute_literals", class_name, attr))) if class_name else None
+
+    def passes_python_value(self, local_qualname: str, name: str) -> bool:
+        """Whether some call of the function passes its parameter `name` Python data that is no tensor (see
+        ProjectModel.passes_python_value)."""
+        return self.module is not None \
+            and self._ask(("python_value", self.qualified(local_qualname), name)) == "passed"
 
     def sets_attribute_alone(self, class_name: str, attr: str) -> bool:
         """Whether only the project class `class_name` and its bases set `attr` of its objects (see

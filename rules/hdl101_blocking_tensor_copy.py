@@ -70,10 +70,11 @@ class BlockingTensorCopy(Rule):
     or weight conversion at load about as often as per-step work. Nor is a conversion in
     a branch for a parameter known there not to be a tensor (`if not
     torch.is_tensor(timesteps): timesteps = torch.tensor([timesteps], device=d)`, the
-    code past `if isinstance(x, torch.Tensor): return x`) unless every call of the
-    project passes that parameter a Python literal or leaves it to its default: in
-    held-out projects, a module that takes either was mostly given tensors by its
-    callers (a call passing a list or an array is not seen). With `copies-outside-hot-code =
+    code past `if isinstance(x, torch.Tensor): return x`) unless the project's calls
+    bring it Python data: every call a literal or the default, or some call a literal,
+    a list or tuple, a comprehension or `.tolist()` (an array, or a name bound to a
+    list, is not seen). In held-out projects, a module that takes either was mostly
+    given tensors by its callers. With `copies-outside-hot-code =
     true` both are reported too, except as follows.
     Not reported, hot or not: code that runs once per model (`__init__`, `__post_init__`, `setup`,
     `reset_parameters`, `_init_weights`, a loading function such as `load_weights` or

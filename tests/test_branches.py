@@ -397,6 +397,13 @@ def scaled(x, y):
 @pytest.mark.parametrize(("caller", "lines"), [
     ("", []),  # no call passes a Python value: each branch may be for values no caller passes
     ("def noisy(x):\n    return Noise().forward(x, 0.5)\n", [23]),  # a literal passed: its conversion runs
+    # a list, `.tolist()`, or a parameter some call passes a list, at one call of several: the branch runs
+    ("def act(obs):\n    return Policy().forward([obs, 0.0])\n", [17]),
+    ("def step(x, t, ids):\n    UNet().forward(x, t)\n    return UNet().forward(x, ids.tolist())\n", [9]),
+    ("def act(obs):\n    return Policy().forward(obs)\n\n\ndef run():\n    return act([[0.0]])\n", [17]),
+    # a call by the method's name on an object of unknown class may run it too
+    ("def act(policy, obs):\n    return policy.forward(obs)\n\n\ndef run():\n    return act(Policy(), [[0.0]])\n", [17]),
+    ("def act(policy, obs):\n    return policy.forward(obs)\n\n\ndef run(x):\n    return act(Policy(), x)\n", []),
 ])
 def test_a_copy_converting_a_parameter_known_not_to_be_a_tensor_needs_a_call_passing_one(tmp_path, caller, lines):
     # In a module's `forward` (hot), the arm of `not torch.is_tensor(x)` (of a local naming the parameter too), the
@@ -412,3 +419,14 @@ def test_a_copy_converting_a_parameter_known_not_to_be_a_tensor_needs_a_call_pas
 def test_a_copy_in_a_branch_for_non_tensors_is_reported_with_copies_outside_hot_code(tmp_path):
     make_project(tmp_path, copies_anywhere=True, unet=CONVERSIONS)
     assert [line for line, code in by_file(check(tmp_path))["unet.py"] if code == "HDL101"] == [9, 17, 23, 25, 33, 39, 41]
+
+
+def test_python_data_passed_around_a_cycle_of_calls_reaches_each_parameter(tmp_path):
+    # A question met again inside its own answer (A -> B -> A) must not leave B's answer as "no" for good.
+    code = ("import torch\nfrom torch import nn\n\n\nclass A(nn.Module):\n    def forward(self, x):\n"
+            "        if not torch.is_tensor(x):\n            t = torch.tensor(x, device='cuda')\n        return B().forward(x)\n"
+            "\n\nclass B(nn.Module):\n    def forward(self, y):\n        if not torch.is_tensor(y):\n"
+            "            u = torch.tensor(y, device='cuda')\n        return A().forward(y)\n\n\n"
+            "def run():\n    return A().forward([1.0])\n")
+    make_project(tmp_path, cycle=code)
+    assert [line for line, code in by_file(check(tmp_path))["cycle.py"] if code == "HDL101"] == [8, 15]
