@@ -34,8 +34,7 @@ def untaken_branch(facts: FileFacts, line: int) -> str | None:
     elsewhere, and wherever a value tested is not known."""
     if facts.project is None:
         return None
-    function = next((node for node in reversed(facts.functions_around(line))
-                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    function = facts.function_at(line)
     qualname = facts.qualname_of(function) if function is not None else None
     if function is None or qualname is None:
         return None
@@ -322,8 +321,7 @@ def other_device_branch(facts: FileFacts, line: int) -> str | None:
     that a CUDA device never takes (`if x.device.type == "mps":`, the `else` of `if x.device.type != "xpu":`), or
     after an `if` that a CUDA device always leaves early (`if x.device.type not in ("mps", "xla"): return ...`).
     A copy or a read there is that accelerator's."""
-    function = next((node for node in reversed(facts.functions_around(line))
-                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    function = facts.function_at(line)
     if function is None:
         return None
     exits = [(test, taken) for test, taken, _ in _exits_before(function, line)]
@@ -344,8 +342,7 @@ def non_tensor_branch(facts: FileFacts, line: int) -> str | None:
     tuple, a comprehension or `.tolist()` (`ProjectModel.passes_python_value`): the branch runs. (Without a
     project model no call is known to.) Data a call passes through other names (a numpy array, a local bound
     to a list) is not seen."""
-    function = next((node for node in reversed(facts.functions_around(line))
-                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    function = facts.function_at(line)
     qualname = facts.qualname_of(function) if function is not None else None
     if function is None or qualname is None:
         return None

@@ -901,6 +901,11 @@ class FileFacts:
             self._functions_by_line = self._functions_per_line()
         return self._functions_by_line[line] if 0 < line < len(self._functions_by_line) else ()
 
+    def function_at(self, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The innermost `def` whose lines hold `line` (a lambda's body is its enclosing function's)."""
+        return next((node for node in reversed(self.functions_around(line))
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+
     def _functions_per_line(self) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]]:
         return _held_per_line([(node.lineno, node.end_lineno or node.lineno, node) for node in self._function_nodes])
 

@@ -996,8 +996,7 @@ def _builds_a_data_loader(facts: FileFacts, line: int) -> bool:
     """Whether the function around `line` makes a `DataLoader`: it prepares the data a loop will read, once per
     run or evaluation; the loop over the batches, where copies repeat, is elsewhere or is a loop of its own (the
     caller of this test has ruled out lines in a loop)."""
-    function = next((node for node in reversed(facts.functions_around(line))
-                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    function = facts.function_at(line)
     if function is None:
         return False
     end = function.end_lineno or function.lineno

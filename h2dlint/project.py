@@ -2135,9 +2135,7 @@ class ProjectModel:
                 return None
         elif self._called_unseen(function, record):
             return None
-        callers, unseen = self._callers(function)
-        if unseen:  # calls by its name on objects of unknown class may run it: what they pass counts too
-            callers = [*callers, *self._unseen_callers.get(function, ())]
+        callers = self._callers_passing(function)
         if not callers:
             # Nothing the project shows runs it: it passes nothing on to the functions it calls, unless calls the
             # model cannot see may run it (a constructor: objects made from a registry; see `uncalled`).
@@ -2146,13 +2144,7 @@ class ProjectModel:
             return None
         found: set = set()
         for caller, index, bound in callers:
-            calling = self.functions[caller]
-            passed = [[], {}] if index in calling.get("bare", ()) else _read_arguments(calling, index)
-            if passed is not None:
-                value = _argument(record, name, passed, bound)
-            else:  # a call passing no literal nor parameter: it may still leave `name` to its default
-                shape = _passed(calling, index)
-                value = _LEFT_OUT if shape is not None and _argument(record, name, shape, bound) is _LEFT_OUT else []
+            value = self._branch_argument(record, name, caller, index, bound)
             if value is _LEFT_OUT and name in record.get("literals", {}):
                 found.add(record["literals"][name])
             elif not value or value is _LEFT_OUT or value[0] == "h":
@@ -2207,13 +2199,8 @@ class ProjectModel:
         record = self.functions.get(function)
         if record is None or depth > _MAX_VALUE_DEPTH:
             return False
-        callers, unseen = self._callers(function)
-        if unseen:
-            callers = [*callers, *self._unseen_callers.get(function, ())]
-        for caller, index, bound in callers[:_MAX_LITERAL_CALLERS]:
-            calling = self.functions[caller]
-            passed = None if index in calling.get("bare", ()) else _read_arguments(calling, index)
-            value = _argument(record, name, passed, bound) if passed is not None else None
+        for caller, index, bound in self._callers_passing(function)[:_MAX_LITERAL_CALLERS]:
+            value = self._branch_argument(record, name, caller, index, bound)
             if not value or value is _LEFT_OUT:
                 continue
             if value[0] == "h" or value[0] == "l" and value[1] is not None:
@@ -2221,6 +2208,24 @@ class ProjectModel:
             if value[0] == "p" and self.passes_python_value(caller, value[1], depth + 1):
                 return True
         return False
+
+    def _callers_passing(self, function: str) -> list[tuple[str, int, bool]]:
+        """The calls whose arguments reach the parameters of `function` (see `_callers`): calls by its name on
+        objects of unknown class may run it, so what they pass counts too."""
+        callers, unseen = self._callers(function)
+        return [*callers, *self._unseen_callers.get(function, ())] if unseen else callers
+
+    def _branch_argument(self, record: dict, name: str, caller: str, index: int, bound: bool) -> list | object:
+        """What call `index` of `caller` passes the parameter `name` of the function `record` describes, as the
+        summaries' `arguments` write it (`_literal_or_parameter`); `_LEFT_OUT` where the call leaves it to its
+        default; [] where it passes something else."""
+        calling = self.functions[caller]
+        passed = [[], {}] if index in calling.get("bare", ()) else _read_arguments(calling, index)
+        if passed is not None:
+            return _argument(record, name, passed, bound)
+        # A call passing no literal nor parameter: it may still leave `name` to its default.
+        shape = _passed(calling, index)
+        return _LEFT_OUT if shape is not None and _argument(record, name, shape, bound) is _LEFT_OUT else []
 
     def sets_attribute_alone(self, class_name: str, attr: str) -> bool:
         """Whether only `class_name` and its bases set `attr` of its objects: no subclass defines it (a method or
