@@ -519,6 +519,38 @@ class FileFacts:
         return found
 
     @functools.cached_property
+    def _page_locked(self) -> list[tuple[str, int]]:
+        """(name, line) for each tensor the file page-locks where it lies: `cudaHostRegister(x.data_ptr(), size,
+        flags)` (`torch.cuda.cudart()`'s) registers `x` on its line or, when `x` is the target of a `for` over a
+        list or tuple of names around it (`for x in [obs, actions]:`), each of those names on the loop's line."""
+        found = []
+        for call in self.calls_named(frozenset({"cudaHostRegister"})):
+            pointer = call.args[0] if call.args else None
+            if not (isinstance(pointer, ast.Call) and isinstance(pointer.func, ast.Attribute)
+                    and pointer.func.attr == "data_ptr" and isinstance(pointer.func.value, ast.Name)):
+                continue
+            name = pointer.func.value.id
+            loop = self.parents.get(call)
+            while loop is not None and not isinstance(loop, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                if isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.target, ast.Name) \
+                        and loop.target.id == name and isinstance(loop.iter, (ast.List, ast.Tuple)):
+                    found.extend((element.id, loop.lineno) for element in loop.iter.elts
+                                 if isinstance(element, ast.Name))
+                    break
+                loop = self.parents.get(loop)
+            else:
+                found.append((name, call.lineno))
+        return found
+
+    def pinned_in_place(self, name: str, line: int) -> bool:
+        """Whether `name`, read at `line`, holds a tensor the file page-locked where it lies (see `_page_locked`):
+        the same bindings reach `line` as reached the registration. A `non_blocking=True` copy from it is
+        asynchronous, though its factory asked for no pinned memory."""
+        reaching = self.reaching_bindings(name, line)
+        return bool(reaching) and any(
+            registered == name and self.reaching_bindings(name, at) == reaching for registered, at in self._page_locked)
+
+    @functools.cached_property
     def empty_input_arms(self) -> list[tuple[tuple[int, int], tuple[int, int]]]:
         """The arms of `if` statements and conditional expressions taken only when a count is zero (see
         `hotness.empty_input_arm`), each as its (line, column) start and end, columns in code points as `Site`s

@@ -904,9 +904,10 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     waits once too where the function is a loading function of `RUN_ONCE_FUNCTIONS` or an `nn.Module`'s
     constructor (see `_loops_run_once`), or one only such constructors call. Nor one every so many steps
     (`periodic_test`), once per key of a cache or once per object behind a flag (`fills_a_cache`,
-    `statements_run_once_in_a_while`, `functools.cache`), whose wait is spread over many calls. Nor, outside a
-    loop, a function nothing in the project runs (`uncalled`): in held-out trees such copies were mostly set-up,
-    dead code or API the project itself never calls per step.
+    `statements_run_once_in_a_while`, `functools.cache`), whose wait is spread over many calls. Nor a function
+    nothing in the project runs (`uncalled`), loops and all (but `main`'s, which a console script may call):
+    in held-out trees such copies were mostly set-up, dead code, benchmark inputs or API the project itself
+    never calls per step.
     Nor a branch no call takes (`untaken_branch`), which never runs, hot or not, nor one a CUDA device never
     takes (`other_device_branch`). None elsewhere."""
     context = context_at(facts, line)
@@ -927,7 +928,7 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     if function in RUN_ONCE_FUNCTIONS or _LOADING_NAME.search(function.lower()):
         if not context.in_loop or _loops_run_once(facts, line, function):
             return f"in `{function}`"
-        return None
+        return _in_uncalled_function(facts, line, function)
     # A function named for set-up, export, a test or a benchmark (`setup_model`, `export_engine`, `profile_kernels`)
     # is not the step's work, loops and all, unless hot by its own name (hotness does not flow into such names).
     if named_off_the_step(function):
@@ -937,7 +938,10 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     # constructors call, which builds what the model holds once (RecBole's `RippleNet._build_ripple_set`).
     if context.in_loop:
         built = built_once_per_model(facts, line)
-        return f"in `{function}`, called only from a module's constructor: `{built}`" if built else None
+        if built:
+            return f"in `{function}`, called only from a module's constructor: `{built}`"
+        # (`main`'s loop is the program's: a console script calls it, which no call in the project shows.)
+        return None if function in _ENTRY_POINTS else _in_uncalled_function(facts, line, function)
     if function in _ENTRY_POINTS:
         return f"in `{function}`"
     if _builds_a_data_loader(facts, line):
@@ -947,9 +951,11 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
         if qualname and not _in_nested_function(facts, line) else None
     if callers is not None:
         return f"in `{function}`, called only from run-once code: `{callers}`"
-    if qualname and facts.project.uncalled(qualname):  # type: ignore[union-attr]
-        return f"in `{function}`, which nothing in the project calls"
-    return None
+    return _in_uncalled_function(facts, line, function)
+
+
+def _in_uncalled_function(facts: FileFacts, line: int, function: str) -> str | None:
+    return f"in `{function}`, which nothing in the project calls" if nothing_calls(facts, line) else None
 
 
 def only_when_empty(facts: FileFacts, start: tuple[int, int], end: tuple[int, int]) -> str | None:

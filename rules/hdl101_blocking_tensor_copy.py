@@ -85,8 +85,8 @@ class BlockingTensorCopy(Rule):
     a test, a benchmark, a profile, a warm-up, a CUDA graph's capture or a plot
     (`setup_model`, `export_engine`, `profile_kernels`, loops and all; not `init_*` nor
     I/O such as `save_*`, which name per-step code as often); nor a function that builds
-    a `DataLoader`, outside its loops (it prepares the data once per run); nor, outside its
-    loops, a function nothing in the project calls, in a module other modules import from
+    a `DataLoader`, outside its loops (it prepares the data once per run); nor, loops and
+    all, a function nothing in the project calls, in a module other modules import from
     (API the project never runs per step, or dead code; a function returned, passed, stored,
     decorated, or an event hook `on_*`, counts as called); nor, hot or not, a block no call
     takes (`if mode == "debug":` where every call of the function passes another mode, or

@@ -40,7 +40,10 @@ class FalseAsyncCopy(Rule):
     (`torch.tensor(x)`, `torch.zeros(n)`; not `torch.tensor(t)` of a tensor that may be
     elsewhere, which stays where `t` is), `torch.from_numpy(a)`, or a local name bound
     only to such a call. A factory written with no elements (`torch.zeros(0)`,
-    `torch.tensor([])`) is not reported: an empty copy never reaches the device.
+    `torch.tensor([])`) is not reported: an empty copy never reaches the device; nor a
+    name holding a tensor the file page-locks where it lies (`torch.cuda.cudart().
+    cudaHostRegister(x.data_ptr(), size, 0)`, also for each name of a `for x in [a, b]:`
+    around it), where the binding registered is the one the copy reads.
 
     ## Why is this bad?
     `non_blocking=True` makes a copy truly asynchronous only from pinned memory. From
@@ -105,8 +108,23 @@ class FalseAsyncCopy(Rule):
         Valid("import torch\ndef f(ids, d):\n    return torch.tensor(ids).to(d)\n"),
         Valid("import torch\ndef f(ids):\n    return torch.tensor(ids).to('cpu', non_blocking=True)\n"),
         Valid("import torch\ndef f(n, d):\n    b = torch.empty(n, pin_memory=True)\n    return b.to(d, non_blocking=True)\n"),
+        # Page-locked where it lies (cleanrl's rollout buffers), directly or through a loop over the buffers.
+        Valid("import torch\nobs = torch.zeros(8, 4)\ndone = torch.zeros(8)\ncudart = torch.cuda.cudart()\n"
+              "for x in [obs, done]:\n    cudart.cudaHostRegister(x.data_ptr(), x.numel() * x.element_size(), 0)\n"
+              "for update in range(10):\n    o = obs.to('cuda', non_blocking=True)\n"
+              "    d = done.to('cuda', non_blocking=True)\n"),
     )
     invalid_examples = (
+        # A name bound again after its tensor was page-locked holds a new, pageable tensor.
+        Invalid("import torch\ndef f(steps):\n    x = torch.zeros(4)\n"
+                "    torch.cuda.cudart().cudaHostRegister(x.data_ptr(), 16, 0)\n    x = torch.zeros(4)\n"
+                "    for s in range(steps):\n        a = x.to('cuda', non_blocking=True)\n", None,
+                message_contains="`x` (bound to"),
+        # Only what is page-locked is pinned: `done` is not.
+        Invalid("import torch\nobs = torch.zeros(8, 4)\ndone = torch.zeros(8)\n"
+                "torch.cuda.cudart().cudaHostRegister(obs.data_ptr(), obs.numel() * obs.element_size(), 0)\n"
+                "for update in range(10):\n    o = obs.to('cuda', non_blocking=True)\n"
+                "    d = done.to('cuda', non_blocking=True)\n", None, message_contains="`done` (bound to"),
         Invalid("import torch\ndef f(dev):\n    return torch.tensor([1, 2]).to(dev, non_blocking=True)\n",
                 "import torch\ndef f(dev):\n"
                 "    return torch.tensor([1, 2], pin_memory=torch.cuda.is_available()).to(dev, non_blocking=True)\n"),
@@ -198,7 +216,7 @@ class FalseAsyncCopy(Rule):
 
 def _bound_to_unpinned_factory(facts, name: str, line: int) -> bool:
     values = facts.bindings_at(name, line)
-    if not values:
+    if not values or facts.pinned_in_place(name, line):
         return False
     # Each a fresh host tensor as `host_factory` sees it (not `torch.tensor(t)` of a tensor that may be elsewhere),
     # made without `pin_memory=` at all.
