@@ -912,18 +912,68 @@ def _slice_of(value: ast.expr | None, name: str) -> bool:
 
 def _model_attribute(facts: FileFacts, expr: ast.Attribute, line: int, device: bool = False) -> Placement:
     """Where `<receiver>.attr` lives by the project model: the receiver's class is that of `self`, of an
-    annotated parameter, or unknown (then the attribute's name decides, see ProjectModel.attribute)."""
+    annotated parameter, of an attribute of either (`self.buffer.gpu`, `batch.sampling_info.top_ps`), or of a
+    local bound only to such values; or unknown (then the attribute's name decides, see ProjectModel.attribute).
+    Not where the function stores into `<local>.attr` itself: what it stores is the file's to tell."""
     receiver = expr.value
-    class_name = None
-    if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) \
-            and receiver.value.id == "self":
-        class_name = facts.project.attribute_type(facts.class_at(line), receiver.attr)  # `self.buffer.gpu`
-    elif isinstance(receiver, ast.Name):
-        if receiver.id == "self":
-            class_name = facts.class_at(line)
-        else:
-            class_name = annotated_class(facts, receiver.id, line)
-    return _inferred(facts, facts.project.attribute(class_name, expr.attr), device)
+    if isinstance(receiver, ast.Name) and receiver.id != "self" and _stores_into(facts, receiver.id, expr.attr, line):
+        return Placement.UNKNOWN
+    return _inferred(facts, facts.project.attribute(_receiver_class(facts, receiver, line), expr.attr), device)
+
+
+_RECEIVER_CLASSES: weakref.WeakKeyDictionary[FileFacts, dict[tuple[str, int, int], str | None]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _receiver_class(facts: FileFacts, receiver: ast.expr, line: int, depth: int = 0) -> str | None:
+    """The project class of `receiver` read at `line`, where the file and the model show it: `self`, a parameter
+    annotated with a project class, an attribute of such an object whose type the model knows, or a local each
+    binding of which that reaches `line` is one of these, all of one class (a copy of itself, `x =
+    copy.deepcopy(x)`, keeps the class)."""
+    if depth > 4:
+        return None
+    if isinstance(receiver, ast.Attribute):
+        owner = _receiver_class(facts, receiver.value, line, depth + 1)
+        return facts.project.attribute_type(owner, receiver.attr) if owner else None
+    if not isinstance(receiver, ast.Name):
+        return None
+    if receiver.id == "self":
+        return facts.class_at(line)
+    if facts.parameter_annotation(receiver.id, line) is not None:
+        return annotated_class(facts, receiver.id, line)
+    # Kept per depth too, so that an answer cut short by the depth bound is never reused higher up, and the
+    # bindings of a name rebound many times (`x = x.next` in a loop) are each worked out once per depth.
+    known = _RECEIVER_CLASSES.setdefault(facts, {})
+    key = (receiver.id, line, depth)
+    if key in known:
+        return known[key]
+    found: str | None = None
+    for binding in facts.reaching_bindings(receiver.id, line) or ():
+        if _copy_of(binding.value, receiver.id):
+            continue
+        bound = _receiver_class(facts, binding.value, binding.line, depth + 1) if binding.value is not None else None
+        if bound is None or found is not None and bound != found:
+            found = None
+            break
+        found = bound
+    known[key] = found
+    return found
+
+
+def _copy_of(value: ast.expr | None, name: str) -> bool:
+    """`copy.deepcopy(name)` or `copy.copy(name)` (or `deepcopy(name)`): an object of the class `name` holds."""
+    return isinstance(value, ast.Call) and (dotted_name(value.func) or "") in ("copy.deepcopy", "copy.copy", "deepcopy") \
+        and len(value.args) == 1 and isinstance(value.args[0], ast.Name) and value.args[0].id == name
+
+
+def _stores_into(facts: FileFacts, name: str, attr: str, line: int) -> bool:
+    """Whether the function around `line` (or the module) assigns `name.attr`."""
+    function = facts.function_at(line)
+    first, last = (function.lineno, function.end_lineno or function.lineno) if function is not None else (0, 1 << 30)
+    return any(isinstance(target, ast.Attribute) and target.attr == attr and isinstance(target.value, ast.Name)
+               and target.value.id == name and first <= target.lineno <= last
+               for statement in facts.assignments if first <= statement.lineno <= last
+               for target in statement.targets)
 
 
 def annotated_class(facts: FileFacts, name: str, line: int) -> str | None:

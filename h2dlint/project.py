@@ -113,7 +113,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 38
+SUMMARY_VERSION = 39
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -141,6 +141,7 @@ _SUMMARY_CACHE_FORMAT = 2
 #               of positional arguments[:keyword,...]"} for the calls passing arguments but none the model places
 #   classes' "flows": {attr: [[function qualname, value], ...]} for attributes assigned what only the model can place
 #   classes' "bound": {attr: [method name]} for `self.attr = self.method` (a call of `self.attr(...)` runs it)
+#   classes' "async_targets": [attr] the devices a method copies to, `x.to(self.device, non_blocking=True)`
 #   functions' "decorated": true when a decorator may run it where no call shows (`@property`, `@register_model`)
 #   named: [name] the file uses as values, not to call them (`fn = _impl`, `register(self.hook)`, `return f`)
 # For the values a branch tests (ProjectModel.literals), a literal is ["l", value] (a string, a number, a bool,
@@ -584,6 +585,14 @@ class _Summarizer:
                 called.add(id(node.func))
                 reference = self._call_reference(node, params, self_name)
                 self._store_call(node, class_name, self_name)
+                if class_name and self_name and not nested:
+                    target = _async_copy_target(node)
+                    if target is not None and _is_name(target.value, self_name):  # type: ignore[attr-defined]
+                        # `x.to(self.device, non_blocking=True)`: `self.device` is where the class's code copies
+                        # asynchronously, which only an accelerator makes worth asking for.
+                        accelerators = self.classes[class_name].setdefault("async_targets", [])
+                        if target.attr not in accelerators:  # type: ignore[attr-defined]
+                            accelerators.append(target.attr)  # type: ignore[attr-defined]
                 if self_name and class_name and (_is_name(node.func, self_name, "__class__") or (
                         node.func.__class__ is ast.Call and _dotted(node.func.func) == "type"
                         and node.func.args and _is_name(node.func.args[0], self_name))):
@@ -1140,6 +1149,24 @@ def _dataclass_options(decorator: ast.expr) -> dict[str, bool] | None:
 
 def _false(expr: ast.expr | None) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is False
+
+
+_HOST_DEVICE_WORDS = frozenset({"cpu", "host", "offload", "offloaded", "storage", "pin", "pinned", "swap", "disk",
+                                "staging"})
+
+
+def _async_copy_target(call: ast.Call) -> ast.Attribute | None:
+    """The `obj.attr` that `x.to(obj.attr, non_blocking=True)` copies to; None for any other call."""
+    if call.func.__class__ is not ast.Attribute or call.func.attr != "to" \
+            or not any(kw.arg == "non_blocking" and _true(kw.value) for kw in call.keywords):
+        return None
+    target = next((kw.value for kw in call.keywords if kw.arg == "device"), call.args[0] if call.args else None)
+    if target.__class__ is not ast.Attribute:
+        return None
+    # A device by its name (`x.to(self.dtype, non_blocking=True)` converts on the spot), not the host's: offloading
+    # code copies back with `non_blocking=True` too (`self.offload_device`, `self.cpu_device`).
+    words = set(name_words(target.attr))  # type: ignore[attr-defined]
+    return target if "device" in words and words.isdisjoint(_HOST_DEVICE_WORDS) else None  # type: ignore
 
 
 def _true(expr: ast.expr) -> bool:
@@ -1782,7 +1809,7 @@ class ProjectModel:
                 if placed is not None:
                     return placed
             if class_name in self.classes:
-                return self._attribute_flow(class_name, attr, 0)
+                return self._attribute_flow(class_name, attr, 0) or self._async_copy_target(class_name, attr)
         return self.by_attribute_name.get(attr) if _distinctive(attr) else None
 
     # -- values: placement through parameters, results and attribute assignments --
@@ -1978,7 +2005,42 @@ class ProjectModel:
             placed = self.attribute_placements.get(owner, {}).get(attr)
             if placed is not None:
                 return placed
-        return self._attribute_flow(class_name, attr, depth + 1)
+        return self._attribute_flow(class_name, attr, depth + 1) or self._async_copy_target(class_name, attr)
+
+    def _async_copy_target(self, class_name: str, attr: str) -> AttributePlacement | None:
+        """`self.attr` as a GPU device, where the class's code (or a base's) copies to it with `non_blocking=True`
+        and nothing places it otherwise: an asynchronous copy is worth asking for only to an accelerator. Not
+        where some value assigned to it may be the host's (`"cuda" if gpu else "cpu"`, or values that disagree),
+        nor where it is a property returning the host's device (`return torch.device("cpu")`; one returning
+        `self.proj.weight.device` says nothing more)."""
+        owners = self.mro(class_name)
+        record = next((self.classes[owner] for owner in owners
+                       if attr in self.classes.get(owner, {}).get("async_targets", ())), None)
+        if record is None or self._may_be_host(class_name, attr):
+            return None
+        method = next((f"{owner}.{attr}" for owner in owners if f"{owner}.{attr}" in self.functions), None)
+        returned = self._result(method, 0) if method is not None else None
+        if returned is not None and returned.placement == HOST:
+            return None
+        return AttributePlacement(GPU, f"`{record['name']}.{attr}` ({record['module']})",
+                                  f"copied to with `non_blocking=True` in `{record['name']}`", device=True)
+
+    def _may_be_host(self, class_name: str, attr: str) -> bool:
+        """Whether some value assigned to `self.attr` of the class (or a base) may be the host's."""
+        for owner in self.mro(class_name):
+            record = self.classes.get(owner, {})
+            if record.get("attrs", {}).get(attr, ("",))[0] in (HOST, "mixed"):
+                return True
+            for function, value in record.get("flows", {}).get(attr, ()):
+                if function and self._places_host(value, f"{record['module']}.{function}", 0):
+                    return True
+        return False
+
+    def _places_host(self, value: list, function: str, depth: int) -> bool:
+        if value and value[0] == "both":  # `a if c else b`: either
+            return any(self._places_host(part, function, depth + 1) for part in value[1:])
+        placed = self._value(value, function, depth + 1)
+        return placed is not None and placed.placement == HOST
 
     def _value_targets(self, record: dict, reference: str) -> list[tuple[str, bool]]:
         """The project functions a call may run, each with whether the call binds the callee's first parameter
@@ -2847,8 +2909,9 @@ class FileView:
             if resolved in self.model.functions:  # `self.state = init_state(...)`: the class it returns
                 resolved = self.model._result_class(resolved)
             if resolved in self.model.classes and any(
-                    placed.placement == GPU for owner in self.model.mro(resolved)
-                    for placed in self.model.attribute_placements.get(owner, {}).values()):
+                    self.model.classes.get(owner, {}).get("async_targets")
+                    or any(placed.placement == GPU for placed in self.model.attribute_placements.get(owner, {}).values())
+                    for owner in self.model.mro(resolved)):
                 return True
         return False
 

@@ -2001,3 +2001,103 @@ class Router(nn.Module):
 def test_a_sync_in_a_loop_of_a_helper_only_a_module_constructor_calls_runs_once(tmp_path, extra, reported):
     make_project(tmp_path, model=SYNC_IN_A_HELPER_OF_A_CONSTRUCTOR + extra)
     assert ((14, "HDL201") in by_file(check(tmp_path)).get("model.py", [])) is reported
+
+
+ASYNC_BATCH = '''\
+import torch
+from dataclasses import dataclass
+
+
+@dataclass
+class Batch:
+    tokens: list
+    sampling: "Sampling" = None
+    device: str = "cuda"
+
+    def upload(self, ids):
+        self.ids = ids.to(self.device, non_blocking=True)
+
+
+@dataclass
+class Sampling:
+    top_ps: torch.Tensor
+
+    @classmethod
+    def from_batch(cls, batch: Batch, top_p):
+        top_ps = torch.tensor(top_p, dtype=torch.float, device=batch.device)
+        return cls(top_ps=top_ps)
+'''
+ASYNC_VERIFY = '''\
+import copy
+
+import torch
+
+from pkg.batch import Batch
+
+
+class Verifier(torch.nn.Module):
+    def forward(self, batch: Batch, probs):
+        sampling = batch.sampling
+        if len(probs) != 1:
+            sampling = copy.deepcopy(sampling)
+        if not torch.all(sampling.top_ps == 1.0):
+            probs = probs / 2
+        return probs
+'''
+
+
+@pytest.mark.parametrize("edits, reported", [
+    ([], [(13, "HDL203")]),
+    ([("ids.to(self.device, non_blocking=True)", "ids.to(self.device)")], []),
+    # Offloading code copies back to the host with `non_blocking=True` too: a host device by its name.
+    ([("    device: str", "    offload_device: str"), ("self.device", "self.offload_device"),
+      ("batch.device", "batch.offload_device")], []),
+    # Some assignment may make it the host's.
+    ([("        self.ids = ids", "        self.device = 'cuda' if ids.is_cuda else 'cpu'\n        self.ids = ids")], []),
+])
+def test_a_device_copied_to_asynchronously_places_what_is_made_on_it(tmp_path, edits, reported):
+    # sglang's `ScheduleBatch.device` (a field, default "cuda", assigned an unknown device) is where the batch
+    # copies with `non_blocking=True`: a GPU device, so `SamplingBatchInfo.top_ps`, made on it in another class,
+    # is on the GPU, and so is the `top_ps` of a local bound to `batch.sampling_info` (or a deep copy of it).
+    batch = ASYNC_BATCH
+    for old, new in edits:
+        batch = batch.replace(old, new)
+    make_project(tmp_path, batch=batch, verify=ASYNC_VERIFY)
+    assert by_file(check(tmp_path)).get("verify.py", []) == reported
+
+
+@pytest.mark.parametrize("edit", [
+    # The function stores into the local's attribute: what it stores is the file's to tell.
+    ("        if not torch.all", "        sampling.top_ps = sampling.top_ps.cpu()\n        if not torch.all"),
+    # Bound to objects of two classes.
+    ("            sampling = copy.deepcopy(sampling)", "            sampling = batch"),
+])
+def test_a_local_receiver_of_unknown_or_changed_class_places_nothing(tmp_path, edit):
+    make_project(tmp_path, batch=ASYNC_BATCH, verify=ASYNC_VERIFY.replace(*edit))
+    assert check(tmp_path) == []
+
+
+def test_dropping_the_asynchronous_copy_in_one_file_drops_the_finding_in_another_through_the_cache(
+        tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_project(tmp_path, batch=ASYNC_BATCH, verify=ASYNC_VERIFY)
+    assert by_file(check(tmp_path, cache=True)) == {"verify.py": [(13, "HDL203")]}
+    batch = tmp_path / "pkg" / "batch.py"
+    batch.write_text(ASYNC_BATCH.replace("ids.to(self.device, non_blocking=True)", "ids.to(self.device)"))
+    assert check(tmp_path, cache=True) == []
+
+
+@pytest.mark.parametrize("returned, reported", [
+    ("self.proj.weight.device", [(8, "HDL203")]),  # sglang's vision models: says nothing more
+    ('torch.device("cpu")', []),
+])
+def test_a_device_property_copied_to_asynchronously_is_the_gpu_unless_it_returns_the_host(tmp_path, returned,
+                                                                                           reported):
+    batch = ("import torch\n\n\nclass Batch:\n    @property\n    def device(self):\n"
+             f"        return {returned}\n\n    def upload(self, ids):\n"
+             "        return ids.to(self.device, non_blocking=True)\n")
+    run = ("import torch\nfrom pkg.batch import Batch\n\n\ndef step(batch: Batch, probs, n):\n"
+           "    for _ in range(n):\n        t = torch.ones(3, device=batch.device)\n"
+           "        if torch.all(t == 1.0):\n            probs = probs / 2\n    return probs\n")
+    make_project(tmp_path, batch=batch, run=run)
+    assert by_file(check(tmp_path)).get("run.py", []) == reported
