@@ -30,7 +30,15 @@ from .hotness import (
     statements,
     statements_run_once_in_a_while,
 )
-from .syntax import COMPOUND_STATEMENTS, blocks, dotted_name, name_words, terminal_name
+from .syntax import (
+    COMPOUND_STATEMENTS,
+    async_copy_target,
+    blocks,
+    dotted_name,
+    name_words,
+    parameter_defaults,
+    terminal_name,
+)
 
 if TYPE_CHECKING:
     from .project import FileView
@@ -242,7 +250,8 @@ class FileGate:
 
 OPEN_GATE = FileGate()
 # The words without which a file's tree holds no GPU evidence (TreeEvidence.gpu): `.cuda()`, a CUDA device string,
-# a `*_gpu` / `*_cuda` attribute, `current_device`, a host mirror, a torch.distributed collective; and, for an
+# a `*_gpu` / `*_cuda` attribute, `current_device`, a host mirror, a torch.distributed collective, a copy with
+# `non_blocking=True` to a device named so (see syntax.async_copy_target); and, for an
 # ordinal (`.to(0)`, `device=0`), `to` or `device` then a digit past anything but words (brackets, blanks, comments).
 _GPU_WORDS = ("cuda", "_gpu", "current_device", "_cpu", "_host")
 _ORDINAL_DEVICE = re.compile(r"(?:to|device)(?:[^\w#]|#[^\n]*+)*+\d")
@@ -253,7 +262,8 @@ def word_gate(text: str, settings) -> FileGate:
     superset of what the summary would say. Parsing a few more files is the price of not summarizing them."""
     gpu = any(word in text for word in _GPU_WORDS) or any(
         name.rsplit(".", 1)[-1] in text for name in settings.gpu_device_names) or bool(_ORDINAL_DEVICE.search(text)) \
-        or "distributed" in text and any(collective in text for collective in DEVICE_COLLECTIVES)
+        or "distributed" in text and any(collective in text for collective in DEVICE_COLLECTIVES) \
+        or "non_blocking" in text
     configured = settings.hot_functions
     # A name the parser NFKC-normalizes (`def ｆorward`) is no ASCII word: such a text stays open.
     hot_names = "def" in text and (not text.isascii() or bool(_DEFINES_A_HOT_NAME.search(text)) or any(
@@ -316,7 +326,7 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
     names.update(keyword.arg for keyword in keywords if keyword.arg is not None)
     gpu = any(placement_by_attribute_name(attr) is Placement.GPU for attr in attributes) or any(
         keyword.arg == "device" and _ordinal(keyword.value) for keyword in keywords)
-    streams = gloo = False
+    streams = gloo = async_copy = False
     collective_calls = []
     for call in calls:
         func = call.func
@@ -327,6 +337,8 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
                 or called in ("to", "device") and call.args and _ordinal(call.args[0]) \
                 or called.endswith("Tensor") and terminal_name(getattr(func, "value", None)) == "cuda":
             gpu = True  # (`torch.cuda.FloatTensor(...)`: a legacy constructor makes a CUDA tensor)
+        elif called == "to" and async_copy_target(call) is not None:
+            async_copy = True
         elif called in _STREAM_CALLS or called == "stream" and terminal_name(getattr(func, "value", None)) == "cuda":
             streams = True
         elif called in DEVICE_COLLECTIVES:
@@ -354,7 +366,9 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
         for stem in (identifier[:-len(suffix)],) if stem in identifiers and names_a_tensor(stem))
     # A mirrored name is a CUDA tensor to classify_placement where it is read as an attribute (`batch.seq_lens`) or
     # is a parameter beside its mirror.
-    gpu = gpu or device_collectives or not mirrored.isdisjoint(attributes | parameters)
+    # An asynchronous copy to a device says an accelerator, which in a file for another one is that one.
+    gpu = gpu or device_collectives or not mirrored.isdisjoint(attributes | parameters) \
+        or async_copy and not other_accelerator
     mentions_torch = "torch" in identifiers or any("torch" in name for name in (*imported, *imported.values()))
     return TreeEvidence(gpu=gpu, mirrored=mirrored, several_streams=streams, device_collectives=device_collectives,
                         mentions_torch=mentions_torch, defined=frozenset(defined), other_accelerator=other_accelerator)
@@ -955,12 +969,11 @@ class FileFacts:
         arguments = self._arguments_binding(name, line)
         if arguments is None:
             return None
-        positional = [*arguments.posonlyargs, *arguments.args]
-        defaults = dict(zip([arg.arg for arg in positional[len(positional) - len(arguments.defaults):]],
-                            arguments.defaults, strict=True))
-        defaults.update((arg.arg, default) for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults,
-                                                                  strict=True) if default is not None)
-        return defaults.get(name)
+        return next((default for arg, default in parameter_defaults(arguments) if arg.arg == name), None)
+
+    def in_other_arm(self, line: int, other: int) -> bool:
+        """Whether `other` is in the other arm of an `if` whose one arm holds `line`: never run with it."""
+        return any(first <= other <= last for first, last in self._blocks_at(line)[1])
 
     def _arguments_binding(self, name: str, line: int) -> ast.arguments | None:
         """The parameters of the function whose binding of `name` is seen at `line`, if one binds it."""

@@ -43,7 +43,7 @@ from .facts import (
     names_host,
     placement_by_attribute_name,
 )
-from .syntax import certainly_no_tensor, dotted_name
+from .syntax import async_copy_target, certainly_no_tensor, dotted_name
 
 _T = TypeVar("_T")
 
@@ -119,6 +119,84 @@ def classify_device(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0)
     if device is Device.UNKNOWN and facts.for_other_accelerator:
         return Device.NOT_CUDA  # a file for another accelerator only: its devices are that accelerator's
     return device
+
+
+def _placement_on(facts: FileFacts, device: ast.expr, line: int) -> Placement:
+    """Where a tensor made on or moved to `device` lives: where the device certainly is, else on the GPU where the
+    code copies to the device with `non_blocking=True` (`_copied_to_asynchronously`, or a class's `self.device` the
+    model places so): a device known by what the code means to do with it, not certainly CUDA, so that no fix
+    takes it for one (`pin_memory=True` raises on a build without CUDA)."""
+    placement = _placement_of(classify_device(facts, device, line))
+    if placement is not Placement.UNKNOWN or facts.for_other_accelerator:
+        return placement
+    if isinstance(device, ast.Name):
+        if _copied_to_asynchronously(facts, device.id, line, 0):
+            return Placement.GPU
+        # `device = self.device`: a local bound only to such attributes
+        bindings = facts.reaching_bindings(device.id, line)
+        if bindings and all(isinstance(binding.value, ast.Attribute) for binding in bindings) and all(
+                _placement_on(facts, binding.value, binding.line) is Placement.GPU  # type: ignore[arg-type]
+                for binding in bindings):
+            return Placement.GPU
+    if isinstance(device, ast.Attribute) and facts.project is not None:
+        return _model_attribute(facts, device, line, device=True, intended=True)
+    return Placement.UNKNOWN
+
+
+def _copied_to_asynchronously(facts: FileFacts, name: str, line: int, depth: int) -> bool:
+    """Whether the code copies to the device `name` holds at `line` with `non_blocking=True` (`x.to(device,
+    non_blocking=True)`, the same bindings reaching both, not in the other arm of an `if`), and no binding of it may
+    be the host's (`"cpu"`, an arm of `"cuda" if gpu else "cpu"`, a parameter defaulting to it, a loop over devices):
+    a GPU device, as a class's `self.device` is (ProjectModel._async_copy_target)."""
+    copies = _async_copies(facts).get(name)
+    reaching = facts.reaching_bindings(name, line) if copies else None
+    if not reaching or not any(facts.reaching_bindings(name, at) == reaching and not facts.in_other_arm(line, at)
+                               for at in copies):  # type: ignore[union-attr]
+        return False
+    return not any(_may_be_host_binding(facts, name, binding, line, depth) for binding in reaching)
+
+
+_ASYNC_COPIES: weakref.WeakKeyDictionary[FileFacts, dict[str, list[int]]] = weakref.WeakKeyDictionary()
+
+
+def _async_copies(facts: FileFacts) -> dict[str, list[int]]:
+    """The lines of the file's `x.to(name, non_blocking=True)` copies, by the device's name (see
+    syntax.async_copy_target)."""
+    found = _ASYNC_COPIES.get(facts)
+    if found is None:
+        found = {}
+        for call in facts.calls_named(frozenset({"to"})):
+            target = async_copy_target(call)
+            if isinstance(target, ast.Name):
+                found.setdefault(target.id, []).append(call.lineno)
+        _ASYNC_COPIES[facts] = found
+    return found
+
+
+def _may_be_host_binding(facts: FileFacts, name: str, binding, line: int, depth: int) -> bool:
+    if binding.value is not None:
+        return _may_be_host_device(facts, binding.value, binding.line, depth)
+    loop = facts.for_loops.get(binding.line)
+    if loop is not None:  # `for device in ["cpu", "cuda"]:`, or devices of unknown kinds
+        elements = loop.iter.elts if isinstance(loop.iter, (ast.List, ast.Tuple)) else None
+        return elements is None or any(_may_be_host_device(facts, element, binding.line, depth)
+                                       for element in elements)
+    return _may_be_host_device(facts, facts.parameter_default(name, line), line, depth)
+
+
+def _may_be_host_device(facts: FileFacts, value: ast.expr | None, line: int, depth: int) -> bool:
+    """Whether a device value may be the host's: one classify_device reads so, or an arm of a conditional
+    expression that is one, also inside `torch.device(...)` (`torch.device("cuda" if ok else "cpu")`,
+    `torch.device(type=...)`)."""
+    if value is None or depth > 4:
+        return False
+    if isinstance(value, ast.IfExp):
+        return _may_be_host_device(facts, value.body, line, depth + 1) \
+            or _may_be_host_device(facts, value.orelse, line, depth + 1)
+    if isinstance(value, ast.Call) and facts.qualify(dotted_name(value.func)) == "torch.device":
+        kind = value.args[0] if value.args else next((kw.value for kw in value.keywords if kw.arg == "type"), None)
+        return _may_be_host_device(facts, kind, line, depth + 1)
+    return classify_device(facts, value, line, depth + 1) is Device.NOT_CUDA
 
 
 def _own_device_attribute(facts: FileFacts, attr: str, line: int, depth: int) -> Device:
@@ -372,14 +450,13 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
                 return Placement.HOST
             device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
             if func.attr in NEW_TENSOR_METHODS and device is not None:
-                return _placement_of(classify_device(facts, device, line))
+                return _placement_on(facts, device, line)
             if func.attr == "to":
                 target = expr.args[0] if expr.args else next(
                     (kw.value for kw in expr.keywords if kw.arg == "device"), None)
                 if target is None or _is_dtype(facts, target):
                     return classify_placement(facts, func.value, line, depth)
-                device = classify_device(facts, target, line)
-                return _placement_of(device)
+                return _placement_on(facts, target, line)
         qualified = facts.qualify(dotted_name(func)) or ""
         if qualified == "torch.from_numpy" or qualified in HOST_TENSOR_FUNCTIONS or qualified in HOST_TENSOR_TYPES:
             return Placement.HOST
@@ -401,13 +478,13 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
                 return classify_placement(facts, expr.args[0], line, depth + 1)
             if device is None:
                 return Placement.UNKNOWN if qualified.endswith("_like") else Placement.HOST
-            return _placement_of(classify_device(facts, device, line))
+            return _placement_on(facts, device, line)
         if qualified.startswith("torch."):
             if qualified.rsplit(".", 1)[0] + "." in TENSOR_OP_NAMESPACES \
                     and qualified.rsplit(".", 1)[-1] not in NON_TENSOR_TORCH_FUNCTIONS:
                 device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
                 if device is not None:  # `torch.asarray(x, device=...)`: made there, whatever `x` is
-                    return _placement_of(classify_device(facts, device, line))
+                    return _placement_on(facts, device, line)
                 operands = [*expr.args, *(kw.value for kw in expr.keywords if kw.arg not in _NO_TENSOR_KEYWORDS)]
                 return _placement_of_operands(facts, operands, line, depth)
             return Placement.UNKNOWN
@@ -910,15 +987,19 @@ def _slice_of(value: ast.expr | None, name: str) -> bool:
         and isinstance(value.value, ast.Name) and value.value.id == name
 
 
-def _model_attribute(facts: FileFacts, expr: ast.Attribute, line: int, device: bool = False) -> Placement:
+def _model_attribute(facts: FileFacts, expr: ast.Attribute, line: int, device: bool = False,
+                     intended: bool = False) -> Placement:
     """Where `<receiver>.attr` lives by the project model: the receiver's class is that of `self`, of an
     annotated parameter, of an attribute of either (`self.buffer.gpu`, `batch.sampling_info.top_ps`), or of a
     local bound only to such values; or unknown (then the attribute's name decides, see ProjectModel.attribute).
-    Not where the function stores into `<local>.attr` itself: what it stores is the file's to tell."""
+    Not where the function stores into `<local>.attr` itself: what it stores is the file's to tell. A device the
+    model places by intent (`AttributePlacement.intended`) only where `intended` asks for one."""
     receiver = expr.value
     if isinstance(receiver, ast.Name) and receiver.id != "self" and _stores_into(facts, receiver.id, expr.attr, line):
         return Placement.UNKNOWN
-    return _inferred(facts, facts.project.attribute(_receiver_class(facts, receiver, line), expr.attr), device)
+    placed = facts.project.attribute(_receiver_class(facts, receiver, line), expr.attr)
+    certain = placed is None or intended or not (placed.device and placed.intended)
+    return _inferred(facts, placed if certain else None, device)
 
 
 _RECEIVER_CLASSES: weakref.WeakKeyDictionary[FileFacts, dict[tuple[str, int, int], str | None]] = \

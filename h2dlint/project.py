@@ -60,7 +60,7 @@ from .hotness import (
     occasional_block,
     statements_run_once_in_a_while,
 )
-from .syntax import certainly_no_tensor, dotted_name, name_words
+from .syntax import async_copy_target, certainly_no_tensor, dotted_name, name_words, parameter_defaults
 
 # Functions hotness does not flow into: those that run once or are no per-step work (the sync rules' own sets),
 # and, besides, saving and functions named for loading, checkpointing or registering, which per-step code may call
@@ -113,7 +113,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 39
+SUMMARY_VERSION = 40
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -428,9 +428,7 @@ class _Summarizer:
         for default in [*node.args.defaults, *node.args.kw_defaults]:
             if default is not None:
                 self._name_values_in(default)  # `def run(x, kernel=_triton_kernel)`
-        # The positional defaults are those of the last parameters; a keyword-only one without a default is None.
-        defaulted = [*zip([*node.args.posonlyargs, *node.args.args][::-1], node.args.defaults[::-1], strict=False),
-                     *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
+        defaulted = parameter_defaults(node.args)
         literals = {arg.arg: literal[1] for arg, default in defaulted
                     if default is not None and (literal := _literal(default))}
         # A device written out as a default (`device="cpu"`) is what a call leaving the parameter out passes.
@@ -586,8 +584,8 @@ class _Summarizer:
                 reference = self._call_reference(node, params, self_name)
                 self._store_call(node, class_name, self_name)
                 if class_name and self_name and not nested:
-                    target = _async_copy_target(node)
-                    if target is not None and _is_name(target.value, self_name):  # type: ignore[attr-defined]
+                    target = async_copy_target(node)
+                    if target.__class__ is ast.Attribute and _is_name(target.value, self_name):  # type: ignore
                         # `x.to(self.device, non_blocking=True)`: `self.device` is where the class's code copies
                         # asynchronously, which only an accelerator makes worth asking for.
                         accelerators = self.classes[class_name].setdefault("async_targets", [])
@@ -1151,24 +1149,6 @@ def _false(expr: ast.expr | None) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is False
 
 
-_HOST_DEVICE_WORDS = frozenset({"cpu", "host", "offload", "offloaded", "storage", "pin", "pinned", "swap", "disk",
-                                "staging"})
-
-
-def _async_copy_target(call: ast.Call) -> ast.Attribute | None:
-    """The `obj.attr` that `x.to(obj.attr, non_blocking=True)` copies to; None for any other call."""
-    if call.func.__class__ is not ast.Attribute or call.func.attr != "to" \
-            or not any(kw.arg == "non_blocking" and _true(kw.value) for kw in call.keywords):
-        return None
-    target = next((kw.value for kw in call.keywords if kw.arg == "device"), call.args[0] if call.args else None)
-    if target.__class__ is not ast.Attribute:
-        return None
-    # A device by its name (`x.to(self.dtype, non_blocking=True)` converts on the spot), not the host's: offloading
-    # code copies back with `non_blocking=True` too (`self.offload_device`, `self.cpu_device`).
-    words = set(name_words(target.attr))  # type: ignore[attr-defined]
-    return target if "device" in words and words.isdisjoint(_HOST_DEVICE_WORDS) else None  # type: ignore
-
-
 def _true(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is True
 
@@ -1270,6 +1250,9 @@ class AttributePlacement:
     # Whether the model knows the value to be a tensor (or a device). A module's unannotated input is placed only in
     # case it is one: it may be a flag or a list, which its placement must not make a tensor (values.py).
     typed: bool = True
+    # A device placed by what the code means to do with it (copies to it with `non_blocking=True`), not by a value:
+    # tensors made on it are on the GPU, but it is not certainly CUDA (a fix must still guard `pin_memory=`).
+    intended: bool = False
 
     def describe(self) -> str:
         text = f"{self.where} {self.why}" if self.why else self.where
@@ -1277,7 +1260,8 @@ class AttributePlacement:
 
     def through(self, where: str, how: str) -> AttributePlacement:
         """`where` placed as this is, `how` (a phrase naming this one) saying through what."""
-        return AttributePlacement(self.placement, where, how, self.origin or self.describe(), self.device, self.typed)
+        return AttributePlacement(self.placement, where, how, self.origin or self.describe(), self.device, self.typed,
+                                  self.intended)
 
 
 @dataclass
@@ -2023,7 +2007,8 @@ class ProjectModel:
         if returned is not None and returned.placement == HOST:
             return None
         return AttributePlacement(GPU, f"`{record['name']}.{attr}` ({record['module']})",
-                                  f"copied to with `non_blocking=True` in `{record['name']}`", device=True)
+                                  f"copied to with `non_blocking=True` in `{record['name']}`", device=True,
+                                  intended=True)
 
     def _may_be_host(self, class_name: str, attr: str) -> bool:
         """Whether some value assigned to `self.attr` of the class (or a base) may be the host's."""

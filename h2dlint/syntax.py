@@ -60,3 +60,35 @@ _BLOCK_FIELDS = ("body", "orelse", "finalbody")
 # The statements that hold blocks (`blocks` yields nothing for any other): walks skip the others at once.
 COMPOUND_STATEMENTS = frozenset(kind for kind in ast.stmt.__subclasses__()
                                 if {*_BLOCK_FIELDS, "handlers", "cases"} & set(kind._fields))
+
+
+# Words of a device's name that say it is the host's: offloading code copies back to it with `non_blocking=True` too
+# (`self.offload_device`, `cpu_device`).
+_HOST_DEVICE_WORDS = frozenset({"cpu", "host", "offload", "offloaded", "storage", "pin", "pinned", "swap", "disk",
+                                "staging"})
+
+
+def async_copy_target(call: ast.Call) -> ast.Name | ast.Attribute | None:
+    """The device `x.to(device, non_blocking=True)` (or `device=...`) copies to, a name or an attribute named for a
+    device and not the host's (`device`, `self.target_device`; not `self.dtype`, which converts on the spot, nor
+    `self.offload_device`); None for any other call. An asynchronous copy is worth asking for only to an
+    accelerator."""
+    if not isinstance(call.func, ast.Attribute) or call.func.attr != "to" or not any(
+            keyword.arg == "non_blocking" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+            for keyword in call.keywords):
+        return None
+    target = next((keyword.value for keyword in call.keywords if keyword.arg == "device"),
+                  call.args[0] if call.args else None)
+    name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
+    if name is None:
+        return None
+    words = set(name_words(name))
+    return target if "device" in words and words.isdisjoint(_HOST_DEVICE_WORDS) else None  # type: ignore[return-value]
+
+
+def parameter_defaults(arguments: ast.arguments) -> list[tuple[ast.arg, ast.expr | None]]:
+    """Each parameter with a default, and the default: the positional defaults are those of the last positional
+    parameters; a keyword-only parameter without one has None."""
+    positional = [*arguments.posonlyargs, *arguments.args]
+    return [*zip(positional[::-1], arguments.defaults[::-1], strict=False),
+            *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)]

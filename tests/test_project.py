@@ -2101,3 +2101,83 @@ def test_a_device_property_copied_to_asynchronously_is_the_gpu_unless_it_returns
            "        if torch.all(t == 1.0):\n            probs = probs / 2\n    return probs\n")
     make_project(tmp_path, batch=batch, run=run)
     assert by_file(check(tmp_path)).get("run.py", []) == reported
+
+
+ASYNC_LOCAL = '''\
+import torch
+
+
+def step(ids, lens, device, n):
+    for _ in range(n):
+        ids_gpu = ids.to(device, non_blocking=True)
+        total = torch.tensor(lens, device=device)
+        if total.sum() > 0:
+            n -= 1
+    return ids_gpu
+'''
+
+
+@pytest.mark.parametrize("edits, reported", [
+    ([], [(7, "HDL101"), (8, "HDL203")]),
+    # The host's by a default, or by a name: offloading copies back with `non_blocking=True` too.
+    ([("device, n)", "n, device='cpu')")], [(7, "HDL101")]),
+    ([("device, n)", "offload_device, n)"), ("ids.to(device", "ids.to(offload_device"),
+      ("device=device", "device=offload_device")], [(7, "HDL101")]),
+    ([("def step(", "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\ndef step("),
+      ("device, n)", "n)")], [(10, "HDL101")]),
+    # Rebound after the copy: another device.
+    ([("        total =", "        device = pick()\n        total =")], [(8, "HDL101")]),
+])
+def test_a_device_a_function_copies_to_asynchronously_is_the_gpu(tmp_path, edits, reported):
+    source = ASYNC_LOCAL
+    for old, new in edits:
+        source = source.replace(old, new)
+    make_project(tmp_path, step=source)
+    assert by_file(check(tmp_path)).get("step.py", []) == reported
+
+
+@pytest.mark.parametrize("source", [
+    # The host's default of the function that binds the name, read in a nested one.
+    "import torch\n\n\ndef step(ids, lens, n, device='cpu'):\n    def total(values):\n"
+    "        return torch.tensor(values, device=device)\n    for _ in range(n):\n"
+    "        ids = ids.to(device, non_blocking=True)\n        if total(lens).sum() > 0:\n            n -= 1\n",
+    # The copy in the other arm of the `if`.
+    "import torch\n\n\ndef step(ids, lens, device, n):\n    for _ in range(n):\n"
+    "        if device.type == 'cuda':\n            ids = ids.to(device, non_blocking=True)\n        else:\n"
+    "            t = torch.tensor(lens, device=device)\n            if t.sum() > 0:\n                n -= 1\n",
+    # A loop over devices, the host's among them.
+    "import torch\n\n\ndef step(ids, lens):\n    for device in ['cpu', 'cuda']:\n"
+    "        ids = ids.to(device, non_blocking=True)\n        t = torch.tensor(lens, device=device)\n"
+    "        if t.sum() > 0:\n            break\n",
+    # A file for another accelerator: its devices are that accelerator's.
+    "import torch\n\n\ndef step(ids, lens, device, n):\n    torch.npu.set_device(device)\n    for _ in range(n):\n"
+    "        ids = ids.to(device, non_blocking=True)\n        t = torch.tensor(lens, device=device)\n"
+    "        if t.sum() > 0:\n            n -= 1\n",
+])
+def test_a_device_copied_to_asynchronously_that_may_be_another_says_nothing(tmp_path, source):
+    make_project(tmp_path, step=source)
+    assert "HDL203" not in [code for _, code in by_file(check(tmp_path)).get("step.py", [])]
+
+
+def test_the_word_test_admits_a_file_whose_only_gpu_evidence_is_an_asynchronous_copy(tmp_path):
+    make_project(tmp_path, step=ASYNC_LOCAL.replace("ids_gpu", "ids_d"))
+    (tmp_path / "pyproject.toml").write_text("[tool.h2dlint]\nproject-model = false\n")
+    assert (8, "HDL203") in by_file(check(tmp_path))["step.py"]
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\n\n\nclass Batch:\n    def __init__(self, device):\n        self.device = device\n\n"
+    "    def step(self, n):\n        for _ in range(n):\n"
+    "            t = torch.tensor([1, 2]).to(self.device, non_blocking=True)\n            if t.sum() > 0:\n"
+    "                n -= 1\n",
+    "import torch\n\n\ndef step(device, n):\n    for _ in range(n):\n"
+    "        t = torch.tensor([1, 2]).to(device, non_blocking=True)\n        if t.sum() > 0:\n            n -= 1\n",
+])
+def test_a_device_known_only_by_an_asynchronous_copy_is_no_certain_cuda_device_for_fixes(tmp_path, source):
+    # Its tensors are on the GPU for the sync rules, but `pin_memory=True` would raise on a build without CUDA:
+    # the pinned rewrite keeps its guard.
+    make_project(tmp_path, step=source)
+    findings = check(tmp_path)
+    assert "HDL203" in [finding["code"] for finding in findings]
+    rewrite = next(finding for finding in findings if finding["code"] == "HDL104")["fix"]["edits"][0]["content"]
+    assert "pin_memory=torch.cuda.is_available()" in rewrite
