@@ -34,6 +34,7 @@ from .facts import (
     TENSOR_OP_NAMESPACES,
     TORCH_DTYPES,
     TORCH_FACTORIES,
+    Binding,
     Data,
     Device,
     FileFacts,
@@ -134,9 +135,9 @@ def _placement_on(facts: FileFacts, device: ast.expr, line: int) -> Placement:
             return Placement.GPU
         # `device = self.device`: a local bound only to such attributes
         bindings = facts.reaching_bindings(device.id, line)
-        if bindings and all(isinstance(binding.value, ast.Attribute) for binding in bindings) and all(
-                _placement_on(facts, binding.value, binding.line) is Placement.GPU  # type: ignore[arg-type]
-                for binding in bindings):
+        if bindings and all(isinstance(binding.value, ast.Attribute)
+                            and _placement_on(facts, binding.value, binding.line) is Placement.GPU
+                            for binding in bindings):
             return Placement.GPU
     if isinstance(device, ast.Attribute) and facts.project is not None:
         return _model_attribute(facts, device, line, device=True, intended=True)
@@ -173,7 +174,9 @@ def _async_copies(facts: FileFacts) -> dict[str, list[int]]:
     return found
 
 
-def _may_be_host_binding(facts: FileFacts, name: str, binding, line: int, depth: int) -> bool:
+def _may_be_host_binding(facts: FileFacts, name: str, binding: Binding, line: int, depth: int) -> bool:
+    """Whether the device a binding of `name` (read at `line`) gives may be the host's: its value, the items of the
+    loop binding it, or the default of the parameter."""
     if binding.value is not None:
         return _may_be_host_device(facts, binding.value, binding.line, depth)
     loop = facts.for_loops.get(binding.line)
@@ -1052,7 +1055,7 @@ def _stores_into(facts: FileFacts, name: str, attr: str, line: int) -> bool:
     function = facts.function_at(line)
     first, last = (function.lineno, function.end_lineno or function.lineno) if function is not None else (0, 1 << 30)
     return any(isinstance(target, ast.Attribute) and target.attr == attr and isinstance(target.value, ast.Name)
-               and target.value.id == name and first <= target.lineno <= last
+               and target.value.id == name
                for statement in facts.assignments if first <= statement.lineno <= last
                for target in statement.targets)
 
