@@ -202,7 +202,8 @@ _HOST_DEVICE_STRING = re.compile(r"cpu\b", re.IGNORECASE)  # the start of a stri
 # `Stream(`, `wait_stream(`, ...: calls that show the file uses streams besides the current one (and `cuda.stream`).
 _STREAM_CALLS = frozenset({"Stream", "ExternalStream", "wait_stream", "record_stream", "set_stream"})
 # In a file written for another accelerator, the device copy of a mirrored tensor is not a CUDA tensor.
-# (Not `torch_xla`: diffusers' pipelines import it where available, and run on CUDA as well.)
+# (Not `torch_xla`: diffusers' pipelines import it where available, and run on CUDA as well; nor Apple's `mlx`,
+# which quantizers import for a faster path on Macs beside their CUDA one.)
 _OTHER_ACCELERATOR_MODULES = frozenset({"torch_npu", "torch_mlu"})
 _OTHER_ACCELERATOR_ATTRIBUTES = frozenset({"npu", "xpu", "hpu", "mlu"})  # `torch.npu`, ...
 OTHER_ACCELERATOR_APIS = tuple([*(f"torch.{name}." for name in sorted(_OTHER_ACCELERATOR_ATTRIBUTES)),
@@ -440,9 +441,10 @@ _DEFINES_A_HOT_NAME = re.compile(
 
 
 # Words of a folder or module name written for another accelerator: `experimental/torch_tpu/`,
-# `tpu_model_runner.py`, `hardware_backend/npu/`.
+# `tpu_model_runner.py`, `hardware_backend/npu/`, Apple's `metal/v1/`, `mlx_backend.py`. (Not `mps`: in tensor
+# network libraries `models/mps.py` holds matrix product states, which run on CUDA.)
 _OTHER_ACCELERATOR_PATH_WORDS = frozenset({"tpu", "xla", "npu", "xpu", "hpu", "mlu", "musa", "gaudi", "habana",
-                                            "ascend"})
+                                            "ascend", "metal", "mlx"})
 
 
 def is_other_accelerator_path(path: str) -> bool:

@@ -44,7 +44,7 @@ from .facts import (
     names_host,
     placement_by_attribute_name,
 )
-from .syntax import async_copy_target, certainly_no_tensor, dotted_name
+from .syntax import annotated_name, async_copy_target, certainly_no_tensor, dotted_name
 
 _T = TypeVar("_T")
 
@@ -521,8 +521,7 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
         return Placement.GPU if _mirrored_parameter(facts, expr.id, line) else Placement.UNKNOWN
     if isinstance(expr, ast.Attribute):
         by_name = placement_by_attribute_name(expr.attr)
-        if by_name is not Placement.UNKNOWN \
-                and not (by_name is Placement.GPU and _assigned_no_tensor(facts, expr, line)):
+        if by_name is not Placement.UNKNOWN and not (by_name is Placement.GPU and _holds_no_tensor(facts, expr, line)):
             return by_name
         if expr.attr in SAME_DEVICE_ATTRIBUTES:
             return classify_placement(facts, expr.value, line, depth)
@@ -534,7 +533,7 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
             by_model = _model_attribute(facts, expr, line)
             if by_model is not Placement.UNKNOWN:
                 return by_model
-        return Placement.GPU if expr.attr in facts.evidence.mirrored and not _assigned_no_tensor(facts, expr, line) \
+        return Placement.GPU if expr.attr in facts.evidence.mirrored and not _holds_no_tensor(facts, expr, line) \
             else Placement.UNKNOWN
     if isinstance(expr, ast.Subscript):
         container = classify_placement(facts, expr.value, line, depth)
@@ -906,6 +905,13 @@ def _classify_self_attribute(facts: FileFacts, attribute: str, line: int, depth:
     return kinds.pop() if len(kinds) == 1 else Placement.UNKNOWN
 
 
+def _holds_no_tensor(facts: FileFacts, expr: ast.Attribute, line: int) -> bool:
+    """What a guess by the attribute's name (`x_gpu`, or `x` beside a host mirror `x_cpu`) gives way to: `self.x`
+    assigned only values that are no tensor, or a field the project annotates as a number (`number_field`). The
+    class's own assignments and the model's placement are asked before any such guess."""
+    return _assigned_no_tensor(facts, expr, line) or number_field(facts, expr, line) is not None
+
+
 def _assigned_no_tensor(facts: FileFacts, expr: ast.Attribute, line: int) -> bool:
     """`self.x` where every value the class assigns `x` is certainly no tensor (`self.token_type_ids = {}`, a dict
     of tensors by request), or a parameter that holds a number (`self.parallel_gpu = parallel_gpu` of
@@ -1062,9 +1068,18 @@ def _stores_into(facts: FileFacts, name: str, attr: str, line: int) -> bool:
 
 def annotated_class(facts: FileFacts, name: str, line: int) -> str | None:
     """The project class the parameter `name`, read at `line`, is annotated with (asked of the project model)."""
-    annotation = facts.parameter_annotation(name, line)
-    dotted = dotted_name(annotation) if annotation is not None else None
+    dotted = annotated_name(facts.parameter_annotation(name, line))
     return facts.project.resolve_type(dotted) if dotted and facts.project is not None else None
+
+
+def number_field(facts: FileFacts, expr: ast.expr, line: int) -> str | None:
+    """`int`, `float` or `bool` for `<object>.attr` where the project annotates `attr` so in the class of the object
+    and places no tensor in it (ProjectModel.number_field; `sampling_params.top_p` of a `top_p: float` field, the
+    class found as `_receiver_class` finds it): a Python number, not a tensor."""
+    if not (isinstance(expr, ast.Attribute) and facts.project is not None):
+        return None
+    owner = _receiver_class(facts, expr.value, line)
+    return facts.project.scalar_attribute(owner, expr.attr) if owner else None
 
 
 def _model_parameter(facts: FileFacts, name: str, line: int, device: bool = False) -> Placement:

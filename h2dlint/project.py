@@ -60,7 +60,7 @@ from .hotness import (
     occasional_block,
     statements_run_once_in_a_while,
 )
-from .syntax import async_copy_target, certainly_no_tensor, dotted_name, name_words, parameter_defaults
+from .syntax import annotated_name, async_copy_target, certainly_no_tensor, dotted_name, name_words, parameter_defaults
 
 # Functions hotness does not flow into: those that run once or are no per-step work (the sync rules' own sets),
 # and, besides, saving and functions named for loading, checkpointing or registering, which per-step code may call
@@ -113,7 +113,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 40
+SUMMARY_VERSION = 41
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -127,7 +127,8 @@ _SUMMARY_CACHE_FORMAT = 2
 #   imports:  {local name: qualified name}; star_imports: [module] of `from module import *`, when there are any
 #   classes:  {class qualname: {"bases": [dotted as written], "attrs": {attr: [placement, why]},
 #              "types": {attr: dotted type as written}, "handed": {attr: the annotation of the parameter assigned
-#              to it}, "made": {attr: the name of the function (no dotted path) whose result is assigned to it}}}
+#              to it}, "made": {attr: the name of the function (no dotted path) whose result is assigned to it},
+#              "numbers": {attr: `int`, `float` or `bool`, the number it is annotated with (or `Optional` of one)}}}
 #   functions: {qualname: {"class": class qualname or "", "calls": [call reference],
 #               "params": {parameter: dotted annotation}, "replay": bool, "order": [positional parameter],
 #               "returns": [value], "passes": {index into calls: [[value of each positional argument],
@@ -385,8 +386,11 @@ class _Summarizer:
         entry = self.classes[class_name]
         if annotation is not None:
             annotated = _dotted(annotation)
-            if annotated:
-                entry["types"].setdefault(attr, annotated)
+            if annotated and attr not in entry["types"]:
+                entry["types"][attr] = annotated
+                number = annotated_name(annotation)  # (of the annotation kept: the two never disagree)
+                if number in SCALAR_ANNOTATIONS:
+                    entry.setdefault("numbers", {})[attr] = number
         elif parameter_type:
             # `self.model = model` of a parameter `model: SupportsMultiModal`: a type only where none is written
             entry.setdefault("handed", {}).setdefault(attr, parameter_type)
@@ -2368,8 +2372,7 @@ class ProjectModel:
         if kind == "result":
             return self.call_result(first, second)
         if kind == "scalar":
-            annotation = self.attribute_annotation(first, second) if first in self.classes else None
-            return annotation if annotation in SCALAR_ANNOTATIONS else None
+            return self.number_field(first, second) if first in self.classes else None
         if kind == "attribute_type":
             return self.attribute_type(first, second) if first in self.classes else None
         if kind == "type":
@@ -2505,11 +2508,21 @@ class ProjectModel:
                 return self._result_class(found) if found in self.functions else None
         return None
 
-    def attribute_annotation(self, class_name: str, attr: str) -> str | None:
-        """The annotation written for `attr` (a dataclass field, `self.x: int = ...`) by the first class of
-        `class_name`'s MRO that writes one, as written (`int`; `Optional[int]` is kept as `Optional`)."""
-        written = self._written_type(class_name, attr)
-        return written[1] if written else None
+    def number_field(self, class_name: str, attr: str) -> str | None:
+        """`int`, `float` or `bool` when the first class of `class_name`'s MRO that writes a type for `attr` writes
+        that number (`top_p: float`, `Optional[int]`; not `Union[float, Tensor]` nor `List[int]`), and no class
+        up to it assigns `attr` a tensor it places (a subclass's `self.scale = torch.ones(1, device="cuda")` under
+        a base's `scale: float`), nor does the model place it otherwise (`self.scale = scale` of a tensor every
+        constructor call passes). Values nothing places (`self.rank = int(env) // n`, `envs.RANK`) do not count."""
+        if self.attribute(class_name, attr) is not None:
+            return None
+        for owner in self.mro(class_name):
+            record = self.classes[owner]
+            if record["attrs"].get(attr, ("",))[0] in (GPU, HOST, "mixed"):
+                return None
+            if record["types"].get(attr):
+                return record.get("numbers", {}).get(attr)
+        return None
 
     def _written_type(self, class_name: str, attr: str) -> tuple[str, str] | None:
         """(the module of the first class of the MRO that writes a type for `attr`, that type as written)."""
@@ -2726,7 +2739,7 @@ class FileView:
 
     def scalar_attribute(self, class_name: str | None, attr: str) -> str | None:
         """`int`, `float` or `bool` when `<object of class_name>.attr` is annotated so in the project (a config
-        dataclass's field): a Python number, never a tensor."""
+        dataclass's field) and holds no tensor the project places (ProjectModel.number_field)."""
         answer = self._ask(("scalar", class_name, attr)) if class_name else None
         return answer if isinstance(answer, str) else None
 

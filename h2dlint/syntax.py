@@ -23,6 +23,27 @@ def dotted_name(node: ast.expr) -> str | None:
     return ".".join(reversed(parts))
 
 
+def annotated_name(annotation: ast.expr | None) -> str | None:
+    """The dotted name of the one class an annotation names: `Foo`, `mod.Foo`, a forward reference `"Foo"`, or
+    either of these or None (`Optional[Foo]`, `Foo | None`, `Union[Foo, None]`). None for anything else: a
+    container's element type (`list[Foo]`) is no type of the object annotated."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value.strip(), mode="eval").body
+        except SyntaxError:
+            return None
+        return None if isinstance(annotation, ast.Constant) else annotated_name(annotation)
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        options = [annotation.left, annotation.right]
+    elif isinstance(annotation, ast.Subscript) and (dotted_name(annotation.value) or "").rpartition(".")[2] in (
+            "Optional", "Union"):
+        options = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+    else:
+        return dotted_name(annotation) if annotation is not None else None
+    named = [option for option in options if not (isinstance(option, ast.Constant) and option.value is None)]
+    return annotated_name(named[0]) if len(named) == 1 else None
+
+
 def certainly_no_tensor(value: ast.expr) -> bool:
     """A value that by its shape is certainly no tensor: a constant other than None, a container display or
     comprehension, an f-string, a `not`, or a call of `int`, `float`, `bool`, `str`, `len`, `list`, `dict`, `set`

@@ -15,9 +15,9 @@ from .facts import (
 )
 from .gaps import TokensApart
 from .placement import (
-    annotated_class,
     classify_data,
     classify_placement,
+    number_field,
     tensor_method_returns_tensor,
     torch_call_makes_tensor,
 )
@@ -158,16 +158,14 @@ def is_python_int(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
         return bool(bindings) and all(binding.value is not None and
                                       is_python_int(facts, binding.value, binding.line, depth + 1)
                                       for binding in bindings)
-    return _annotated_field(facts, node, line) == "int"
+    return _number_field(facts, node, line) == "int"
 
 
-def _annotated_field(facts, node: ast.expr, line: int) -> str | None:
-    """`config.rank`, with `config` a parameter annotated with a project class whose `rank` is annotated `int`,
-    `float` or `bool` (a config dataclass's field): that annotation. Asked of the project model."""
-    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and facts.project is not None):
-        return None
-    class_name = annotated_class(facts, node.value.id, line)
-    return facts.project.scalar_attribute(class_name, node.attr) if class_name else None
+def _number_field(facts, node: ast.expr, line: int) -> str | None:
+    """`placement.number_field`, where nothing places the attribute as a tensor: not the class's own bindings
+    (`self.decay = torch.tensor(0.9, device=d)` under `decay: float`), nor the project model."""
+    number = number_field(facts, node, line)
+    return number if number and classify_placement(facts, node, line) is Placement.UNKNOWN else None
 
 
 def _counter_or_bound_only_to(facts, name: ast.Name, line: int, accepts) -> bool:
@@ -213,7 +211,7 @@ def is_python_number(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
         return is_python_number(facts, node.body, line, depth) and is_python_number(facts, node.orelse, line, depth)
     if isinstance(node, ast.Attribute):
         return (facts.qualify(dotted_name(node)) or "") in ("math.inf", "math.pi", "math.e", "math.nan") \
-            or _annotated_field(facts, node, line) is not None
+            or _number_field(facts, node, line) is not None
     if isinstance(node, ast.Name) and depth < 4:
         return _counter_or_bound_only_to(facts, node, line,
                                          lambda value: is_python_number(facts, value, line, depth + 1))

@@ -242,7 +242,8 @@ class BlockingTensorCopy(Rule):
         Invalid(
             "import torch\ndef forward(lens):\n    buf = torch.zeros(4, device='cuda')\n    return buf.new_tensor(lens)\n",
             None,
-            message_contains="`.new_tensor()` copies host data to a CUDA device",
+            message_contains="`.new_tensor()` copies host data to a CUDA device from pageable memory with a "
+                             "blocking copy in `forward`",
         ),
         Invalid(
             "import torch\ndef forward(self, counts):\n"
@@ -253,6 +254,7 @@ class BlockingTensorCopy(Rule):
         Invalid(
             "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], device='cuda')\n",
             "import torch\nfor step in range(3):\n    x = torch.tensor([1, 2], pin_memory=True).to('cuda', non_blocking=True)\n",
+            message_contains="with a blocking copy in a loop: the host waits",
         ),
         Invalid(
             "import torch\ndef forward(indices, states):\n"
@@ -405,9 +407,10 @@ class BlockingTensorCopy(Rule):
 
         call_text = "torch.as_tensor" if is_as_tensor else "torch.tensor"
         device_text = shown(device_arg.value)
-        where = "a CUDA device" if device is Device.CUDA else f"`{device_text}` (if it is a CUDA device)"
-        message = (f"`{call_text}` copies host data to {where} from pageable memory with a blocking copy: "
-                   "the host waits until the GPU stream drains")
+        target = "a CUDA device" if device is Device.CUDA else f"`{device_text}` (if it is a CUDA device)"
+        where = context_at(facts, start.line).describe()
+        message = (f"`{call_text}` copies host data to {target} from pageable memory with a blocking copy"
+                   f"{' ' + where if where else ''}: the host waits until the GPU stream drains")
         if site is not None and site.synced_by:
             self.report(node, f"{message}; its result is read back to the host at once ({site.synced_by}), "
                               "so a pinned non_blocking copy would gain nothing: keep the value on the host "
@@ -439,11 +442,12 @@ class BlockingTensorCopy(Rule):
                 or classify_data(facts, data_ast, start.line) is Data.TENSOR \
                 and classify_placement(facts, data_ast, start.line) is not Placement.HOST:
             return  # (a tensor's copy: from the host only when that tensor is known to be there)
-        where = "a CUDA device" if placement is Placement.GPU else \
+        target = "a CUDA device" if placement is Placement.GPU else \
             f"the device of `{shown(receiver)}` (if it is a CUDA device)"
-        self.report(node, f"`.new_tensor()` copies host data to {where} from pageable memory with a blocking copy: "
-                          "the host waits until the GPU stream drains; build the data in pinned memory and copy it "
-                          "with `non_blocking=True`")
+        where = context_at(facts, start.line).describe()
+        self.report(node, f"`.new_tensor()` copies host data to {target} from pageable memory with a blocking copy"
+                          f"{' ' + where if where else ''}: the host waits until the GPU stream drains; build the "
+                          "data in pinned memory and copy it with `non_blocking=True`")
 
     def _fix(self, node, is_as_tensor, data, device, data_arg, device_arg, requires_grad_arg):
         facts = self.context.facts

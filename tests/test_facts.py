@@ -18,6 +18,7 @@ from h2dlint.hotness import (
 )
 from h2dlint.placement import classify_data, classify_device, classify_placement
 from h2dlint.source import LineIndex
+from h2dlint.syntax import annotated_name
 
 from .helpers import lint
 
@@ -969,6 +970,11 @@ def test_the_arms_taken_only_when_a_count_is_zero(body, spans):
     ("vllm/v1/worker/tpu_model_runner.py", True),
     ("sglang/srt/hardware_backend/npu/attention.py", True),
     ("lmcache/v1/platform/devices/musa/cache_context.py", True),  # Moore Threads' MUSA
+    ("aphrodite/metal/v1/sampling_batch.py", True),  # Apple's Metal and MLX
+    ("tabpfn/architectures/shared/mlx_backend.py", True),
+    ("sglang/srt/hardware_backend/mlx/tp_worker.py", True),
+    ("tensorkrowch/models/mps.py", False),  # matrix product states, on any device
+    ("pkg/metallic_paint.py", False),
     ("vllm/v1/worker/gpu_model_runner.py", False),
     ("pkg/output.py", False),  # "tpu" inside a word is no word of its own
     ("pkg/cuda_xpu_utils.py", False),  # names CUDA too: serves both
@@ -1014,3 +1020,26 @@ def test_parts_of_a_tensor_op_live_where_the_tensor_does(unpacking, expected):
     use = next(node for node in ast.walk(tree) if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "")
                == "y")
     assert classify_placement(facts_for(code), use.value, use.lineno) is expected
+
+
+@pytest.mark.parametrize("annotation, named", [
+    ("Foo", "Foo"), ("mod.Foo", "mod.Foo"), ("'Foo'", "Foo"), ("Optional[Foo]", "Foo"),
+    ("typing.Optional['mod.Foo']", "mod.Foo"), ("Foo | None", "Foo"), ("None | Foo", "Foo"),
+    ("Union[Foo, None]", "Foo"), ("'Foo | None'", "Foo"),
+    # not one class: several, a container's elements, no annotation at all
+    ("Union[Foo, Bar]", None), ("Foo | Bar", None), ("list[Foo]", None), ("'not ( valid'", None), ("'None'", None),
+])
+def test_the_class_an_annotation_names(annotation, named):
+    assert annotated_name(ast.parse(annotation, mode="eval").body) == named
+
+
+@pytest.mark.parametrize(("imported", "reported"), [
+    ("", True),
+    ("import mlx.core as mx\n", True),  # a faster path on Macs beside the CUDA one: the file still runs on CUDA
+    ("import torch_npu\n", False),  # written for Ascend NPUs: the mirrored tensor is the NPU's
+])
+def test_a_file_importing_apples_mlx_still_reads_its_mirrored_tensors_as_cuda_ones(imported, reported):
+    code = (f"import torch\n{imported}"
+            "class Runner(torch.nn.Module):\n    def forward(self, batch):\n        n = batch.seq_lens.max().item()\n"
+            "        return batch.seq_lens_cpu[:n]\n")
+    assert [finding.code for finding in lint(code, "HDL201")] == (["HDL201"] if reported else [])

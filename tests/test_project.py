@@ -225,6 +225,108 @@ def test_a_config_field_annotated_int_in_another_file_is_a_python_int_index(tmp_
     assert check(tmp_path, cache=True) == []
 
 
+SAMPLING_PARAMS = '''\
+class SamplingParams:
+    top_p: float = 1.0
+'''
+
+INPUT_BATCH = '''\
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from pkg.params import SamplingParams
+
+
+@dataclass
+class RequestState:
+    req_id: str
+    sampling_params: Optional[SamplingParams]
+
+
+class InputBatch:
+    def __init__(self, device):
+        self.top_p = torch.empty((8,), device=device)
+        self.top_p_cpu = torch.empty((8,), device="cpu", pin_memory=True)
+        self.top_p_reqs = set()
+
+    def add_request(self, request: RequestState):
+        params = request.sampling_params
+        if params.top_p < 1:
+            self.top_p_reqs.add(request.req_id)
+
+    def add_forward_declared(self, request: "RequestState"):
+        if params := request.sampling_params:
+            if params.top_p < 1:
+                self.top_p_reqs.add(request.req_id)
+
+
+class Runner:
+    def __init__(self):
+        self.input_batch = InputBatch("cuda")
+
+    def execute_model(self, requests):
+        for request in requests:
+            self.input_batch.add_request(request)
+            self.input_batch.add_forward_declared(request)
+'''
+
+
+def test_a_field_another_file_annotates_as_a_number_is_no_tensor_beside_a_same_named_gpu_one(tmp_path, monkeypatch):
+    # InputBatch's `top_p` is a CUDA tensor with a host mirror, but `params.top_p` is the float field of the
+    # request's SamplingParams (params.py), reached through an annotated attribute, a local and a forward reference.
+    monkeypatch.chdir(tmp_path)
+    make_project(tmp_path, params=SAMPLING_PARAMS, batch=INPUT_BATCH)
+    assert check(tmp_path, cache=True) == []
+    # batch.py is unchanged; the field becomes a tensor in params.py.
+    (tmp_path / "pkg" / "params.py").write_text("import torch\n\n\nclass SamplingParams:\n    top_p: torch.Tensor\n")
+    assert by_file(check(tmp_path, cache=True)) == {"batch.py": [(22, "HDL203"), (27, "HDL203")]}
+
+
+@pytest.mark.parametrize(("annotation", "reported"), [
+    ("float", False), ("Optional[float]", False), ("'float'", False),
+    ("Union[float, torch.Tensor]", True), ("List[int]", True), ("Dict[int, torch.Tensor]", True),
+])
+def test_only_a_number_annotation_makes_a_field_no_tensor(tmp_path, annotation, reported):
+    params = ("from typing import Dict, List, Optional, Union\n\nimport torch\n\n\n"
+              f"class Params:\n    temp: {annotation}\n")
+    batch = ("import torch\nfrom pkg.params import Params\n\n\nclass Batch:\n    def __init__(self):\n"
+             "        self.temp = torch.ones(8, device='cuda')\n        self.temp_cpu = torch.ones(8)\n\n"
+             "    def forward(self, params: Params):\n        if params.temp:\n            return 1\n")
+    make_project(tmp_path, params=params, batch=batch)
+    assert by_file(check(tmp_path)) == ({"batch.py": [(11, "HDL203")]} if reported else {})
+
+
+def test_a_subclass_assigning_a_tensor_to_a_field_its_base_annotates_as_a_number_holds_a_tensor(tmp_path):
+    make_project(tmp_path, base="class Base:\n    scale: float = 1.0\n",
+                 model="import torch\nfrom pkg.base import Base\n\n\nclass Scaled(Base):\n    def __init__(self):\n"
+                       "        self.scale = torch.ones(1, device='cuda')\n        self.scale_cpu = torch.ones(1)\n\n"
+                       "    def forward(self, x, other: Scaled):\n        if other.scale > 0:\n            return x\n")
+    assert by_file(check(tmp_path)) == {"model.py": [(11, "HDL203")]}
+
+
+def test_a_number_field_its_class_sets_from_the_environment_stays_a_number(tmp_path):
+    # `self.rank = int(...) // n` is a value the summary cannot place, not a tensor: the `int` annotation stands.
+    config = CONFIG.replace("import dataclass\n", "import dataclass\nimport os\n") + (
+        "\n    def __post_init__(self):\n        self.rank = int(os.environ.get('RANK', '0')) // self.world_size\n")
+    make_project(tmp_path, config=config, dp=ALL_REDUCE)
+    assert by_file(check(tmp_path)) == {"dp.py": [(9, "HDL106"), (10, "HDL106")]}
+
+
+@pytest.mark.parametrize("assigned", [
+    "torch.tensor(0.999, device=device)",  # the class's own binding places it
+    "decay",  # the model places it: every constructor call passes a CUDA tensor
+])
+def test_a_field_annotated_as_a_number_but_holding_a_cuda_tensor_is_no_python_number(tmp_path, assigned):
+    ema = ("import torch\n\n\nclass EMA:\n    decay: float = 0.999\n\n    def __init__(self, device, decay):\n"
+           f"        self.decay = {assigned}\n        self.hist = torch.zeros(10, device='cuda')\n\n"
+           "    def forward(self, x, step: int):\n        self.hist[step] = self.decay\n        return x\n\n\n"
+           "class Runner:\n    def __init__(self):\n        self.ema = EMA('cuda', torch.ones((), device='cuda'))\n\n"
+           "    def execute_model(self, x, step: int):\n        return self.ema.forward(x, step)\n")
+    make_project(tmp_path, ema=ema)
+    assert check(tmp_path) == []  # a device-to-device element write, no "Python number" (HDL106)
+
+
 TYPED_BASE = '''\
 import torch
 
