@@ -58,6 +58,13 @@ def left_unreported(facts: FileFacts, start: Position, end: Position, settings: 
     return only_when_empty(facts, (start.line, start.column), (end.line, end.column)) or runs_once(facts, start.line)
 
 
+def where_hot(facts: FileFacts, line: int) -> str:
+    """Where the code at `line` runs every step, for a copy rule's message: " in a loop", " in `forward`, hot:
+    A -> B", with its leading blank; "" where nothing says."""
+    where = context_at(facts, line).describe()
+    return f" {where}" if where else ""
+
+
 def may_copy_to_a_named_device(text: str) -> bool:
     """False only when no `.to(...)` call in `text` can copy to a device that `copy_device` leaves unknown in a file
     without GPU evidence (where it finds no CUDA device): the target must then be a name such as `device`, `dev`,

@@ -2514,11 +2514,11 @@ class ProjectModel:
         up to it assigns `attr` a tensor it places (a subclass's `self.scale = torch.ones(1, device="cuda")` under
         a base's `scale: float`), nor does the model place it otherwise (`self.scale = scale` of a tensor every
         constructor call passes). Values nothing places (`self.rank = int(env) // n`, `envs.RANK`) do not count."""
-        if self.attribute(class_name, attr) is not None:
+        if self.attribute(class_name, attr) is not None:  # (the MRO's GPU and host placements among them)
             return None
         for owner in self.mro(class_name):
             record = self.classes[owner]
-            if record["attrs"].get(attr, ("",))[0] in (GPU, HOST, "mixed"):
+            if record["attrs"].get(attr, ("",))[0] == "mixed":
                 return None
             if record["types"].get(attr):
                 return record.get("numbers", {}).get(attr)

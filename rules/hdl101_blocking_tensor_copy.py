@@ -20,6 +20,7 @@ from h2dlint.copies import (
     to_ast,
     torch_name,
     unpinnable_data,
+    where_hot,
 )
 from h2dlint.facts import Data, Device, Placement
 from h2dlint.hotness import RUN_ONCE_FUNCTIONS, context_at
@@ -408,9 +409,9 @@ class BlockingTensorCopy(Rule):
         call_text = "torch.as_tensor" if is_as_tensor else "torch.tensor"
         device_text = shown(device_arg.value)
         target = "a CUDA device" if device is Device.CUDA else f"`{device_text}` (if it is a CUDA device)"
-        where = context_at(facts, start.line).describe()
+        where = where_hot(facts, start.line)
         message = (f"`{call_text}` copies host data to {target} from pageable memory with a blocking copy"
-                   f"{' ' + where if where else ''}: the host waits until the GPU stream drains")
+                   f"{where}: the host waits until the GPU stream drains")
         if site is not None and site.synced_by:
             self.report(node, f"{message}; its result is read back to the host at once ({site.synced_by}), "
                               "so a pinned non_blocking copy would gain nothing: keep the value on the host "
@@ -444,9 +445,9 @@ class BlockingTensorCopy(Rule):
             return  # (a tensor's copy: from the host only when that tensor is known to be there)
         target = "a CUDA device" if placement is Placement.GPU else \
             f"the device of `{shown(receiver)}` (if it is a CUDA device)"
-        where = context_at(facts, start.line).describe()
+        where = where_hot(facts, start.line)
         self.report(node, f"`.new_tensor()` copies host data to {target} from pageable memory with a blocking copy"
-                          f"{' ' + where if where else ''}: the host waits until the GPU stream drains; build the "
+                          f"{where}: the host waits until the GPU stream drains; build the "
                           "data in pinned memory and copy it with `non_blocking=True`")
 
     def _fix(self, node, is_as_tensor, data, device, data_arg, device_arg, requires_grad_arg):

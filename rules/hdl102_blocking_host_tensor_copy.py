@@ -24,12 +24,12 @@ from h2dlint.copies import (
     to_ast,
     torch_name,
     unpinnable_data,
+    where_hot,
     with_non_blocking,
     with_pin_memory,
 )
 from h2dlint.facts import OPEN_GATE, Device, Placement
 from h2dlint.gaps import TokensApart
-from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Fix
 from h2dlint.placement import classify_placement, drawn_from_a_data_loader
 from h2dlint.rule import Invalid, Rule, Valid
@@ -239,9 +239,9 @@ class BlockingHostTensorCopy(Rule):
             return  # `torch.FloatTensor().to(device)`: no elements either
         if left_unreported(facts, start, end, self.context.settings) is not None:
             return
-        where = context_at(facts, start.line).describe()
+        where = where_hot(facts, start.line)
         target = "a CUDA device" if device is Device.CUDA else f"`{shown(copy.device)}` (if it is a CUDA device)"
-        message = (f"copies a host tensor to {target} with a blocking copy{' ' + where if where else ''}: "
+        message = (f"copies a host tensor to {target} with a blocking copy{where}: "
                    "the host waits until the GPU stream drains")
         site = facts.site_at(start, end)
         if site is not None and site.synced_by:

@@ -17,9 +17,9 @@ from h2dlint.copies import (
     shown,
     to_ast,
     torch_name,
+    where_hot,
 )
 from h2dlint.facts import Device
-from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Fix
 from h2dlint.placement import classify_device
 from h2dlint.rule import Invalid, Rule, Valid
@@ -179,10 +179,10 @@ class ConstantUpload(Rule):
         site = facts.site_at(start, end)
         if site is not None and _fallback(facts, site.node):
             return
-        where = context_at(facts, start.line).describe()
+        where = where_hot(facts, start.line)
         target = "a CUDA device" if device is Device.CUDA else f"`{shown(keywords['device'].value)}`"
         message = (f"`torch.tensor({shown(fill.value) if not fill.shape else '...'})` uploads a constant to "
-                   f"{target} with a blocking copy{' ' + where if where else ''}: a factory fills it on the "
+                   f"{target} with a blocking copy{where}: a factory fills it on the "
                    "device with no copy and no wait")
         self.report(node, message, self._fix(node, fill, keywords))
 

@@ -19,10 +19,10 @@ from h2dlint.copies import (
     to_ast,
     torch_name,
     unpinnable_data,
+    where_hot,
     with_pin_memory,
 )
 from h2dlint.facts import Device
-from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -176,9 +176,9 @@ class FalseAsyncCopy(Rule):
             return
         if (fresh is None or fresh[1] != "from_numpy") and may_run_under_default_device(facts, start.line):
             return  # the factory allocates on the context's device: there may be no host memory to pin
-        where = context_at(facts, start.line).describe()
+        where = where_hot(facts, start.line)
         message = (f"{what} is pageable memory, so this `non_blocking=True` copy is staged by CUDA and may still "
-                   f"synchronize{' ' + where if where else ''}: pin the source")
+                   f"synchronize{where}: pin the source")
         if fresh is None or fresh[1] == "from_numpy":
             self.report(node, message)
             return

@@ -3,9 +3,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from h2dlint.copies import dotted, join_args, keyword, left_unreported, shown, to_ast, torch_name
+from h2dlint.copies import dotted, join_args, keyword, left_unreported, shown, to_ast, torch_name, where_hot
 from h2dlint.facts import LEGACY_TENSOR_DTYPES
-from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -125,18 +124,18 @@ class LegacyCudaConstructor(Rule):
         if not _is_host_sequence(facts, to_ast(data), start.line) \
                 or left_unreported(facts, start, end, self.context.settings) is not None:
             return
-        where = context_at(facts, start.line).describe()
+        where = where_hot(facts, start.line)
         if through_accelerator is not None:
             # No fix: the accelerator may be DeepSpeed's CPU one, where a literal pin would raise, and the device
             # to copy to is the accelerator's, which only `get_accelerator()` names.
             self.report(node, f"`{shown(node.func, 40)}({shown(data, 40)})` (DeepSpeed's accelerator: a tensor "
                               "made from the data on the accelerator) copies host data to the GPU with a blocking copy"
-                              f"{' ' + where if where else ''}: the host waits until the GPU stream drains; keep "
+                              f"{where}: the host waits until the GPU stream drains; keep "
                               "the value on the device, or build it with `torch.tensor(..., pin_memory=...)` and "
                               "copy it with `non_blocking=True`")
             return
         self.report(node, f"`torch.cuda.{constructor}({shown(data, 40)})` copies host data to the GPU with a "
-                          f"blocking copy{' ' + where if where else ''}: the host waits until the GPU stream drains",
+                          f"blocking copy{where}: the host waits until the GPU stream drains",
                     self._fix(node, data, LEGACY_TENSOR_DTYPES[constructor]))
 
     def _fix(self, node, data, dtype) -> Fix | None:
