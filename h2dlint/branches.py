@@ -25,6 +25,11 @@ from .syntax import blocks, dotted_name
 if TYPE_CHECKING:
     from .facts import FileFacts
 
+# Among the values a parameter or an attribute takes (ProjectModel.literals): one certainly not None and otherwise
+# unknown (`x or []`, a tensor, a parameter after `if x is None: raise`). A tuple, which no literal the model
+# records is, so that it is written and read back as the literals are.
+NOT_NONE = ("not None",)
+
 
 def untaken_branch(facts: FileFacts, line: int) -> str | None:
     """Why `line` never runs, when it sits in a block of an `if` (in its function) whose test the values the
@@ -45,10 +50,14 @@ def untaken_branch(facts: FileFacts, line: int) -> str | None:
     for test, taken in arms:
         outcomes = _outcomes(test, functools.partial(values.of, line=test.end_lineno or test.lineno), facts.qualify)
         if outcomes is not None and taken not in outcomes:
-            shown = ", ".join(f"`{name}` is {' or '.join(repr(value) for value in sorted(found, key=repr))}"
+            shown = ", ".join(f"`{name}` is {' or '.join(_shown(value) for value in sorted(found, key=repr))}"
                               for name, found in values.told.items() if _mentions(test, name))
             return f"in a branch no call takes: `{ast.unparse(test)}` is never {taken} ({shown})"
     return None
+
+
+def _shown(value: object) -> str:
+    return "a value that is not None" if value == NOT_NONE else repr(value)
 
 
 def _arms_around(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> list[tuple[ast.expr, bool]]:
@@ -153,7 +162,7 @@ class _TestedNames:
             for at, convert in self.conversions.get(name, ()):
                 if found and at < line:  # (each of these conversions gives the same when applied again)
                     try:
-                        found = frozenset(convert(value) for value in found)
+                        found = frozenset(value if value == NOT_NONE else convert(value) for value in found)
                     except (TypeError, ValueError):
                         found = None
         elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) \
@@ -206,7 +215,7 @@ def _outcomes(test: ast.expr, values_of: Callable[[ast.expr], frozenset | None],
     if typed is not None:
         subject, types = typed
         found = values_of(subject)
-        if found is None:
+        if found is None or NOT_NONE in found:
             return None
         truths = {_is_instance(value, types) for value in found}
         return None if None in truths else frozenset(truths)  # type: ignore[arg-type]
@@ -225,6 +234,13 @@ def _outcomes(test: ast.expr, values_of: Callable[[ast.expr], frozenset | None],
         values = values_of(left.args[0] if measured else left)  # type: ignore[attr-defined]
         if values is None:
             return None
+        if NOT_NONE in values:
+            # Only whether it is None is known of such a value: `x is None`, `x is not None`.
+            if measured or not isinstance(test.ops[0], (ast.Is, ast.IsNot)):
+                return None
+            values = values - {NOT_NONE}
+            found = {isinstance(test.ops[0], ast.IsNot)}
+            return frozenset({*found, *(bool(compare(value, constant)) for value in values)})
         try:
             if measured:  # `len(prefix) > 1`: the lengths of the strings the parameter takes
                 values = frozenset(len(value) for value in values)  # type: ignore[arg-type]
@@ -232,7 +248,7 @@ def _outcomes(test: ast.expr, values_of: Callable[[ast.expr], frozenset | None],
         except TypeError:  # `x in 3`: not a test the code can make
             return None
     values = values_of(test)
-    return frozenset(bool(value) for value in values) if values is not None else None
+    return frozenset(bool(value) for value in values) if values is not None and NOT_NONE not in values else None
 
 
 _UNKNOWN = object()
@@ -355,7 +371,8 @@ def non_tensor_branch(facts: FileFacts, line: int) -> str | None:
             if parameter is None:
                 continue
             name, at = parameter
-            if facts.project is not None and (values.of(ast.Name(name, ast.Load()), at) is not None
+            known = values.of(ast.Name(name, ast.Load()), at) if facts.project is not None else None
+            if facts.project is not None and (known is not None and NOT_NONE not in known
                                               or facts.project.passes_python_value(qualname, name)):
                 continue  # a call passes Python data (every call a literal, or some call a list): the branch runs
             return f"in a branch for `{ast.unparse(subject)}` not a tensor (`{ast.unparse(test)}`), which callers " \

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from . import __version__
+from .branches import NOT_NONE
 from .cache import code_fingerprint, make_cache_folder
 from .facts import (
     JOINING_FUNCTIONS,
@@ -113,7 +114,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 41
+SUMMARY_VERSION = 42
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 2
 
@@ -146,8 +147,10 @@ _SUMMARY_CACHE_FORMAT = 2
 #   functions' "decorated": true when a decorator may run it where no call shows (`@property`, `@register_model`)
 #   named: [name] the file uses as values, not to call them (`fn = _impl`, `register(self.hook)`, `return f`)
 # For the values a branch tests (ProjectModel.literals), a literal is ["l", value] (a string, a number, a bool,
-# None), a parameter passed on ["p", parameter], Python data that is no tensor ["h"] (a list or tuple display, a
-# comprehension, `.tolist()`: ProjectModel.passes_python_value); [] is anything else:
+# None), a parameter passed on ["p", parameter] (["p", parameter, "not None"] after `if x is None: raise ...`),
+# Python data that is no tensor ["h"] (a list or tuple display, a comprehension, `.tolist()`:
+# ProjectModel.passes_python_value), any other value certainly not None ["n"] (a tensor factory's result, `x or []`:
+# `_Pending.never_none`); [] is anything else:
 #   functions' "literals": {parameter: value} of the literal defaults; "arguments": {index into calls:
 #              repr of [[literal or parameter of each positional argument], {keyword: literal or parameter}]} for
 #              the calls that pass one ("*" as in `passes`); "bare": [index into calls of each call passing nothing]
@@ -219,9 +222,12 @@ class _Summarizer:
         # In a classmethod: its first parameter (`cls`) and its class, so that `cls(...)` is written as a call of
         # the class, which builds an object of it.
         self._constructs: tuple[str, str] | None = None
+        self.module_names: frozenset[str] = frozenset()
 
     def run(self, tree: ast.Module) -> dict:
         self._flags = functools.cache(functools.partial(flag_uses, tree))
+        # The names the module binds itself (a `def sorted`, `len = ...`): no builtin's, for `_Pending.never_none`.
+        self.module_names = frozenset(name for statement in tree.body for name in _bound_names(statement))
         self._body(tree.body, prefix="", class_name="")
         module_calls = self.functions.pop("<module>", None)
         if module_calls is not None and module_calls["calls"]:
@@ -294,6 +300,11 @@ class _Summarizer:
                                         for base in node.bases],
                               "attrs": {}, "types": {}, "scalars": [], "unplaced": []}
         self._body(node.body, prefix=f"{name}.", class_name=name)
+        # A method defined twice (under `if`/`try`) or bound again in the class body (`f = staticmethod(f)`,
+        # `f = wrap(f)`): what a call of it takes is not what one `def` says (see `_fits`).
+        bound = [bound_name for statement in node.body for bound_name in _bound_names(statement)]
+        for method in {method for method in bound if bound.count(method) > 1}:
+            self.functions.get(f"{name}.{method}", {}).pop("sig", None)
         self._dataclass_init(node, name)
         for method in methods_cached_on_objects(node):  # `self.m = lru_cache(100)(self.m)` in `__init__`
             if f"{name}.{method}" in self.functions:  # (a base's method wrapped so is left as it is)
@@ -456,8 +467,17 @@ class _Summarizer:
         positional = [arg.arg for arg in [*node.args.posonlyargs, *node.args.args]]
         record["order"] = positional[1:] if bound else positional
         record["bound"] = bound
+        if class_name:
+            # What a call of the method must pass, for calls by its name on objects of unknown class: one that
+            # cannot bind its arguments to these parameters calls some other method (see `_fits`).
+            record["sig"] = [max(0, len(positional) - len(node.args.defaults) - bound),
+                             [arg.arg for arg in node.args.kwonlyargs],
+                             [arg.arg for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)
+                              if default is None],
+                             node.args.vararg is not None, node.args.kwarg is not None]
         record["self"] = self_name or ""
-        outer, self._pending = self._pending, _Pending(class_name, {arg.arg for arg in arguments} - {self_name})
+        outer, self._pending = self._pending, _Pending(class_name, {arg.arg for arg in arguments} - {self_name},
+                                                       node.body, self.imports, self.module_names)
         outer_constructs = self._constructs
         classmethod = bound and any(_dotted(decorator) == "classmethod" for decorator in node.decorator_list)
         if classmethod:
@@ -766,17 +786,123 @@ def call_reference(call: ast.Call, params: dict, self_name: str | None) -> str |
 _BUILTIN_CALLS = frozenset(f"n:{name}" for name in dir(builtins))
 # (An augmented assignment, `x += y`, keeps a tensor where it is: not noted.)
 _NOTED = frozenset({ast.Return, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor,
-                    ast.With, ast.AsyncWith, ast.comprehension, ast.ExceptHandler,
+                    ast.With, ast.AsyncWith, ast.comprehension, ast.ExceptHandler, ast.MatchAs, ast.MatchStar,
+                    ast.MatchMapping,
                     ast.AugAssign, ast.Nonlocal, ast.Global})  # the last three only rebind (`_Pending.rebound`)
+
+
+# Expressions Python never evaluates to None (`_Pending.never_none`): displays, comprehensions, f-strings, lambdas,
+# arithmetic and comparisons.
+_NEVER_NONE = frozenset({ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp,
+                         ast.GeneratorExp, ast.JoinedStr, ast.Lambda, ast.BinOp, ast.UnaryOp, ast.Compare})
+# Builtins whose result is never None (not `min` or `max`, which return an element, nor `next` or `getattr`).
+_VALUE_BUILTINS = frozenset({"list", "dict", "tuple", "set", "frozenset", "int", "float", "str", "bool", "bytes",
+                             "len", "range", "sorted", "reversed", "zip", "enumerate", "map", "filter", "sum",
+                             "abs", "round", "any", "all", "isinstance", "repr", "iter", "type", "divmod", "pow"})
+# Methods of tensors (and arrays) that return a tensor or a value, by names other classes seldom define: not `to`,
+# `cuda` or `cpu`, which a project's batch classes often define to move their fields in place.
+_TENSOR_RESULTS = frozenset({"clone", "detach", "contiguous", "float", "half", "double", "bfloat16", "long", "int",
+                             "view", "view_as", "reshape", "reshape_as", "flatten", "unsqueeze", "squeeze", "permute",
+                             "transpose", "expand", "expand_as", "type_as", "masked_fill", "new_tensor", "new_zeros",
+                             "new_ones", "new_empty", "new_full", "numpy", "tolist", "numel", "cumsum", "argmax"})
+# The modules whose functions all return tensors (but those `_returns_a_value` leaves out by their names).
+_TENSOR_MODULES = frozenset({"torch", "torch.nn.functional"})
+
+
+def _tests_none(test: ast.expr) -> tuple[str, bool] | None:
+    """(name, True) for a test true when the name is None may be (`x is None`, `not x`), (name, False) for one
+    true only when it is not None (`x is not None`, `x`); None for any other test."""
+    if test.__class__ is ast.Name:
+        return test.id, False  # type: ignore[attr-defined]
+    if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not and test.operand.__class__ is ast.Name:  # type: ignore
+        return test.operand.id, True  # type: ignore[attr-defined]
+    if test.__class__ is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name \
+            and test.ops[0].__class__ in (ast.Is, ast.IsNot) and _is_none_constant(test.comparators[0]):  # type: ignore
+        return test.left.id, test.ops[0].__class__ is ast.Is  # type: ignore[attr-defined]
+    return None
+
+
+def _bound_names(statement: ast.stmt) -> Iterator[str]:
+    """The names a statement of a module's or a class's body binds, in blocks of it (`if`, `try`) too: a `def`,
+    a `class`, an import, an assignment's plain names; not those of the functions and classes it defines."""
+    stack: list[ast.AST] = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name
+            stack.extend(node.decorator_list)
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            yield node.id
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield from (alias.asname or alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Lambda):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _is_none_constant(expr: ast.expr) -> bool:
+    return expr.__class__ is ast.Constant and expr.value is None  # type: ignore[attr-defined]
+
+
+def _picked_unless_none(expr: ast.IfExp) -> list[ast.expr] | None:
+    """[d] for `x if x is not None else d`, `d if x is None else x` and `x if x else d`, where `x` is taken only when
+    it is not None (so the value is never None where `d` is not); None for other conditional expressions."""
+    tested = _tests_none(expr.test)
+    if tested is None:
+        return None
+    name, when_none = tested
+    kept, other = (expr.orelse, expr.body) if when_none else (expr.body, expr.orelse)
+    return [other] if kept.__class__ is ast.Name and kept.id == name else None  # type: ignore[attr-defined]
+
+
+def _narrowed_by(statement: ast.stmt, parameters: set[str]) -> list[str]:
+    """The parameters that `statement`, run to its end, leaves not None when every binding of them in the function
+    binds a value never None (`_Pending.narrowed_at` checks that): one it assigns (`x = x or []`), one it asserts
+    (`assert x is not None`), one an `if` assigns or leaves for in the arm it may be None in (`if x is None: x = []`,
+    `if x is None or not len(x): return`, `if x is not None: ... else: raise ...`)."""
+    kind = statement.__class__
+    if kind is ast.Assign or kind is ast.AnnAssign:
+        targets = statement.targets if kind is ast.Assign else [statement.target]  # type: ignore[attr-defined]
+        return [target.id for target in targets if target.__class__ is ast.Name and target.id in parameters
+                and statement.value is not None]  # type: ignore[attr-defined]
+    if kind is ast.Assert:  # (which `python -O` drops: read as the code is written)
+        test = statement.test  # type: ignore[attr-defined]
+        parts = test.values if test.__class__ is ast.BoolOp and test.op.__class__ is ast.And else [test]
+        return [tested[0] for part in parts if (tested := _tests_none(part)) and not tested[1]
+                and tested[0] in parameters]
+    if kind is not ast.If:
+        return []
+    test = statement.test  # type: ignore[attr-defined]
+    narrowed = []
+    if test.__class__ is ast.BoolOp and test.op.__class__ is ast.Or:  # `if x is None or ...:` runs its body
+        cases = [(tested[0], statement.body) for part in test.values  # type: ignore[attr-defined]
+                 if (tested := _tests_none(part)) and tested[1]]
+    else:
+        tested = _tests_none(test)
+        cases = [(tested[0], statement.body if tested[1] else statement.orelse)] if tested else []  # type: ignore
+    for name, arm in cases:
+        if name in parameters and arm and (arm[-1].__class__ in (ast.Return, ast.Raise) or any(
+                part.__class__ is ast.Assign and any(target.__class__ is ast.Name and target.id == name
+                                                     for target in part.targets) for part in arm)):  # type: ignore
+            narrowed.append(name)
+    return narrowed
 
 
 class _Pending:
     """What the scan of one function collects for `_Values`: its returns, its local assignments, its calls with
     arguments, and the values it assigns to attributes of `self`."""
 
-    def __init__(self, class_name: str, parameters: set[str]) -> None:
+    def __init__(self, class_name: str, parameters: set[str], body: list[ast.stmt] = (),  # type: ignore[assignment]
+                 imports: dict[str, str] | None = None, module_names: frozenset[str] = frozenset()) -> None:
         self.class_name = class_name
         self.parameters = parameters
+        self.body = body
+        self.imports = imports or {}
+        self.module_names = module_names
+        # Each parameter no longer None after a statement of the function's own sequence (`if x is None: x = []`,
+        # `x = x or {}`, `assert x is not None`): the last line of that statement. Made when first asked.
+        self._narrowed: dict[str, int] | None = None
         self.returns: list[ast.expr] = []
         self.assigned: dict[str, list[ast.expr | None]] = {}  # None: bound in a way values do not follow
         self.calls: list[tuple[int, ast.Call]] = []
@@ -827,8 +953,95 @@ class _Pending:
                     self._bind(item.optional_vars, None)
         elif kind is ast.ExceptHandler and node.name:
             self.assigned.setdefault(node.name, []).append(None)
+        elif (kind is ast.MatchAs or kind is ast.MatchStar) and node.name:
+            self.assigned.setdefault(node.name, []).append(None)  # `case x:` binds `x`
+        elif kind is ast.MatchMapping and node.rest:
+            self.assigned.setdefault(node.rest, []).append(None)
         else:
             self._note_rebound(node)
+
+    def never_none(self, expr: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether `expr` is certainly not None where it is written, by what Python guarantees: a literal other
+        than None, a display, a comprehension, arithmetic, a call of torch or of a builtin that always returns a
+        value, `x if x is not None else []`, `x or []`, or a local every binding of which is such a value (a
+        parameter only after a statement of the function's sequence has made it so: `narrowed_at`)."""
+        cls = expr.__class__
+        if cls is ast.Constant:
+            return expr.value is not None  # type: ignore[attr-defined]
+        if cls in _NEVER_NONE:
+            return True
+        if cls is ast.NamedExpr:
+            return self.never_none(expr.value, seen)  # type: ignore[attr-defined]
+        if cls is ast.BoolOp:  # `x or []`: a truthy operand (never None) or the last one
+            return expr.op.__class__ is ast.Or and self.never_none(expr.values[-1], seen)  # type: ignore
+        if cls is ast.IfExp:
+            picked = _picked_unless_none(expr)  # type: ignore[arg-type]
+            return all(self.never_none(arm, seen) for arm in (picked or [expr.body, expr.orelse]))  # type: ignore
+        if cls is ast.Call:
+            return self._returns_a_value(expr)  # type: ignore[arg-type]
+        if cls is not ast.Name:
+            return False
+        name = expr.id  # type: ignore[attr-defined]
+        if name in seen or name in self.rebound:
+            return False
+        values = self.assigned.get(name)
+        if name in self.parameters:
+            if not self.narrowed_at(name, expr.lineno):
+                return False
+        elif not values:
+            return False  # a global or a module's name: not the function's to tell
+        return all(value is not None and self.never_none(value, seen | {name}) for value in values or ())
+
+    def _returns_a_value(self, call: ast.Call) -> bool:
+        """A call of a builtin that returns a value, of one of torch's tensor functions (`torch.arange`,
+        `F.pad`), or of a method only tensors and arrays have that returns one (`.clone()`, `.new_zeros()`)."""
+        func = call.func
+        if func.__class__ is ast.Name:
+            name = func.id  # type: ignore[attr-defined]
+            return name in _VALUE_BUILTINS and not self._bound_here(name) and name not in self.module_names \
+                and name not in self.imports
+        if func.__class__ is not ast.Attribute:
+            return False
+        if func.attr in _TENSOR_RESULTS:  # type: ignore[attr-defined]
+            return True
+        written = _dotted(func)
+        root, _, rest = (written or "").partition(".")
+        if not root or self._bound_here(root):
+            return False
+        qualified = f"{self.imports[root]}.{rest}" if root in self.imports else ""
+        module, _, function = qualified.rpartition(".")
+        # Not torch's other functions: `torch.cuda.synchronize()`, `torch.jit.annotate(Optional[T], None)`,
+        # `torch.distributed.all_reduce(...)`, `torch.save(...)`, `torch.manual_seed(...)` may give None.
+        return module in _TENSOR_MODULES and not function.startswith(("_", "set_", "use_", "save", "load", "manual"))
+
+    def _bound_here(self, name: str) -> bool:
+        return name in self.assigned or name in self.parameters or name in self.rebound
+
+    def narrowed_at(self, name: str, line: int) -> bool:
+        """Whether the parameter `name` is certainly not None at `line`: a statement of the function's own
+        sequence (its body, and the bodies of `with` statements in it) before `line` made it so, and every
+        binding of it in the function binds a value that is never None."""
+        if self._narrowed is None:
+            self._narrowed = {}  # (asked again while it is made: only statements before the one read count)
+            self._note_narrowing(self.body)
+        end = self._narrowed.get(name)
+        return end is not None and end < line
+
+    def _note_narrowing(self, body: list[ast.stmt]) -> None:
+        assert self._narrowed is not None
+        for statement in body:
+            for name in _narrowed_by(statement, self.parameters):
+                if name not in self._narrowed and self._binds_values_only(name):
+                    self._narrowed[name] = statement.end_lineno or statement.lineno
+            if (statement.__class__ is ast.With or statement.__class__ is ast.AsyncWith) and not any(
+                    (_dotted(item.context_expr.func if item.context_expr.__class__ is ast.Call else item.context_expr)
+                     or "").endswith("suppress") for item in statement.items):  # type: ignore[attr-defined]
+                self._note_narrowing(statement.body)  # type: ignore[attr-defined]
+
+    def _binds_values_only(self, name: str) -> bool:
+        """Whether every binding of `name` in the function binds a value never None."""
+        return name not in self.rebound and all(value is not None and self.never_none(value, frozenset({name}))
+                                                for value in self.assigned.get(name, ()))
 
     def _bind(self, target: ast.expr, value: ast.expr | None) -> None:
         if target.__class__ is ast.Name:
@@ -1025,11 +1238,13 @@ def _literal_or_parameter(expr: ast.expr, pending: _Pending) -> list:
     cls = expr.__class__
     if cls is ast.Name and expr.id in pending.parameters \
             and expr.id not in pending.assigned and expr.id not in pending.rebound:  # type: ignore[attr-defined]
-        return ["p", expr.id]  # type: ignore[attr-defined]
+        # (`if x is None: raise ...` before: of what the callers pass, all but None reaches here.)
+        narrowed = pending.narrowed_at(expr.id, expr.lineno)  # type: ignore[attr-defined]
+        return ["p", expr.id, "not None"] if narrowed else ["p", expr.id]  # type: ignore[attr-defined]
     if cls is ast.List or cls is ast.ListComp or cls is ast.Tuple and expr.elts \
             or cls is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr == "tolist":  # type: ignore
         return ["h"]
-    return _literal(expr)
+    return _literal(expr) or (["n"] if pending.never_none(expr) else [])
 
 
 def _plain_decorator(decorator: ast.expr) -> bool:
@@ -1490,19 +1705,23 @@ class ProjectModel:
         found: list[tuple[str, str]] = []
         for index, reference in enumerate(record["calls"]):
             if index not in occasional:
-                found.extend(target for target in self._call_targets(record, reference, receiver)
+                found.extend(target for target in self._call_targets(record, reference, receiver, index)
                              if not self.functions[target[0]].get("cached"))
         return found
 
-    def _resolve_call(self, record: dict, reference: str) -> list[str]:
-        """The project functions a call the function `record` describes makes may run."""
-        return [callee for callee, _ in self._call_targets(record, reference)]
+    def _resolve_call(self, record: dict, reference: str, index: int = -1) -> list[str]:
+        """The project functions a call the function `record` describes makes may run (`index`: see
+        `_call_targets`)."""
+        return [callee for callee, _ in self._call_targets(record, reference, index=index)]
 
-    def _call_targets(self, record: dict, reference: str, receiver: str | None = None) -> list[tuple[str, str]]:
+    def _call_targets(self, record: dict, reference: str, receiver: str | None = None,
+                      index: int = -1) -> list[tuple[str, str]]:
         """The project functions the call may run, each with the class of the object it runs on, which decides
         what its own calls on `self` run: `EnvBase.reset`, inherited by `DreamerEnv` and called on one, runs
         `self._reset()` of `DreamerEnv`, not of every other environment. `receiver` is the class of the object
-        the calling function runs on, when known to be narrower than its own class."""
+        the calling function runs on, when known to be narrower than its own class. `index`: the call's among
+        the function's calls, where known, so that a method found by its name alone must take its arguments."""
+        caller = record if index >= 0 else None
         kind, _, name = reference.partition(":")
         module = record["module"]
         own_class = _record_class(record)
@@ -1515,7 +1734,7 @@ class ProjectModel:
                 held = self._class_of(record, typed) if typed else None
                 if held is not None:  # `builder = group.get_builder(); builder.build(...)`: a typed local
                     return self._dispatch(held, method, overrides=True)
-                return self._by_method_name(method)  # `<object>.method(...)`
+                return self._by_method_name(method, caller, index)  # `<object>.method(...)`
             if target is None or target in self.classes:
                 return []  # a constructor runs once per object: no hotness flows into it
             return [(target, _record_class(self.functions[target]))]
@@ -1539,13 +1758,14 @@ class ProjectModel:
             resolved = self._class_of(record, f"{kind}:{holder}")  # the type of `self.holder`, or an annotation
             if resolved is not None:
                 return self._dispatch(resolved, method, overrides=True)
-            return self._by_method_name(method)
+            return self._by_method_name(method, caller, index)
         if kind == "rc":
             typed, _, method = name.rpartition("@.")
             held = self._class_of(record, typed)
-            return self._dispatch(held, method, overrides=True) if held is not None else self._by_method_name(method)
+            return self._dispatch(held, method, overrides=True) if held is not None \
+                else self._by_method_name(method, caller, index)
         if kind == "a":
-            return self._by_method_name(name)
+            return self._by_method_name(name, caller, index)
         return []
 
     def _bound_methods(self, class_name: str, attr: str) -> list[str]:
@@ -1659,14 +1879,20 @@ class ProjectModel:
             self._subclasses_of[class_name] = list(found)
         return self._subclasses_of[class_name]
 
-    def _by_method_name(self, method: str) -> list[tuple[str, str]]:
+    def _by_method_name(self, method: str, caller: dict | None = None, index: int = -1) -> list[tuple[str, str]]:
+        """The methods of that name a call on an object of unknown class may run, when few classes define one:
+        those the call (`index` of the function `caller`, where known) can pass its arguments to."""
         if "_" not in method.strip("_") or method.startswith("__") or method.endswith("_") \
                 or method in NOT_PROJECT_METHODS:
             return []
         candidates = self.methods_by_name.get(method, [])
         owners = {candidate.rpartition(".")[0] for candidate in candidates}
-        return [(candidate, _record_class(self.functions[candidate])) for candidate in candidates] \
-            if 0 < len(owners) <= MAX_CLASSES_BY_NAME else []
+        if not 0 < len(owners) <= MAX_CLASSES_BY_NAME:
+            return []
+        # (The receiver may be a class too, `type(batch).filter_batch(batch, ids)`: then the object comes first.)
+        return [(candidate, _record_class(self.functions[candidate])) for candidate in candidates
+                if caller is None or _fits(self.functions[candidate], caller, index)
+                or _fits(self.functions[candidate], caller, index, bound=False)]
 
     # -- hotness --
 
@@ -2031,9 +2257,9 @@ class ProjectModel:
         placed = self._value(value, function, depth + 1)
         return placed is not None and placed.placement == HOST
 
-    def _value_targets(self, record: dict, reference: str) -> list[tuple[str, bool]]:
+    def _value_targets(self, record: dict, reference: str, index: int = -1) -> list[tuple[str, bool]]:
         """The project functions a call may run, each with whether the call binds the callee's first parameter
-        (a method called on an object, or a constructor running `__init__`)."""
+        (a method called on an object, or a constructor running `__init__`); `index`: see `_call_targets`."""
         kind, _, name = reference.partition(":")
         if kind in ("n", "d"):
             target = self._resolve_name(record["module"], name)
@@ -2042,7 +2268,7 @@ class ProjectModel:
                         if f"{owner}.__init__" in self.functions][:1]
             if target is not None:
                 return [(target, False)]
-        return [(target, True) for target in self._resolve_call(record, reference)]
+        return [(target, True) for target in self._resolve_call(record, reference, index)]
 
     def called_only_from_run_once_code(self, function: str) -> str | None:
         """Where `function` is called from when every call of it in the project is in code that runs once or once
@@ -2198,15 +2424,20 @@ class ProjectModel:
             value = self._branch_argument(record, name, caller, index, bound)
             if value is _LEFT_OUT and name in record.get("literals", {}):
                 found.add(record["literals"][name])
-            elif not value or value is _LEFT_OUT or value[0] == "h":
+            elif not value or value is _LEFT_OUT:
                 return None
+            elif value[0] == "h" or value[0] == "n":
+                found.add(NOT_NONE)
             elif value[0] == "l":
                 found.add(value[1])
             else:
                 inner = self.literals(caller, value[1], depth + 1)
-                if inner is None:
+                if inner is None and len(value) > 2:
+                    found.add(NOT_NONE)  # (what its callers pass is not known, but the caller ruled None out)
+                elif inner is None:
                     return None
-                found.update(inner)
+                else:
+                    found.update(_narrowed(inner, value))
         return frozenset(found)
 
     def attribute_literals(self, class_name: str, attr: str) -> frozenset | None:
@@ -2227,15 +2458,21 @@ class ProjectModel:
             written = record.get("sets", {}).get(attr)
             for function, value in ast.literal_eval(written) if written is not None else ():
                 stored = True
-                if not value or value[0] == "h":
+                if not value:
                     return None
+                if value[0] == "h" or value[0] == "n":
+                    found.add(NOT_NONE)
+                    continue
                 if value[0] == "l":
                     found.add(value[1])
                     continue
                 inner = self.literals(f"{record['module']}.{function}", value[1])
-                if inner is None:
+                if inner is None and len(value) > 2:
+                    found.add(NOT_NONE)
+                elif inner is None:
                     return None
-                found.update(inner)
+                else:
+                    found.update(_narrowed(inner, value))
         return frozenset(found) if stored else None
 
     def passes_python_value(self, function: str, name: str, depth: int = 0) -> bool:
@@ -2439,7 +2676,7 @@ class ProjectModel:
             # Every call written with this name is resolved once, and filed under each function it may run.
             calls = self._calls_by_name.pop(written, None)
             for caller, index, reference in calls or ():
-                targets = self._value_targets(self.functions[caller], reference)
+                targets = self._value_targets(self.functions[caller], reference, index)
                 for target, bound in targets:
                     self._incoming.setdefault(target, []).append((caller, index, bound))
                 if not targets and reference[:2] in ("d:", "a:", "p:", "sa", "rc"):
@@ -2450,9 +2687,12 @@ class ProjectModel:
             self._unresolved_names)
         found = self._callers_of[function] = (self._incoming.get(function, []), unseen)
         if unseen:
+            record = self.functions[function]
             self._unseen_callers[function] = [call for name in sorted(names - {"__init__"})
                                               for call in self._unresolved_calls.get(name, ())
-                                              if not self._calls_outside(call)]
+                                              if not self._calls_outside(call)
+                                              and (_fits(record, self.functions[call[0]], call[1])
+                                                   or _fits(record, self.functions[call[0]], call[1], bound=False))]
         return found
 
     def _calls_outside(self, call: tuple[str, int, bool]) -> bool:
@@ -2613,11 +2853,39 @@ def _argument(record: dict, name: str, passed: list, bound: bool) -> list | None
     return _LEFT_OUT
 
 
+def _fits(record: dict, caller: dict, index: int, bound: bool = True) -> bool:
+    """Whether call `index` of the function `caller` describes may call the method `record` describes (`bound`:
+    on an object), by what it passes: not with more positional arguments than it takes, a keyword it does not
+    have, or without one it requires (Python would raise). True where the call's arguments are not known, or a
+    decorator may change what the method takes."""
+    passed = _passed(caller, index)
+    signature = record.get("sig") if not record.get("decorated") else None
+    if passed is None or signature is None:
+        return True
+    required, keyword_only, keyword_required, varargs, varkw = signature
+    positional, keywords = passed
+    if "*" in keywords:
+        return True  # `*args` or `**kwargs`: anything may be passed
+    order = record.get("order", [])
+    count = len(positional) - (not bound and record.get("bound", False) and not record.get("classmethod", False))
+    if count < 0:
+        return False  # not even the object
+    if count > len(order) and not varargs or not varkw and not set(keywords) <= {*order, *keyword_only}:
+        return False
+    return all(name in keywords for name in [*order[count:required], *keyword_required])
+
+
 def _agreed(found: list[AttributePlacement | None]) -> AttributePlacement | None:
     """The first of `found` when there is one and all are placed, in one place; None otherwise."""
     if not found or any(placed is None for placed in found):
         return None
     return found[0] if len({placed.placement for placed in found if placed is not None}) == 1 else None
+
+
+def _narrowed(values: frozenset, passed: list) -> frozenset:
+    """The values of a parameter passed on, less None where the caller has ruled it out first (`["p", name, "not
+    None"]`: see `_literal_or_parameter`)."""
+    return values - {None} if len(passed) > 2 else values
 
 
 def _written_literals(values: frozenset | None) -> str | None:

@@ -5,6 +5,7 @@ import re
 from typing import TYPE_CHECKING
 
 from h2dlint.branches import untaken_branch
+from h2dlint.copies import where_hot
 from h2dlint.facts import OPEN_GATE, Placement
 from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Edit, Fix, Position
@@ -165,9 +166,9 @@ class ScalarWriteIntoCudaTensor(Rule):
             return
         site, start = found
         statement = facts.parents[site.node]
-        where = context_at(facts, start.line).describe()
-        self.report(node, f"writes a Python number into one element of a CUDA tensor {where}: PyTorch copies it "
-                          "from a CPU tensor with a blocking copy, so the host waits until the GPU stream drains; "
+        self.report(node, f"writes a Python number into one element of a CUDA tensor{where_hot(facts, start.line)}: "
+                          "PyTorch copies it from a CPU tensor with a blocking copy, so the host waits until the GPU "
+                          "stream drains; "
                           "`.fill_(value)` on the element launches a kernel instead",
                     self._fix(site.node, statement))
 

@@ -4,6 +4,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from h2dlint.branches import untaken_branch
+from h2dlint.copies import where_hot
 from h2dlint.facts import OPEN_GATE, Placement
 from h2dlint.hotness import context_at
 from h2dlint.placement import classify_placement
@@ -126,12 +127,12 @@ class ListIndexIntoCudaTensor(Rule):
         if found is None:
             return
         site, start = found
-        where = context_at(facts, start.line).describe()
+        where = where_hot(facts, start.line)
         copy = ("PyTorch builds an index tensor from the list in pageable host memory and copies it to the device "
                 "with a blocking copy, so the host waits until the GPU stream drains")
         if isinstance(site.node.ctx, ast.Store):
-            self.report(node, f"writes through a Python list index into a CUDA tensor {where}: {copy}; build the "
+            self.report(node, f"writes through a Python list index into a CUDA tensor{where}: {copy}; build the "
                               "index tensor once on the device and reuse it (`index_fill_`, `index_copy_`)")
         else:
-            self.report(node, f"indexes a CUDA tensor with a Python list {where}: {copy}; build the index "
+            self.report(node, f"indexes a CUDA tensor with a Python list{where}: {copy}; build the index "
                               "tensor once on the device and reuse it (`index_select`)")

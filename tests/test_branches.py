@@ -430,3 +430,148 @@ def test_python_data_passed_around_a_cycle_of_calls_reaches_each_parameter(tmp_p
             "def run():\n    return A().forward([1.0])\n")
     make_project(tmp_path, cycle=code)
     assert [line for line, code in by_file(check(tmp_path))["cycle.py"] if code == "HDL101"] == [8, 15]
+
+
+DRAFT = '''\
+import contextlib
+from typing import List, Optional
+
+import torch
+from torch import nn
+
+
+class Draft:
+    def filter_batch(self, new_indices, new_indices_cpu=None):
+        if new_indices_cpu is not None:
+            kept = new_indices_cpu
+        else:
+            kept = new_indices.cuda().cpu()
+        return kept
+
+
+class Model(nn.Module):
+    def forward(self, draft, new_indices):
+        return filter_batch(draft, new_indices, draft.keep)
+
+'''
+
+
+@pytest.mark.parametrize(("caller", "reported"), [
+    # A parameter made a list where it is None, then passed on (sglang's `ScheduleBatch.filter_batch`).
+    ("    if keep is None:\n        keep = [i for i in range(3)]\n", False),
+    # ... left for where it is None, or asserted not None.
+    ("    if keep is None or len(keep) == 0:\n        return None\n", False),
+    ("    if not keep:\n        raise ValueError(keep)\n", False),
+    ("    assert keep is not None\n", False),
+    # ... or given a default in one expression.
+    ("    keep = keep if keep is not None else []\n", False),
+    ("    keep = keep or list(range(3))\n", False),
+    ("    with torch.no_grad():\n        keep = torch.arange(3) if keep is None else keep\n", False),
+    # A local every binding of which is a value.
+    ("    keep2 = torch.arange(3)\n    if draft.x:\n        keep2 = (1, 2)\n    keep = keep2\n", False),
+    # Still None on some path: made a list only under a further test, made so after the call, or bound to a
+    # value that may be None (an attribute, another parameter, a function's result).
+    ("    if keep is None:\n        if draft.x:\n            keep = [1]\n", True),
+    ("    out = draft.filter_batch(new_indices, new_indices_cpu=keep)\n    if keep is None:\n        keep = []\n", True),
+    ("    if keep is None:\n        keep = draft.kept\n", True),
+    ("    keep = keep or new_indices\n", True),
+    ("    if keep is None:\n        keep = compute(draft)\n", True),
+    ("    keep = min(keep or [], [])\n", True),
+    # ... or the test leaves the arm where it is None to other code.
+    ("    if keep is not None:\n        pass\n", True),
+    ("    if keep is None and draft.x:\n        return None\n", True),
+    # Calls that may return None: a method named as a tensor's (a batch moved in place), torch's other functions,
+    # a builtin's name the module binds.
+    ("    keep = Holder().to('cuda')\n", True),
+    ("    keep = torch.jit.annotate(Optional[List[int]], None)\n", True),
+    ("    keep = torch.cuda.synchronize()\n", True),
+    ("    keep = sorted(keep or [])\n", True),
+    ("    keep = len(keep or [])\n", True),  # (`len` is imported below)
+    # A narrowing a context manager may skip, and a rebinding by a match pattern.
+    ("    with contextlib.suppress(Exception):\n        draft.risky()\n        if keep is None:\n"
+     "            keep = []\n", True),
+    ("    keep = keep or []\n    match draft.x:\n        case keep:\n            pass\n", True),
+])
+def test_a_branch_for_none_no_call_takes_when_every_caller_passes_a_value(tmp_path, caller, reported):
+    # The `.cpu()` in `filter_batch`, hot through `forward`, runs only where `new_indices_cpu` is None.
+    user = (DRAFT + "\ndef compute(draft):\n    return draft.y\n\n\nclass Holder:\n    def to(self, device):\n"
+            "        self.device = device\n\n\ndef sorted(values):\n    return None\n\n\n"
+            "def filter_batch(draft, new_indices, keep=None):\n" + caller
+            + "    return draft.filter_batch(new_indices, new_indices_cpu=keep)\n\n\n"
+            "try:\n    from pkg.helpers import len\nexcept ImportError:\n    pass\n")
+    make_project(tmp_path, spec=user)
+    found = by_file(check(tmp_path)).get("spec.py", [])
+    assert ((13, "HDL201") in found) is reported, found
+
+
+def test_a_call_passing_none_elsewhere_brings_the_branch_for_none_back_through_the_cache(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    user = (DRAFT + "\ndef filter_batch(draft, new_indices, keep=None):\n    keep = keep or []\n"
+            "    return draft.filter_batch(new_indices, new_indices_cpu=keep)\n")
+    make_project(tmp_path, spec=user)
+    assert (13, "HDL201") not in by_file(check(tmp_path, cache=True)).get("spec.py", [])
+    (tmp_path / "pkg" / "other.py").write_text("from pkg.spec import Draft\n\n\n"
+                                               "def other(n):\n    return Draft().filter_batch(n)\n")
+    assert (13, "HDL201") in by_file(check(tmp_path, cache=True))["spec.py"]
+
+
+def test_an_attribute_every_store_of_which_is_a_value_is_not_none(tmp_path):
+    quantizer = ("import torch\n\n\nclass Quantizer:\n    def __init__(self, levels=None):\n"
+                 "        self.levels = levels if levels is not None else [0.5, 1.0]\n\n"
+                 "    def quantize(self, x):\n        if self.levels is None:\n"
+                 "            return torch.tensor(x, device='cuda')\n        return x\n")
+    make_project(tmp_path, copies_anywhere=True, quantizer=quantizer,
+                 user="from pkg.quantizer import Quantizer\n\n\ndef go(x):\n    return Quantizer().quantize(x)\n")
+    assert by_file(check(tmp_path)).get("quantizer.py", []) == []
+    (tmp_path / "pkg" / "reset.py").write_text("def reset(q):\n    q.levels = None\n")
+    assert by_file(check(tmp_path))["quantizer.py"] == [(10, "HDL101")]
+
+
+def test_a_parameter_ruled_not_none_keeps_the_values_its_callers_pass(tmp_path):
+    # `outer` rules None out before passing `mode` on: `inner` still sees the literal every call passes, so its
+    # "fast" branch is never taken.
+    code = ("import torch\n\n\ndef inner(values, mode):\n    if mode == 'fast':\n"
+            "        return torch.tensor(values, device='cuda')\n    return values\n\n\n"
+            "def outer(values, mode):\n    assert mode is not None\n    return inner(values, mode)\n\n\n"
+            "def run(values):\n    return outer(values, 'slow')\n")
+    (tmp_path / "a").mkdir()
+    make_project(tmp_path / "a", copies_anywhere=True, modes=code)
+    assert by_file(check(tmp_path / "a")).get("modes.py", []) == []
+    (tmp_path / "b").mkdir()
+    make_project(tmp_path / "b", copies_anywhere=True, modes=code.replace("'slow')", "'fast')"))
+    assert by_file(check(tmp_path / "b"))["modes.py"] == [(6, "HDL101")]
+
+
+def test_a_value_known_only_not_to_be_none_may_be_a_tensor(tmp_path):
+    # `forward` is always given a tensor (`obs.float()`): its conversion of Python data never runs.
+    code = ("import torch\nfrom torch import nn\n\n\nclass Policy(nn.Module):\n    def forward(self, x):\n"
+            "        if not torch.is_tensor(x):\n            x = torch.tensor(x, device='cuda')\n        return x * 2\n\n\n"
+            "def act(obs):\n    return Policy().forward(obs.float())\n\n\ndef act2(obs):\n"
+            "    return Policy().forward(obs.detach())\n")
+    (tmp_path / "a").mkdir()
+    make_project(tmp_path / "a", policy=code)
+    assert by_file(check(tmp_path / "a")).get("policy.py", []) == []
+    (tmp_path / "b").mkdir()
+    make_project(tmp_path / "b", policy=code + "\n\ndef act3():\n    return Policy().forward([1.0])\n")
+    assert by_file(check(tmp_path / "b"))["policy.py"] == [(8, "HDL101")]
+
+
+@pytest.mark.parametrize(("call", "reported"), [
+    # Calls by the name on objects of unknown class that cannot bind to `Draft.filter_batch`'s parameters call
+    # another method: a keyword it lacks, none of its required arguments, too many positional ones.
+    ("    batch.filter_batch(reqs=[1])\n", False),
+    ("    batch.filter_batch()\n", False),
+    ("    batch.filter_batch(ids, [1], [2], [3])\n", False),
+    # Calls that may be of it, leaving `new_indices_cpu` None.
+    ("    batch.filter_batch(ids)\n", True),
+    ("    batch.filter_batch(new_indices=ids)\n", True),
+    ("    batch.filter_batch(*ids)\n", True),
+    ("    batch.filter_batch(**ids)\n", True),
+])
+def test_calls_by_name_that_cannot_bind_to_the_method_pass_it_nothing(tmp_path, call, reported):
+    draft = ("from torch import nn\n\n\nclass Draft:\n    def filter_batch(self, new_indices, new_indices_cpu=None):\n"
+             "        if new_indices_cpu is None:\n            return new_indices.cuda().cpu()\n"
+             "        return new_indices_cpu\n\n\nclass Model(nn.Module):\n    def forward(self, spec, batch, ids):\n"
+             "        spec.filter_batch(ids, new_indices_cpu=[i for i in ids])\n    " + call)
+    make_project(tmp_path, draft=draft)
+    assert ((7, "HDL201") in by_file(check(tmp_path)).get("draft.py", [])) is reported

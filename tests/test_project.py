@@ -2283,3 +2283,38 @@ def test_a_device_known_only_by_an_asynchronous_copy_is_no_certain_cuda_device_f
     assert "HDL203" in [finding["code"] for finding in findings]
     rewrite = next(finding for finding in findings if finding["code"] == "HDL104")["fix"]["edits"][0]["content"]
     assert "pin_memory=torch.cuda.is_available()" in rewrite
+
+
+@pytest.mark.parametrize(("call", "hot"), [
+    ("batch.filter_batch(ids)", True),
+    ("batch.filter_batch(new_indices=ids)", True),
+    # Arguments `Draft.filter_batch` cannot take: the call is of `Batch.filter_batch`, however the receiver is unknown.
+    ("batch.filter_batch(reqs=ids)", False),
+    ("batch.filter_batch()", False),
+    ("batch.filter_batch(ids, ids, ids, ids)", False),
+    # The receiver may be the class, the object passed first.
+    ("type(batch).filter_batch(batch, ids, ids)", True),
+])
+def test_a_call_by_a_method_name_runs_only_methods_that_take_its_arguments(tmp_path, call, hot):
+    code = ("from torch import nn\n\n\nclass Draft:\n    def filter_batch(self, new_indices, new_indices_cpu=None):\n"
+            "        return new_indices.cuda().cpu()\n\n\nclass Batch:\n    def filter_batch(self, reqs=None):\n"
+            "        return reqs\n\n\nclass Model(nn.Module):\n    def forward(self, batch, ids):\n"
+            f"        return {call}\n")
+    make_project(tmp_path, spec=code)
+    assert (by_file(check(tmp_path)).get("spec.py", []) == [(6, "HDL201")]) is hot
+
+
+@pytest.mark.parametrize("definition", [
+    # Bound again in the class body, or defined twice: what a call takes is not what one `def` says.
+    "    def filter_batch(new_indices, new_indices_cpu=None):\n        return new_indices.cuda().cpu()\n\n"
+    "    filter_batch = staticmethod(filter_batch)\n",
+    "    if sys.version_info >= (3, 10):\n        def filter_batch(self, new_indices, new_indices_cpu):\n"
+    "            return new_indices.cuda().cpu()\n    else:\n        def filter_batch(self, new_indices):\n"
+    "            return new_indices.cuda().cpu()\n",
+])
+def test_a_method_bound_twice_in_its_class_takes_any_call_of_its_name(tmp_path, definition):
+    code = ("import sys\n\nfrom torch import nn\n\n\nclass Draft:\n" + definition + "\n\nclass Batch:\n"
+            "    def filter_batch(self, reqs=None):\n        return reqs\n\n\nclass Model(nn.Module):\n"
+            "    def forward(self, batch, ids):\n        return batch.filter_batch(ids, ids)\n")
+    make_project(tmp_path, spec=code)
+    assert {code for _, code in by_file(check(tmp_path))["spec.py"]} == {"HDL201"}
