@@ -51,7 +51,8 @@ HOST_NAME_SUFFIXES = ("_cpu", "_list", "_np", "_numpy", "_host")
 GPU_NAME_SUFFIXES = ("_gpu", "_cuda")  # of attributes
 # Words that make a `*_gpu` / `*_cuda` name a flag, a count or an action (`is_cuda`, `use_gpu`, `num_gpu`,
 # `inputs_on_cuda`, `move_to_gpu`), not a tensor: as its first word, or as the word before the suffix.
-_NOT_TENSOR_FIRST_WORDS = frozenset({"is", "has", "use", "uses", "with", "no", "only", "enable", "disable", "keep",
+_NOT_TENSOR_FIRST_WORDS = frozenset({"is", "has", "use", "uses", "using", "used", "with", "no", "only", "enable",
+                                     "disable", "keep",
                                      "require", "requires", "can", "skip", "check", "n", "num", "min", "max",
                                      "multi", "per", "run", "test", "benchmark", "to", "on", "any", "all"})
 _NOT_TENSOR_LAST_WORDS = frozenset({"on", "to", "per", "multi", "any", "all", "for", "from", "of"})
@@ -445,14 +446,19 @@ _DEFINES_A_HOT_NAME = re.compile(
 # network libraries `models/mps.py` holds matrix product states, which run on CUDA.)
 _OTHER_ACCELERATOR_PATH_WORDS = frozenset({"tpu", "xla", "npu", "xpu", "hpu", "mlu", "musa", "gaudi", "habana",
                                             "ascend", "metal", "mlx"})
+# And of a module written for another framework's tensors, which no torch code runs: dgl's `nn/mxnet/`,
+# `backend/tensorflow/` (not where the path names torch too: `convert_tensorflow_checkpoint_to_pytorch.py`).
+_OTHER_FRAMEWORK_PATH_WORDS = frozenset({"mxnet", "tensorflow"})
+_TORCH_PATH_WORDS = frozenset({"torch", "pytorch"})
 
 
 def is_other_accelerator_path(path: str) -> bool:
     """A module for another accelerator, by its path from the project root: a folder or file name has one of
     their words (see `_OTHER_ACCELERATOR_PATH_WORDS`), and none names CUDA too (`cuda_xpu_utils.py`,
-    `tpu_vs_gpu/` serve both)."""
+    `tpu_vs_gpu/` serve both); or one for another framework (`_OTHER_FRAMEWORK_PATH_WORDS`) naming no torch."""
     words = {word for part in PurePath(path).parts for word in name_words(PurePath(part).stem)}
-    return not _OTHER_ACCELERATOR_PATH_WORDS.isdisjoint(words) and _CUDA_PATH_WORDS.isdisjoint(words)
+    return not _OTHER_ACCELERATOR_PATH_WORDS.isdisjoint(words) and _CUDA_PATH_WORDS.isdisjoint(words) \
+        or not _OTHER_FRAMEWORK_PATH_WORDS.isdisjoint(words) and _TORCH_PATH_WORDS.isdisjoint(words)
 
 
 _CUDA_PATH_WORDS = frozenset({"cuda", "gpu", "gpus", "nvidia"})

@@ -810,8 +810,8 @@ _TENSOR_MODULES = frozenset({"torch", "torch.nn.functional"})
 
 
 def _tests_none(test: ast.expr) -> tuple[str, bool] | None:
-    """(name, True) for a test true when the name is None may be (`x is None`, `not x`), (name, False) for one
-    true only when it is not None (`x is not None`, `x`); None for any other test."""
+    """(name, True) for a test that is true whenever the name is None (`x is None`, `not x`), (name, False) for
+    one true only when it is not None (`x is not None`, `x`); None for any other test."""
     if test.__class__ is ast.Name:
         return test.id, False  # type: ignore[attr-defined]
     if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not and test.operand.__class__ is ast.Name:  # type: ignore
@@ -893,11 +893,11 @@ class _Pending:
     """What the scan of one function collects for `_Values`: its returns, its local assignments, its calls with
     arguments, and the values it assigns to attributes of `self`."""
 
-    def __init__(self, class_name: str, parameters: set[str], body: list[ast.stmt] = (),  # type: ignore[assignment]
+    def __init__(self, class_name: str, parameters: set[str], body: list[ast.stmt] | None = None,
                  imports: dict[str, str] | None = None, module_names: frozenset[str] = frozenset()) -> None:
         self.class_name = class_name
         self.parameters = parameters
-        self.body = body
+        self.body = body or []
         self.imports = imports or {}
         self.module_names = module_names
         # Each parameter no longer None after a statement of the function's own sequence (`if x is None: x = []`,
@@ -961,10 +961,10 @@ class _Pending:
             self._note_rebound(node)
 
     def never_none(self, expr: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
-        """Whether `expr` is certainly not None where it is written, by what Python guarantees: a literal other
-        than None, a display, a comprehension, arithmetic, a call of torch or of a builtin that always returns a
-        value, `x if x is not None else []`, `x or []`, or a local every binding of which is such a value (a
-        parameter only after a statement of the function's sequence has made it so: `narrowed_at`)."""
+        """Whether `expr` is certainly not None where it is written: a literal other than None, a display, a
+        comprehension, arithmetic, a call `_returns_a_value` knows returns one, `x if x is not None else []`,
+        `x or []`, or a local every binding of which is such a value (a parameter only after a statement of the
+        function's sequence has made it so: `narrowed_at`)."""
         cls = expr.__class__
         if cls is ast.Constant:
             return expr.value is not None  # type: ignore[attr-defined]

@@ -328,6 +328,7 @@ def test_hot_function_names_and_patterns(name, configured, expected):
     ("b.seq_lens_cpu", Placement.HOST), ("seq_lens_cpu", Placement.HOST), ("seq_lens_gpu", Placement.UNKNOWN),
     ("t.is_cuda", Placement.UNKNOWN), ("self.use_gpu", Placement.UNKNOWN), ("b.num_gpu", Placement.UNKNOWN),
     ("b.inputs_on_cuda", Placement.UNKNOWN), ("b.gpu", Placement.UNKNOWN), ("self._is_cuda", Placement.UNKNOWN),
+    ("self._using_cuda", Placement.UNKNOWN), ("self.used_gpu", Placement.UNKNOWN),  # flags (aimet's winnowing)
     ("b.size_per_gpu", Placement.UNKNOWN),
 ])
 def test_placement_from_attribute_name_suffixes(name, expected):
@@ -979,6 +980,11 @@ def test_the_arms_taken_only_when_a_count_is_zero(body, spans):
     ("pkg/output.py", False),  # "tpu" inside a word is no word of its own
     ("pkg/cuda_xpu_utils.py", False),  # names CUDA too: serves both
     ("benchmarks/tpu_vs_gpu/run.py", False),
+    # Another framework's modules (dgl's backends), unless the path names torch too.
+    ("dgl/nn/mxnet/conv/gatedgraphconv.py", True),
+    ("dgl/backend/tensorflow/tensor.py", True),
+    ("pkg/convert_tensorflow_checkpoint_to_pytorch.py", False),
+    ("dgl/nn/pytorch/conv/gatedgraphconv.py", False),
 ])
 def test_modules_for_another_accelerator_are_told_by_their_path(path, other):
     assert is_other_accelerator_path(path) is other
