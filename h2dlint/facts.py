@@ -52,9 +52,9 @@ GPU_NAME_SUFFIXES = ("_gpu", "_cuda")  # of attributes
 # Words that make a `*_gpu` / `*_cuda` name a flag, a count or an action (`is_cuda`, `use_gpu`, `num_gpu`,
 # `inputs_on_cuda`, `move_to_gpu`), not a tensor: as its first word, or as the word before the suffix.
 _NOT_TENSOR_FIRST_WORDS = frozenset({"is", "has", "use", "uses", "using", "used", "with", "no", "only", "enable",
-                                     "disable", "keep",
-                                     "require", "requires", "can", "skip", "check", "n", "num", "min", "max",
-                                     "multi", "per", "run", "test", "benchmark", "to", "on", "any", "all"})
+                                     "disable", "keep", "require", "requires", "can", "skip", "check", "n", "num",
+                                     "min", "max", "multi", "per", "run", "test", "benchmark", "to", "on", "any",
+                                     "all"})
 _NOT_TENSOR_LAST_WORDS = frozenset({"on", "to", "per", "multi", "any", "all", "for", "from", "of"})
 MIRROR_SUFFIXES = ("_cpu", "_host")  # a host mirror's name: `seq_lens_cpu` mirrors `seq_lens`, the device copy
 GRAPH_CAPTURE_CALLS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
@@ -361,7 +361,7 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
                                                  for module in imported.values())
     gloo = gloo or any("gloo" in identifier.lower() for identifier in identifiers)
     device_collectives = not gloo and any(
-        (_qualified(dotted_name(call.func), imported) or "").startswith("torch.distributed.")
+        (qualified_name(dotted_name(call.func), imported) or "").startswith("torch.distributed.")
         for call in collective_calls)
     mirrored = frozenset() if other_accelerator else frozenset(
         stem for identifier in identifiers for suffix in MIRROR_SUFFIXES if identifier.endswith(suffix)
@@ -405,7 +405,8 @@ def _imported_names(imports: list[ast.Import | ast.ImportFrom]) -> dict[str, str
     return imported
 
 
-def _qualified(dotted: str | None, imported: dict[str, str]) -> str | None:
+def qualified_name(dotted: str | None, imported: dict[str, str]) -> str | None:
+    """`th.tensor` -> `torch.tensor` by `imported` (local name -> qualified name); None when its head is not one."""
     head, _, rest = (dotted or "").partition(".")
     target = imported.get(head)
     return None if target is None else f"{target}.{rest}" if rest else target

@@ -18,7 +18,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, TypeGuard
 
 from .branches import other_device_branch, untaken_branch
-from .syntax import COMPOUND_STATEMENTS, blocks, dotted_name, name_words
+from .syntax import COMPOUND_STATEMENTS, blocks, dotted_name, is_none, name_words
 
 if TYPE_CHECKING:
     from .facts import FileFacts
@@ -660,7 +660,7 @@ def statements_run_once_in_a_while(function: ast.FunctionDef | ast.AsyncFunction
         hit = _cache_hit(statement, read_from)
         if hit is not None and hit in _places_filled(body[index + 1:]) and _kept_beyond_the_call(hit, function):
             return [*found, *body[index + 1:]]
-        if isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Is) and _is_none(test.comparators[0]) \
+        if isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Is) and is_none(test.comparators[0]) \
                 and isinstance(test.left, ast.Name) and test.left.id in read_from:
             miss = read_from[test.left.id]
             if miss in _places_filled(statement.body) and _kept_beyond_the_call(miss, function):
@@ -764,7 +764,7 @@ def _hit_place(test: ast.expr, read_from: dict[str, tuple[str, str]]) -> tuple[s
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None
     op, left, right = test.ops[0], test.left, test.comparators[0]
-    if isinstance(op, ast.IsNot) and _is_none(right):
+    if isinstance(op, ast.IsNot) and is_none(right):
         return read_from.get(left.id) if isinstance(left, ast.Name) else _read_place(left)
     if isinstance(op, ast.In):
         if _is_self_attribute(right) and right.attr in _ATTRIBUTE_DICTS:  # type: ignore[attr-defined]
@@ -801,10 +801,6 @@ def _places_filled(body: list[ast.stmt]) -> set[tuple[str, str]]:
 
 def _named_attribute(name: ast.expr) -> tuple[str, str] | None:
     return ("self", name.value) if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
-
-
-def _is_none(expr: ast.expr) -> bool:
-    return isinstance(expr, ast.Constant) and expr.value is None
 
 
 def _is_self(expr: ast.expr) -> bool:

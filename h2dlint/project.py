@@ -48,6 +48,7 @@ from .facts import (
     TreeEvidence,
     evidence_of,
     names_a_tensor,
+    qualified_name,
 )
 from .hotness import (
     NOT_PER_STEP_WORDS,
@@ -61,7 +62,15 @@ from .hotness import (
     occasional_block,
     statements_run_once_in_a_while,
 )
-from .syntax import annotated_name, async_copy_target, certainly_no_tensor, dotted_name, name_words, parameter_defaults
+from .syntax import (
+    annotated_name,
+    async_copy_target,
+    certainly_no_tensor,
+    dotted_name,
+    is_none,
+    name_words,
+    parameter_defaults,
+)
 
 # Functions hotness does not flow into: those that run once or are no per-step work (the sync rules' own sets),
 # and, besides, saving and functions named for loading, checkpointing or registering, which per-step code may call
@@ -363,7 +372,7 @@ class _Summarizer:
             if statement.annotation is not None and (written := _dotted(statement.annotation)):
                 types[field_name] = written
             if default is not None:
-                defaults[field_name] = ["none"] if isinstance(default, ast.Constant) and default.value is None \
+                defaults[field_name] = ["none"] if is_none(default) \
                     else values.of(default)
         if positional:
             order = list(fields)
@@ -415,7 +424,7 @@ class _Summarizer:
         if _not_a_tensor(value, annotation) and attr not in entry["scalars"]:
             entry["scalars"].append(attr)
         placement, why = value_placement(value) if value is not None else ("", "")
-        if not placement and value is not None and not (isinstance(value, ast.Constant) and value.value is None) \
+        if not placement and value is not None and not is_none(value) \
                 and attr not in entry["unplaced"]:
             entry["unplaced"].append(attr)  # assigned something whose placement the summary cannot tell
         known = entry["attrs"].get(attr)
@@ -423,7 +432,7 @@ class _Summarizer:
             entry["attrs"][attr] = [placement, why]
         elif placement and placement != known[0]:
             entry["attrs"][attr] = ["mixed", ""]
-        if not placement and value is not None and not (isinstance(value, ast.Constant) and value.value is None):
+        if not placement and value is not None and not is_none(value):
             # Left for the model, which may place it through what the function is passed or calls.
             if self._pending is not None and self._pending.class_name == class_name:
                 self._pending.attributes.append((attr, value))
@@ -817,7 +826,7 @@ def _tests_none(test: ast.expr) -> tuple[str, bool] | None:
     if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not and test.operand.__class__ is ast.Name:  # type: ignore
         return test.operand.id, True  # type: ignore[attr-defined]
     if test.__class__ is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name \
-            and test.ops[0].__class__ in (ast.Is, ast.IsNot) and _is_none_constant(test.comparators[0]):  # type: ignore
+            and test.ops[0].__class__ in (ast.Is, ast.IsNot) and is_none(test.comparators[0]):  # type: ignore
         return test.left.id, test.ops[0].__class__ is ast.Is  # type: ignore[attr-defined]
     return None
 
@@ -839,10 +848,6 @@ def _bound_names(statement: ast.stmt) -> Iterator[str]:
         elif isinstance(node, ast.Lambda):
             continue
         stack.extend(ast.iter_child_nodes(node))
-
-
-def _is_none_constant(expr: ast.expr) -> bool:
-    return expr.__class__ is ast.Constant and expr.value is None  # type: ignore[attr-defined]
 
 
 def _picked_unless_none(expr: ast.IfExp) -> list[ast.expr] | None:
@@ -1005,11 +1010,10 @@ class _Pending:
         if func.attr in _TENSOR_RESULTS:  # type: ignore[attr-defined]
             return True
         written = _dotted(func)
-        root, _, rest = (written or "").partition(".")
+        root = (written or "").partition(".")[0]
         if not root or self._bound_here(root):
             return False
-        qualified = f"{self.imports[root]}.{rest}" if root in self.imports else ""
-        module, _, function = qualified.rpartition(".")
+        module, _, function = (qualified_name(written, self.imports) or "").rpartition(".")
         # Not torch's other functions: `torch.cuda.synchronize()`, `torch.jit.annotate(Optional[T], None)`,
         # `torch.distributed.all_reduce(...)`, `torch.save(...)`, `torch.manual_seed(...)` may give None.
         return module in _TENSOR_MODULES and not function.startswith(("_", "set_", "use_", "save", "load", "manual"))
@@ -1427,7 +1431,7 @@ def _dotted(node: ast.expr | None) -> str | None:
         inner = node.slice
         if isinstance(inner, ast.Tuple):
             inner = next((element for element in inner.elts
-                          if not (isinstance(element, ast.Constant) and element.value is None)), None)
+                          if not is_none(element)), None)
         return _dotted(inner)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value if node.value.replace(".", "").isidentifier() else None
@@ -1889,10 +1893,8 @@ class ProjectModel:
         owners = {candidate.rpartition(".")[0] for candidate in candidates}
         if not 0 < len(owners) <= MAX_CLASSES_BY_NAME:
             return []
-        # (The receiver may be a class too, `type(batch).filter_batch(batch, ids)`: then the object comes first.)
         return [(candidate, _record_class(self.functions[candidate])) for candidate in candidates
-                if caller is None or _fits(self.functions[candidate], caller, index)
-                or _fits(self.functions[candidate], caller, index, bound=False)]
+                if caller is None or _fits(self.functions[candidate], caller, index)]
 
     # -- hotness --
 
@@ -2691,8 +2693,7 @@ class ProjectModel:
             self._unseen_callers[function] = [call for name in sorted(names - {"__init__"})
                                               for call in self._unresolved_calls.get(name, ())
                                               if not self._calls_outside(call)
-                                              and (_fits(record, self.functions[call[0]], call[1])
-                                                   or _fits(record, self.functions[call[0]], call[1], bound=False))]
+                                              and _fits(record, self.functions[call[0]], call[1])]
         return found
 
     def _calls_outside(self, call: tuple[str, int, bool]) -> bool:
@@ -2853,11 +2854,11 @@ def _argument(record: dict, name: str, passed: list, bound: bool) -> list | None
     return _LEFT_OUT
 
 
-def _fits(record: dict, caller: dict, index: int, bound: bool = True) -> bool:
-    """Whether call `index` of the function `caller` describes may call the method `record` describes (`bound`:
-    on an object), by what it passes: not with more positional arguments than it takes, a keyword it does not
-    have, or without one it requires (Python would raise). True where the call's arguments are not known, or a
-    decorator may change what the method takes."""
+def _fits(record: dict, caller: dict, index: int) -> bool:
+    """Whether call `index` of the function `caller` describes may call the method `record` describes, on an object
+    or on a class with the object passed first (`type(batch).filter_batch(batch, ids)`), by what it passes: not
+    with more positional arguments than it takes, a keyword it does not have, or without one it requires (Python
+    would raise). True where the call's arguments are not known, or a decorator may change what the method takes."""
     passed = _passed(caller, index)
     signature = record.get("sig") if not record.get("decorated") else None
     if passed is None or signature is None:
@@ -2867,12 +2868,13 @@ def _fits(record: dict, caller: dict, index: int, bound: bool = True) -> bool:
     if "*" in keywords:
         return True  # `*args` or `**kwargs`: anything may be passed
     order = record.get("order", [])
-    count = len(positional) - (not bound and record.get("bound", False) and not record.get("classmethod", False))
-    if count < 0:
-        return False  # not even the object
-    if count > len(order) and not varargs or not varkw and not set(keywords) <= {*order, *keyword_only}:
+    if not varkw and not set(keywords) <= {*order, *keyword_only} \
+            or not all(name in keywords for name in keyword_required):
         return False
-    return all(name in keywords for name in [*order[count:required], *keyword_required])
+    unbound = record.get("bound", False) and not record.get("classmethod", False)
+    counts = (len(positional), len(positional) - 1) if unbound else (len(positional),)  # (the object first)
+    return any(0 <= count and (count <= len(order) or varargs)
+               and all(name in keywords for name in order[count:required]) for count in counts)
 
 
 def _agreed(found: list[AttributePlacement | None]) -> AttributePlacement | None:

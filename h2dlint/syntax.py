@@ -23,6 +23,11 @@ def dotted_name(node: ast.expr) -> str | None:
     return ".".join(reversed(parts))
 
 
+def is_none(expr: ast.expr | None) -> bool:
+    """The literal `None`."""
+    return isinstance(expr, ast.Constant) and expr.value is None
+
+
 def annotated_name(annotation: ast.expr | None) -> str | None:
     """The dotted name of the one class an annotation names: `Foo`, `mod.Foo`, a forward reference `"Foo"`, or
     either of these or None (`Optional[Foo]`, `Foo | None`, `Union[Foo, None]`). None for anything else: a

@@ -168,8 +168,7 @@ class ScalarWriteIntoCudaTensor(Rule):
         statement = facts.parents[site.node]
         self.report(node, f"writes a Python number into one element of a CUDA tensor{where_hot(facts, start.line)}: "
                           "PyTorch copies it from a CPU tensor with a blocking copy, so the host waits until the GPU "
-                          "stream drains; "
-                          "`.fill_(value)` on the element launches a kernel instead",
+                          "stream drains; `.fill_(value)` on the element launches a kernel instead",
                     self._fix(site.node, statement))
 
     def _fix(self, target: ast.Subscript, statement: ast.Assign) -> Fix | None:
