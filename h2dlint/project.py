@@ -1527,7 +1527,10 @@ class ProjectModel:
     # The calls by a name on objects of unknown class (`self.dist.sample(n)`), which may run any method of that name:
     # by the name, and by the method they may run when `_callers` finds it has such callers.
     _unresolved_calls: dict[str, list[tuple[str, int, bool]]] = field(default_factory=dict)
-    _unseen_callers: dict[str, list[tuple[str, int, bool]]] = field(default_factory=dict)
+    _mros: dict[str, tuple[str, ...]] = field(default_factory=dict)  # (asked only once the bases are resolved)
+    _bases_written: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _unseen_names: dict[str, list[str]] = field(default_factory=dict)  # the names such calls may run a method by
+    _unseen_callers: dict[str, list[tuple[str, int, bool]]] = field(default_factory=dict)  # `_unseen_calls`, kept
     _callers_of: dict[str, tuple[list[tuple[str, int, bool]], bool]] = field(default_factory=dict)
     _parameters: dict[tuple[str, str], AttributePlacement | None] = field(default_factory=dict)
     _results: dict[str, AttributePlacement | None] = field(default_factory=dict)
@@ -1666,8 +1669,14 @@ class ProjectModel:
     def _imports(self, module: str) -> dict[str, str]:
         return self._imports_by_module.get(module, {})
 
-    def mro(self, class_name: str) -> list[str]:
+    def mro(self, class_name: str) -> tuple[str, ...]:
         """The class and its bases the project defines, nearest first."""
+        known = self._mros.get(class_name)
+        if known is None:
+            known = self._mros[class_name] = self._mro_uncached(class_name)
+        return known
+
+    def _mro_uncached(self, class_name: str) -> tuple[str, ...]:
         order, queue, seen = [], deque([class_name]), set()
         while queue:
             name = queue.popleft()
@@ -1676,17 +1685,23 @@ class ProjectModel:
             seen.add(name)
             order.append(name)
             queue.extend(self.classes[name]["resolved_bases"])
-        return order
+        return tuple(order)
 
     def _is_module_class(self, class_name: str) -> bool:
         """An `nn.Module` subclass: some base, however far up, is written `nn.Module` / `torch.nn.Module`, or is
         another library's well-known subclass of it (`pl.LightningModule`, `transformers.PreTrainedModel`)."""
         return any(qualified in MODULE_CLASSES for qualified in self._written_bases(class_name))
 
-    def _written_bases(self, class_name: str) -> Iterator[str]:
+    def _written_bases(self, class_name: str) -> tuple[str, ...]:
         """The bases of the class and of its project bases, however far up, as written, with the module's imports
         resolved (`nn.Module` under `from torch import nn` is `torch.nn.Module`); a base the project defines by
         its qualified name (`class B(A)` with `A` in the same module: `pkg.mod.A`)."""
+        known = self._bases_written.get(class_name)
+        if known is None:
+            known = self._bases_written[class_name] = tuple(self._written_bases_uncached(class_name))
+        return known
+
+    def _written_bases_uncached(self, class_name: str) -> Iterator[str]:
         for name in self.mro(class_name):
             record = self.classes[name]
             imports = self._imports(record["module"])
@@ -2343,7 +2358,7 @@ class ProjectModel:
         if record["class"] and self._framework_base(_record_class(record)):
             return False  # a framework's hook: `compute_loss` of a `Trainer`, `get_lr` of an `LRScheduler`
         callers, unseen = self._callers(function)
-        return not callers and not (unseen and (unseen_callers or self._unseen_callers.get(function)))
+        return not callers and not (unseen and (unseen_callers or next(self._unseen_calls(function), None)))
 
     def _framework_base(self, class_name: str) -> bool:
         """Whether the class derives from a class of another library whose own code may call its methods (a
@@ -2503,7 +2518,11 @@ class ProjectModel:
         """The calls whose arguments reach the parameters of `function` (see `_callers`): calls by its name on
         objects of unknown class may run it, so what they pass counts too."""
         callers, unseen = self._callers(function)
-        return [*callers, *self._unseen_callers.get(function, ())] if unseen else callers
+        if not unseen:
+            return callers
+        if function not in self._unseen_callers:
+            self._unseen_callers[function] = list(self._unseen_calls(function))
+        return [*callers, *self._unseen_callers[function]]
 
     def _branch_argument(self, record: dict, name: str, caller: str, index: int, bound: bool) -> list | object:
         """What call `index` of `caller` passes the parameter `name` of the function `record` describes, as the
@@ -2689,12 +2708,18 @@ class ProjectModel:
             self._unresolved_names)
         found = self._callers_of[function] = (self._incoming.get(function, []), unseen)
         if unseen:
-            record = self.functions[function]
-            self._unseen_callers[function] = [call for name in sorted(names - {"__init__"})
-                                              for call in self._unresolved_calls.get(name, ())
-                                              if not self._calls_outside(call)
-                                              and _fits(record, self.functions[call[0]], call[1])]
+            self._unseen_names[function] = sorted(names - {"__init__"})
         return found
+
+    def _unseen_calls(self, function: str) -> Iterator[tuple[str, int, bool]]:
+        """The calls by a name on objects of unknown class that may run `function` (a method `_callers` found such
+        calls for): not those of another library's module, nor those whose arguments the method cannot bind.
+        A generator: `uncalled` needs only the first."""
+        record = self.functions[function]
+        for name in self._unseen_names.get(function, ()):
+            for call in self._unresolved_calls.get(name, ()):
+                if not self._calls_outside(call) and _fits(record, self.functions[call[0]], call[1]):
+                    yield call
 
     def _calls_outside(self, call: tuple[str, int, bool]) -> bool:
         """Whether a call by a name on an object the model cannot type is one of another library's module
