@@ -1972,26 +1972,26 @@ class ProjectModel:
                 record = self.functions.get(f"{module}.{function}" if function else f"{module}.<module>")
                 if record is None:
                     continue
-                for target in self._context_targets(record, reference):
+                for target in self._context_targets(record, reference, _call_index(record, reference)):
                     if target not in self.under_device_context:
                         self.under_device_context[target] = f"{module}.{function or '<module>'}"
                         queue.append(target)
         while queue:
             caller = queue.popleft()
             record = self.functions[caller]
-            for reference in record["calls"]:
-                for target in self._context_targets(record, reference):
+            for index, reference in enumerate(record["calls"]):
+                for target in self._context_targets(record, reference, index):
                     if target not in self.under_device_context:
                         self.under_device_context[target] = self.under_device_context[caller]
                         queue.append(target)
 
-    def _context_targets(self, record: dict, reference: str) -> list[str]:
+    def _context_targets(self, record: dict, reference: str, index: int) -> list[str]:
         kind, _, name = reference.partition(":")
         if kind in ("n", "d"):
             target = self._resolve_name(record["module"], name)
             if target in self.classes:
                 return [f"{owner}.__init__" for owner in self.mro(target)[:1] if f"{owner}.__init__" in self.functions]
-        return [target for target in self._resolve_call(record, reference)]
+        return [target for target in self._resolve_call(record, reference, index)]
 
     # -- placement --
 
@@ -2157,7 +2157,8 @@ class ProjectModel:
         record = self.functions.get(function)
         if record is None:
             return None
-        return _agreed([self._result(target, depth + 1) for target, _ in self._value_targets(record, reference)])
+        return _agreed([self._result(target, depth + 1)
+                        for target, _ in self._value_targets(record, reference, _call_index(record, reference))])
 
     def _result(self, function: str, depth: int) -> AttributePlacement | None:
         return self._memoized(self._results, function, depth, lambda: self._result_uncached(function, depth))
@@ -2208,7 +2209,7 @@ class ProjectModel:
         if kind == "c":
             return self.call_result(function, value[1], depth)
         if kind == "m":
-            if self._value_targets(record, value[1]):
+            if self._value_targets(record, value[1], _call_index(record, value[1])):
                 return self.call_result(function, value[1], depth)
             return self._value(value[2], function, depth + 1)
         if kind == "a":
@@ -2900,6 +2901,14 @@ def _fits(record: dict, caller: dict, index: int) -> bool:
     counts = (len(positional), len(positional) - 1) if unbound else (len(positional),)  # (the object first)
     return any(0 <= count and (count <= len(order) or varargs)
                and all(name in keywords for name in order[count:required]) for count in counts)
+
+
+def _call_index(record: dict, reference: str) -> int:
+    """The index of the call of the function `record` describes written as `reference`, when it writes only one
+    so (a value names a call by its reference alone); -1 otherwise, which binds no arguments (see `_fits`)."""
+    calls = record["calls"]
+    first = calls.index(reference) if reference in calls else -1
+    return first if first >= 0 and reference not in calls[first + 1:] else -1
 
 
 def _agreed(found: list[AttributePlacement | None]) -> AttributePlacement | None:

@@ -2318,3 +2318,35 @@ def test_a_method_bound_twice_in_its_class_takes_any_call_of_its_name(tmp_path, 
             "    def forward(self, batch, ids):\n        return batch.filter_batch(ids, ids)\n")
     make_project(tmp_path, spec=code)
     assert {code for _, code in by_file(check(tmp_path))["spec.py"]} == {"HDL201"}
+
+
+@pytest.mark.parametrize(("call", "placed"), [
+    ("batch.make_ids(n=n)", True),  # only `Draft.make_ids` takes `n`: its result is on the GPU
+    ("batch.make_ids()", False),  # only `Batch.make_ids`: on the host
+    ("batch.make_ids(*args)", False),  # either: the results disagree
+])
+def test_a_call_result_comes_only_from_methods_that_take_its_arguments(tmp_path, call, placed):
+    code = ("import torch\nfrom torch import nn\n\n\nclass Draft:\n    def make_ids(self, n):\n"
+            "        return torch.arange(n, device=\"cuda\")\n\n\nclass Batch:\n    def make_ids(self):\n"
+            "        return torch.arange(3)\n\n\nclass Model(nn.Module):\n    def forward(self, batch, n, *args):\n"
+            f"        ids = {call}\n        return ids.tolist()\n")
+    make_project(tmp_path, spec=code)
+    assert ((18, "HDL201") in by_file(check(tmp_path)).get("spec.py", [])) is placed
+
+
+@pytest.mark.parametrize(("call", "rewritten"), [
+    ("factory.make_model(sizes, device)", False),  # `Factory.make_model`: the model is built under the context
+    ("factory.make_model()", True),  # only `Other.make_model` takes no arguments: `Model` is built elsewhere
+])
+def test_a_device_context_reaches_only_methods_that_take_the_call_arguments(tmp_path, call, rewritten):
+    model = ("import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self, sizes, device):\n"
+             "        super().__init__()\n        self.build(sizes, device)\n\n"
+             "    def build(self, sizes, device):\n        self.offsets = torch.tensor(sizes, device=device)\n\n"
+             "    def forward(self, sizes, device):\n        self.build(sizes, device)\n\n\n"
+             "class Factory:\n    def make_model(self, sizes, device):\n        return Model(sizes, device)\n\n\n"
+             "class Other:\n    def make_model(self):\n        return None\n")
+    loader = ("import torch\n\n\ndef make(factory, sizes, device):\n    with torch.device(device):\n"
+              f"        return {call}\n")
+    make_project(tmp_path, model=model, loader=loader)
+    findings = check(tmp_path, "--unsafe-fixes")
+    assert [(f["code"], f["fix"] is not None) for f in findings] == [("HDL101", rewritten)]
