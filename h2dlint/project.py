@@ -28,6 +28,7 @@ import marshal
 import math
 import os
 import tempfile
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
@@ -125,7 +126,9 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
 SUMMARY_VERSION = 42
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
-_SUMMARY_CACHE_FORMAT = 2
+_SUMMARY_CACHE_FORMAT = 3
+# How many files the summary cache is kept in (SummaryCache): an edit reads and writes one of them.
+_SUMMARY_SHARDS = 16
 
 
 # ----- one file's summary -----------------------------------------------------------------------------------------
@@ -3265,58 +3268,79 @@ _CODE_KEY = ""  # in the summary cache's file, beside the paths: the fingerprint
 
 
 class SummaryCache:
-    """Summaries by file, valid while the file's size and modification time are unchanged; one marshal file.
+    """Summaries by file, valid while the file's size and modification time are unchanged; in `_SUMMARY_SHARDS`
+    marshal files, a file's shard chosen by its path.
 
-    Each summary is kept marshalled on its own, so that loading the file costs little, a summary is decoded only
-    when asked for, and saving writes the unchanged ones back as they were read."""
+    Each summary is kept marshalled on its own, so that loading a shard costs little, a summary is decoded only
+    when asked for, and saving writes the unchanged ones back as they were read. A shard is read when a path of
+    it is first asked for, and written only when one of its summaries changed: after an edit to one file, a run
+    reads and writes one shard, not every summary of the project."""
 
     def __init__(self, folder: Path | None, layout: str = "") -> None:
-        # Module names depend on the project root and source roots: each layout has its own file.
+        # Module names depend on the project root and source roots: each layout has its own files.
         name = hashlib.blake2b(f"{__version__}:{SUMMARY_VERSION}:{_SUMMARY_CACHE_FORMAT}:{layout}".encode(),
                                digest_size=8).hexdigest()
-        self.file = folder / f"summaries-{name}.marshal" if folder is not None else None
-        self.entries: dict[str, tuple[int, int, bytes]] = {}
-        self.changed = False
-        cached = _read_cached(self.file)
-        # Summaries made by other h2dlint code are not taken, whatever its version says (a development build).
-        if isinstance(cached, dict) and cached.get(_CODE_KEY) == code_fingerprint():
-            self.entries = {path: entry for path, entry in cached.items() if path != _CODE_KEY}
+        self.stem = f"summaries-{name}"
+        self.folder = folder
+        self.shards: dict[int, dict[str, tuple[int, int, bytes]]] = {}
+        self.changed: set[int] = set()  # the shards to write
+
+    def entries(self, path: str) -> dict[str, tuple[int, int, bytes]]:
+        """The entries of the shard `path` belongs in, read when first asked for."""
+        index = _shard_of(path)
+        shard = self.shards.get(index)
+        if shard is None:
+            shard = self.shards[index] = {}
+            cached = _read_cached(self._file(index))
+            # Summaries made by other h2dlint code are not taken, whatever its version says (a development build).
+            if isinstance(cached, dict) and cached.get(_CODE_KEY) == code_fingerprint():
+                shard.update((path, entry) for path, entry in cached.items() if path != _CODE_KEY)
+        return shard
+
+    def _file(self, index: int) -> Path | None:
+        return self.folder / f"{self.stem}-{index:02d}.marshal" if self.folder is not None else None
 
     def lookup(self, path: str, size: int, mtime_ns: int) -> dict | None:
-        entry = self.entries.get(path)
+        entry = self.entries(path).get(path)
         if entry is not None and entry[0] == size and entry[1] == mtime_ns:
             return _decoded(entry[2])
         return None
 
     def stamp(self, path: str) -> tuple[int, int] | None:
         """The size and modification time of the file when its cached summary was made."""
-        entry = self.entries.get(path)
+        entry = self.entries(path).get(path)
         return (entry[0], entry[1]) if entry is not None else None
 
     def cached(self, path: str) -> dict | None:
         """The cached summary of `path`, whatever the file's state now."""
-        entry = self.entries.get(path)
+        entry = self.entries(path).get(path)
         return _decoded(entry[2]) if entry is not None else None
 
     def store(self, path: str, size: int, mtime_ns: int, summary: dict) -> None:
         self.store_encoded(path, size, mtime_ns, marshal.dumps(summary))
 
     def store_encoded(self, path: str, size: int, mtime_ns: int, data: bytes) -> None:
-        if self.file is None:
+        if self.folder is None:
             return  # nowhere to keep it: not held in memory either
-        self.entries[path] = (size, mtime_ns, data)
-        self.changed = True
+        self.entries(path)[path] = (size, mtime_ns, data)
+        self.changed.add(_shard_of(path))
 
     def save(self, live: set[str]) -> None:
-        if self.file is None:
+        """Write the shards that changed; the summaries of files not in `live` are dropped from the shards read."""
+        if self.folder is None:
             return
-        if set(self.entries) - live:
-            self.entries = {path: entry for path, entry in self.entries.items() if path in live}
-            self.changed = True
-        if not self.changed:
-            return
-        _write_cached(self.file, {**self.entries, _CODE_KEY: code_fingerprint()})
-        self.changed = False
+        for index, shard in self.shards.items():
+            dead = [path for path in shard if path not in live]
+            for path in dead:
+                del shard[path]
+            if dead or index in self.changed:
+                _write_cached(self._file(index), {**shard, _CODE_KEY: code_fingerprint()})  # type: ignore[arg-type]
+        self.changed.clear()
+
+
+def _shard_of(path: str) -> int:
+    """The summary cache's shard of a path: the same in every process (not `hash`, which each process seeds)."""
+    return zlib.crc32(path.encode("utf-8", "surrogatepass")) % _SUMMARY_SHARDS
 
 
 def _decoded(data) -> dict | None:

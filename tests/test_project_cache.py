@@ -114,8 +114,7 @@ def test_a_summary_the_cache_cannot_decode_is_made_again(tmp_path):
     cache.save({"a.py"})
     assert SummaryCache(tmp_path).lookup("a.py", 1, 2) == {"module": "a"}
     assert SummaryCache(tmp_path).lookup("a.py", 1, 3) is None
-    cache.entries["a.py"] = (1, 2, b"\xff not marshal")
-    cache.changed = True
+    cache.store_encoded("a.py", 1, 2, b"\xff not marshal")
     cache.save({"a.py"})
     assert SummaryCache(tmp_path).lookup("a.py", 1, 2) is None
 
@@ -133,3 +132,36 @@ def test_a_summary_does_not_depend_on_the_hash_seed(tmp_path):
                                 env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
     assert len(summaries) == 1
     assert "builder_0" in marshal.loads(summaries.pop())["functions"]["Runner.step"]["locals"]
+
+
+def test_a_changed_summary_rewrites_only_its_shard_of_the_cache(tmp_path):
+    paths = [f"/src/pkg/module_{number}.py" for number in range(64)]
+    cache = SummaryCache(tmp_path)
+    for path in paths:
+        cache.store(path, 1, 2, {"module": path})
+    cache.save(set(paths))
+    shards = sorted(tmp_path.glob("summaries-*.marshal"))
+    assert len(shards) > 8  # 64 paths fall in most of the shards
+    inodes = {shard: shard.stat().st_ino for shard in shards}
+
+    again = SummaryCache(tmp_path)
+    assert again.lookup(paths[5], 1, 2) == {"module": paths[5]}
+    assert len(again.shards) == 1  # a lookup reads the shard of its path alone
+    again.store(paths[5], 1, 3, {"module": "edited"})
+    again.save(set(paths))
+    replaced = [shard for shard in shards if shard.stat().st_ino != inodes[shard]]
+    assert len(replaced) == 1
+    assert SummaryCache(tmp_path).lookup(paths[5], 1, 3) == {"module": "edited"}
+    assert all(SummaryCache(tmp_path).lookup(path, 1, 2) == {"module": path} for path in paths if path != paths[5])
+
+
+def test_the_summaries_of_deleted_files_leave_the_shards_read(tmp_path):
+    cache = SummaryCache(tmp_path)
+    cache.store("/src/a.py", 1, 2, {"module": "a"})
+    cache.store("/src/b.py", 1, 2, {"module": "b"})
+    cache.save({"/src/a.py", "/src/b.py"})
+    again = SummaryCache(tmp_path)
+    assert again.lookup("/src/b.py", 1, 2) == {"module": "b"}
+    again.save({"/src/a.py"})  # b.py is gone: its shard, read, is written without it
+    assert SummaryCache(tmp_path).lookup("/src/b.py", 1, 2) is None
+    assert SummaryCache(tmp_path).lookup("/src/a.py", 1, 2) == {"module": "a"}
