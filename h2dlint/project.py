@@ -1544,6 +1544,7 @@ class ProjectModel:
     _run_once_callers: dict[str, str | None] = field(default_factory=dict)
     _built_by: dict[str, str | None] = field(default_factory=dict)
     _data_loading: dict[str, str | None] = field(default_factory=dict)
+    _data_reach: frozenset[str] | None = None  # `_reached_by_data_loaders`
     _holders: dict[str, set[str]] | None = None
     _used_as_values: frozenset[str] | None = None  # every name some file uses as a value (`named`)
     _imported: frozenset[str] | None = None  # the modules other modules import from
@@ -2574,21 +2575,45 @@ class ProjectModel:
         `torch.utils.data.Dataset`, the `__iter__` of a sampler, or a function every call of which is in such code.
         None when it is hot, has no caller, or one elsewhere. (Not a function named for collating: an inference
         server collates requests too, on their way to the GPU.)"""
-        if function in self.hot:
+        if function in self.hot or function not in self._reached_by_data_loaders():
             return None
         return self._memoized(self._data_loading, function, 0, lambda: self._data_loading_uncached(function))
 
     def _data_loading_uncached(self, function: str) -> str | None:
-        record = self.functions[function]
-        name = record["name"].rpartition(".")[2]
-        kind = self._data_class_kind(_record_class(record)) if record["class"] else None
-        if kind == "Dataset" and name in ("__getitem__", "__getitems__") or kind == "Sampler" and name == "__iter__":
+        if self._data_loader_entry(function):
             return short_name(function)
         callers, unseen = self._callers(function)
         if not callers or unseen:
             return None
         entries = [self.runs_in_data_loading(caller) for caller, _, _ in callers]
         return entries[0] if all(entries) else None
+
+    def _data_loader_entry(self, function: str) -> bool:
+        record = self.functions[function]
+        if not record["class"]:
+            return False
+        name = record["name"].rpartition(".")[2]
+        if name not in ("__getitem__", "__getitems__", "__iter__"):
+            return False
+        kind = self._data_class_kind(_record_class(record))
+        return kind == "Dataset" and name != "__iter__" or kind == "Sampler" and name == "__iter__"
+
+    def _reached_by_data_loaders(self) -> frozenset[str]:
+        """Every function a data loader's entry (see `runs_in_data_loading`) may run, through the calls of each
+        function reached, resolved as `_callers` resolves them: only these can run in data loading, so the callers
+        of no other function need be resolved to tell (most projects have few datasets, or none)."""
+        if self._data_reach is None:
+            reached = {function for function in self.functions if self._data_loader_entry(function)}
+            queue = deque(reached)
+            while queue:
+                record = self.functions[queue.popleft()]
+                for index, reference in enumerate(record["calls"]):
+                    for target, _ in self._value_targets(record, reference, index):
+                        if target not in reached and target in self.functions:
+                            reached.add(target)
+                            queue.append(target)
+            self._data_reach = frozenset(reached)
+        return self._data_reach
 
     def _data_class_kind(self, class_name: str) -> str | None:
         """"Dataset" for a subclass of `torch.utils.data.Dataset` (however far up), "Sampler" for one of a sampler;

@@ -1465,6 +1465,20 @@ def test_code_a_dataset_runs_to_prepare_samples_holds_host_tensors(tmp_path, mon
 
 
 @pytest.mark.parametrize("clips", [
+    # Through a method of the dataset, or a helper object it builds: two calls from `__getitem__`.
+    CLIPS.replace("return frames(self.audio[index])", "return self.prepare(index)\n\n    def prepare(self, index):\n"
+                  "        return frames(self.audio[index])"),
+    CLIPS.replace("return frames(self.audio[index])", "return Prep().run(self.audio[index])\n\n\nclass Prep:\n"
+                  "    def run(self, audio):\n        return frames(audio)"),
+])
+def test_code_a_dataset_runs_through_further_calls_holds_host_tensors(tmp_path, clips):
+    make_project(tmp_path, copies_anywhere=True, clips=clips, features=FEATURES)
+    assert by_file(check(tmp_path, "--select", "ALL")) == {}
+    (tmp_path / "pkg" / "clips.py").write_text(clips.replace("class Clips(Dataset):", "class Clips:"))
+    assert by_file(check(tmp_path, "--select", "ALL")) == {"features.py": [(6, "HDL101")]}
+
+
+@pytest.mark.parametrize("clips", [
     CLIPS.replace("Dataset", "IterableDataset").replace("__getitem__(self, index)", "__iter__(self)"),
     CLIPS + "\n\nclass Model(torch.nn.Module):\n    def forward(self, audio):\n        return frames(audio.cuda())\n",
 ])
