@@ -7,7 +7,8 @@ parsed. JSON rather than pickle: a cache file is data and is read as data.
 
 The cache stays bounded: saving drops the entries of files that no longer exist, and
 deletes the cache files no run has used for STALE_AFTER_SECONDS (those of earlier
-h2dlint versions, or of settings no longer run). `h2dlint clean` deletes it all.
+h2dlint versions, or of settings no longer run), the project model's among them (a run
+that reads one touches it). `h2dlint clean` deletes it all.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ _CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                  "# For information about cache directory tags see https://bford.info/cachedir/\n")
 # A cache file's modification time is its last use: loading it touches it.
 STALE_AFTER_SECONDS = 7 * 24 * 3600
-_CACHE_FILE_NAME = re.compile(r"[0-9a-f]{32}\.json|tmp\w+\.tmp")  # what save() writes: all that pruning deletes
+# What h2dlint writes there, all that pruning deletes: the findings (save()), temporary files, and the project
+# model's summaries and state (project.SummaryCache, project.Project), of this and earlier formats and versions.
+_CACHE_FILE_NAME = re.compile(r"[0-9a-f]{32}\.json|tmp\w+\.tmp|summaries-[0-9a-f]{16}(?:-\d{2})?\.marshal"
+                              r"|model-[\w.+]+?(?:-hot|-journal)?\.marshal")
 
 
 @functools.cache

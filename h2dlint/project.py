@@ -3273,8 +3273,19 @@ def _read_cached(file: Path | None):
     if file is None:
         return None
     with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
-        return marshal.loads(file.read_bytes())
+        data = marshal.loads(file.read_bytes())
+        _touch(file)
+        return data
     return None
+
+
+def _touch(*files: Path | None) -> None:
+    """Mark cache files used (their modification time now): the findings cache's pruning deletes only the files
+    of the cache folder no run has used for a week (an earlier version's, see cache.STALE_AFTER_SECONDS)."""
+    for file in files:
+        if file is not None:
+            with contextlib.suppress(OSError):  # gone, or a read-only cache: nothing to keep
+                os.utime(file)
 
 
 def _write_cached(file: Path, data) -> None:
@@ -3354,13 +3365,17 @@ class SummaryCache:
         """Write the shards that changed; the summaries of files not in `live` are dropped from the shards read."""
         if self.folder is None:
             return
+        written = set()
         for index, shard in self.shards.items():
             dead = [path for path in shard if path not in live]
             for path in dead:
                 del shard[path]
             if dead or index in self.changed:
                 _write_cached(self._file(index), {**shard, _CODE_KEY: code_fingerprint()})  # type: ignore[arg-type]
+                written.add(index)
         self.changed.clear()
+        # The shards this run did not read are this project's too: the findings cache's pruning must keep them.
+        _touch(*(self._file(index) for index in range(_SUMMARY_SHARDS) if index not in written))
 
 
 def _shard_of(path: str) -> int:
@@ -3667,6 +3682,7 @@ class Project:
         """Keep this run's state for the next run (see the class's docs)."""
         if self._state_file is None or self._hot_file is None or (self._model is None and not self._same_model):
             return
+        _touch(self._hot_file, self._journal_file)  # kept, unless written again below
         if self._summaries is not None:
             self._summaries.save(set(self._stamps))
         token = self._hot_token  # set only where the model was built with the last run's hotness

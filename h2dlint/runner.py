@@ -131,7 +131,7 @@ def run_files(files: list[Path], linter: Linter, mode: str, jobs: int | None = N
                 asked = result.asked if result.asked is not None else cache.asked(path)
                 cache.store(path, result.stamp[2], result.stamp[0], result.stamp[1], result.findings,
                             linter.model_key(path, asked), asked)
-        cache.save()
         if linter.project is not None:
-            linter.project.save()
+            linter.project.save()  # first: it marks the model's cache files used, which the findings cache keeps
+        cache.save()
     return sorted(results + processed, key=lambda result: result.path)

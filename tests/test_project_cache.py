@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from h2dlint import __version__
 from h2dlint import project as project_module
+from h2dlint.cache import CACHE_DIR_NAME
 from h2dlint.project import ProjectModel, SummaryCache
 
 from .test_project import BACKEND, BATCH, RUNNER, by_file, check, make_project
@@ -165,3 +167,21 @@ def test_the_summaries_of_deleted_files_leave_the_shards_read(tmp_path):
     again.save({"/src/a.py"})  # b.py is gone: its shard, read, is written without it
     assert SummaryCache(tmp_path).lookup("/src/b.py", 1, 2) is None
     assert SummaryCache(tmp_path).lookup("/src/a.py", 1, 2) == {"module": "a"}
+
+
+def test_the_model_files_of_earlier_versions_are_pruned_and_those_in_use_kept(project):
+    """Each version, and each summary format, names its files anew: those no run has used for a week go when the
+    findings cache saves, as its own old files do; the current ones stay, read or not, however old."""
+    folder = project / CACHE_DIR_NAME
+    current = sorted(path.name for path in folder.glob("*.marshal"))
+    assert any(name.startswith("summaries-") for name in current) and f"model-{__version__}.marshal" in current
+    earlier = ["summaries-0123456789abcdef.marshal", "summaries-0123456789abcdef-07.marshal",
+               "model-0.0.9.marshal", "model-0.0.9-hot.marshal", "model-0.0.9-journal.marshal"]
+    for name in earlier:
+        (folder / name).write_bytes(b"old")
+    for path in folder.glob("*.marshal"):
+        os.utime(path, (0, 0))  # the current ones too: a run uses them whether it reads them or not
+    edit(project / "pkg" / "backend.py", BACKEND + "# a comment at the end\n")  # something for the cache to save
+    assert by_file(check(project, cache=True)) == {"backend.py": [(6, "HDL201")]}
+    after = sorted(path.name for path in folder.glob("*.marshal"))
+    assert after == current, (after, current)
