@@ -1525,7 +1525,7 @@ class ProjectModel:
     # the callee's first parameter is bound), and what was found for parameters, results and attributes.
     _incoming: dict[str, list[tuple[str, int, bool]]] = field(default_factory=dict)
     _calls_by_name: dict[str, list[tuple[str, int, str]]] | None = None
-    _import_aliases: dict[str, set[str]] | None = None  # a name as defined -> the names imports give it
+    _import_aliases: dict[str, frozenset[str]] | None = None  # `_aliases`
     _unresolved_names: set[str] = field(default_factory=set)
     # The calls by a name on objects of unknown class (`self.dist.sample(n)`), which may run any method of that name:
     # by the name, and by the method they may run when `_callers` finds it has such callers.
@@ -2682,6 +2682,10 @@ class ProjectModel:
             for record in self.classes.values():
                 assigned.update(attr for attr, flows in record.get("flows", {}).items()
                                 if any(value for _, value in flows))
+            # A call may name the function by a name an import gave it: `y(v)` passes `v` to `z` imported as `y`.
+            aliases = self._aliases()
+            returned.update(alias for name in list(returned) for alias in aliases.get(name, ()))
+            passed.update(name for name, found in aliases.items() if not found.isdisjoint(passed))
             self._value_names = (frozenset(passed), frozenset(returned), frozenset(assigned))
         return self._value_names
 
@@ -2703,7 +2707,12 @@ class ProjectModel:
         owner, _, name = function.rpartition(".")
         names = {name}
         if name == "forward" and owner in self.classes:
-            names.update(self._module_holders().get(owner, ()))  # `self.visual(...)` of a `self.visual = Vision()`
+            # `self.visual(...)` of a `self.visual = Vision()`, with `Vision` this class or a subclass inheriting its
+            # `forward`
+            holders = self._module_holders()
+            for held in [owner, *self._subclasses(owner)]:
+                if held == owner or self._dispatch(held, name, overrides=False) == [(function, held)]:
+                    names.update(holders.get(held, ()))
         if name == "__init__":
             queue = [owner]
             while queue:
@@ -2711,15 +2720,7 @@ class ProjectModel:
                 names.add(class_name.rpartition(".")[2])
                 queue.extend(sub for sub in self.subclasses.get(class_name, ())
                              if f"{sub}.__init__" not in self.functions and sub.rpartition(".")[2] not in names)
-        if self._import_aliases is None:
-            aliases: dict[str, set[str]] = {}
-            for imports in self._imports_by_module.values():
-                for local, qualified in imports.items():
-                    written = qualified.rpartition(".")[2]
-                    if local != written:
-                        aliases.setdefault(written, set()).add(local)
-            self._import_aliases = aliases
-        names.update(alias for written in list(names) for alias in self._import_aliases.get(written, ()))
+        names.update(alias for written in list(names) for alias in self._aliases().get(written, ()))
         if owner in self.classes:
             names.update(self._bound_attribute_names().get(name, ()))  # called as `self._decode(...)`
         for written in names:
@@ -2749,6 +2750,29 @@ class ProjectModel:
             for call in self._unresolved_calls.get(name, ()):
                 if not self._calls_outside(call) and _fits(record, self.functions[call[0]], call[1]):
                     yield call
+
+    def _aliases(self) -> dict[str, frozenset[str]]:
+        """A name as defined -> every name imports give it, however many times renamed (`from .b import z as x`,
+        then `from .a import x as y`: `z` -> {`x`, `y`})."""
+        if self._import_aliases is None:
+            direct: dict[str, set[str]] = {}
+            for imports in self._imports_by_module.values():
+                for local, qualified in imports.items():
+                    written = qualified.rpartition(".")[2]
+                    if local != written:
+                        direct.setdefault(written, set()).add(local)
+            closed: dict[str, frozenset[str]] = {}
+            for written in direct:
+                found: set[str] = set()
+                pending = [written]
+                while pending:
+                    for alias in direct.get(pending.pop(), ()):
+                        if alias not in found and alias != written:
+                            found.add(alias)
+                            pending.append(alias)
+                closed[written] = frozenset(found)
+            self._import_aliases = closed
+        return self._import_aliases
 
     def _calls_outside(self, call: tuple[str, int, bool]) -> bool:
         """Whether a call by a name on an object the model cannot type is one of another library's module
@@ -2932,11 +2956,13 @@ def _fits(record: dict, caller: dict, index: int) -> bool:
 
 
 def _call_index(record: dict, reference: str) -> int:
-    """The index of the call of the function `record` describes written as `reference`, when it writes only one
-    so (a value names a call by its reference alone); -1 otherwise, which binds no arguments (see `_fits`)."""
-    calls = record["calls"]
-    first = calls.index(reference) if reference in calls else -1
-    return first if first >= 0 and reference not in calls[first + 1:] else -1
+    """The index of the call `reference` names among the calls of the function `record` describes, when the
+    function makes only one call by that name; -1 otherwise, which binds no arguments (see `_fits`). By the name,
+    not the reference: a value may name a call otherwise than the function's calls keep it (`a:make_ids` for
+    the `rc:...@.make_ids` of `self.batch_of().make_ids()`, typed once the function's summary was settled)."""
+    name = written_name(reference)
+    found = [index for index, call in enumerate(record["calls"]) if written_name(call) == name]
+    return found[0] if len(found) == 1 else -1
 
 
 def _agreed(found: list[AttributePlacement | None]) -> AttributePlacement | None:

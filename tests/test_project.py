@@ -2364,3 +2364,33 @@ def test_a_device_context_reaches_only_methods_that_take_the_call_arguments(tmp_
     make_project(tmp_path, model=model, loader=loader)
     findings = check(tmp_path, "--unsafe-fixes")
     assert [(f["code"], f["fix"] is not None) for f in findings] == [("HDL101", rewritten)]
+
+
+def test_a_call_result_typed_through_another_call_is_not_placed_by_a_call_of_the_same_name(tmp_path):
+    # `self.batch_of().make_ids()` (a call on a typed call's result) and `MAKERS[0]().make_ids(n=n)` (on an object of
+    # unknown class) are two calls by one name: which arguments are `ids`'s cannot be told from the name alone.
+    code = ("import torch\nfrom torch import nn\n\n\nclass Draft:\n    def make_ids(self, n):\n"
+            "        return torch.arange(n, device=\"cuda\")\n\n\nclass Batch:\n    def make_ids(self):\n"
+            "        return torch.arange(3)\n\n\nMAKERS = [Draft]\n\n\nclass Model(nn.Module):\n"
+            "    def batch_of(self) -> Batch:\n        return Batch()\n\n    def forward(self, n):\n"
+            "        other = MAKERS[0]().make_ids(n=n)\n        ids = self.batch_of().make_ids()\n"
+            "        return ids.tolist(), other\n")
+    make_project(tmp_path, spec=code)
+    assert by_file(check(tmp_path, "--select", "ALL")) == {"spec.py": [(25, "HDL202")]}
+
+
+@pytest.mark.parametrize(("files", "callee"), [
+    # Imported under a new name twice: the call `y(...)` runs `z`.
+    ({"__init__": "from .a import x as y\n", "a": "from .b import z as x\n",
+      "b": "def z(v):\n    return v.tolist()\n",
+      "model": "from torch import nn\n\nfrom pkg import y\n\n\nclass Model(nn.Module):\n"
+               "    def forward(self, v):\n        return y(v.cuda())\n"}, "b.py"),
+    # Held as a subclass that inherits the `forward`: `self.visual(...)` runs `Base.forward`.
+    ({"mods": "from torch import nn\n\n\nclass Base(nn.Module):\n    def forward(self, v):\n        return v.tolist()\n\n\n"
+              "class Sub(Base):\n    pass\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.visual = Sub()\n\n    def forward(self, v):\n"
+              "        return self.visual(v.cuda())\n"}, "mods.py"),
+])
+def test_a_parameter_is_placed_by_callers_the_model_finds_however_the_call_is_written(tmp_path, files, callee):
+    make_project(tmp_path, **files)
+    assert [code for _, code in by_file(check(tmp_path, "--select", "ALL")).get(callee, [])] == ["HDL201"]
