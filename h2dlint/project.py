@@ -2446,21 +2446,29 @@ class ProjectModel:
             value = self._branch_argument(record, name, caller, index, bound)
             if value is _LEFT_OUT and name in record.get("literals", {}):
                 found.add(record["literals"][name])
-            elif not value or value is _LEFT_OUT:
+                continue
+            values = self._value_literals(value, caller, depth + 1) if value is not _LEFT_OUT else None
+            if values is None:
                 return None
-            elif value[0] == "h" or value[0] == "n":
-                found.add(NOT_NONE)
-            elif value[0] == "l":
-                found.add(value[1])
-            else:
-                inner = self.literals(caller, value[1], depth + 1)
-                if inner is None and len(value) > 2:
-                    found.add(NOT_NONE)  # (what its callers pass is not known, but the caller ruled None out)
-                elif inner is None:
-                    return None
-                else:
-                    found.update(_narrowed(inner, value))
+            found.update(values)
         return frozenset(found)
+
+    def _value_literals(self, value: list, function: str, depth: int) -> frozenset | None:
+        """The values one value a summary writes for an argument or a store may take (see `_literal_or_parameter`),
+        as `literals` gives them: a literal's own, NOT_NONE for Python data or another value never None, those of
+        the parameter of `function` passed on (less None where the function ruled it out first: `["p", name, "not
+        None"]`, NOT_NONE where its callers' are not known); None when not known."""
+        if not value:
+            return None
+        if value[0] == "h" or value[0] == "n":
+            return frozenset({NOT_NONE})
+        if value[0] == "l":
+            return frozenset({value[1]})
+        inner = self.literals(function, value[1], depth)
+        ruled_out = len(value) > 2
+        if inner is None:
+            return frozenset({NOT_NONE}) if ruled_out else None
+        return inner - {None} if ruled_out else inner
 
     def attribute_literals(self, class_name: str, attr: str) -> frozenset | None:
         """The values `self.attr` takes in the methods of the class, when every store into it, in the class, its
@@ -2480,21 +2488,10 @@ class ProjectModel:
             written = record.get("sets", {}).get(attr)
             for function, value in ast.literal_eval(written) if written is not None else ():
                 stored = True
-                if not value:
+                values = self._value_literals(value, f"{record['module']}.{function}", 0)
+                if values is None:
                     return None
-                if value[0] == "h" or value[0] == "n":
-                    found.add(NOT_NONE)
-                    continue
-                if value[0] == "l":
-                    found.add(value[1])
-                    continue
-                inner = self.literals(f"{record['module']}.{function}", value[1])
-                if inner is None and len(value) > 2:
-                    found.add(NOT_NONE)
-                elif inner is None:
-                    return None
-                else:
-                    found.update(_narrowed(inner, value))
+                found.update(values)
         return frozenset(found) if stored else None
 
     def passes_python_value(self, function: str, name: str, depth: int = 0) -> bool:
@@ -2970,12 +2967,6 @@ def _agreed(found: list[AttributePlacement | None]) -> AttributePlacement | None
     if not found or any(placed is None for placed in found):
         return None
     return found[0] if len({placed.placement for placed in found if placed is not None}) == 1 else None
-
-
-def _narrowed(values: frozenset, passed: list) -> frozenset:
-    """The values of a parameter passed on, less None where the caller has ruled it out first (`["p", name, "not
-    None"]`: see `_literal_or_parameter`)."""
-    return values - {None} if len(passed) > 2 else values
 
 
 def _written_literals(values: frozenset | None) -> str | None:
