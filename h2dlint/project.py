@@ -648,7 +648,13 @@ class _Summarizer:
                     if reference.endswith(".replay") and not node.args:
                         record["replay"] = True
             elif kind is ast.ClassDef:
-                continue  # a class defined in a function: its own methods are not summarized
+                # A class defined in a function: its own methods are not summarized, but what they call may run
+                # (a factory's `class Builder(Base): def build(...)`, which the engine calls every step): a
+                # function they call by a bare name (not their own parameters, locals or builtins) is named, so
+                # the model does not take it for one nothing runs. Not `obj.name(...)`: a name on an object of
+                # unknown class would count for every method of that name in the project.
+                _name_nested_calls(node, named)
+                continue
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 # Its decorators and defaults run where it is defined, its body when it is called.
                 for child in (*node.decorator_list, *node.args.defaults, *node.args.kw_defaults):
@@ -2950,6 +2956,21 @@ def _fits(record: dict, caller: dict, index: int) -> bool:
     counts = (len(positional), len(positional) - 1) if unbound else (len(positional),)  # (the object first)
     return any(0 <= count and (count <= len(order) or varargs)
                and all(name in keywords for name in order[count:required]) for count in counts)
+
+
+def _name_nested_calls(class_node: ast.ClassDef, named: dict[str, None]) -> None:
+    """Add to `named` the functions the methods of a class defined in a function call by a bare name."""
+    local = {name.id for name in ast.walk(class_node) if name.__class__ is ast.Name and name.ctx.__class__ is ast.Store}
+    for function in ast.walk(class_node):
+        if function.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+            arguments = function.args  # type: ignore[attr-defined]
+            local.update(arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                             arguments.vararg, arguments.kwarg) if arg is not None)
+    for call in ast.walk(class_node):
+        if call.__class__ is ast.Call and call.func.__class__ is ast.Name:  # type: ignore[attr-defined]
+            name = call.func.id  # type: ignore[attr-defined]
+            if name not in local and not hasattr(builtins, name):
+                named[name] = None
 
 
 def _call_index(record: dict, reference: str) -> int:

@@ -23,6 +23,7 @@ from h2dlint.copies import (
     with_pin_memory,
 )
 from h2dlint.facts import Device
+from h2dlint.hotness import only_when_empty, runs_once
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -43,7 +44,12 @@ class FalseAsyncCopy(Rule):
     `torch.tensor([])`) is not reported: an empty copy never reaches the device; nor a
     name holding a tensor the file page-locks where it lies (`torch.cuda.cudart().
     cudaHostRegister(x.data_ptr(), size, 0)`, also for each name of a `for x in [a, b]:`
-    around it), where the binding registered is the one the copy reads.
+    around it), where the binding registered is the one the copy reads. Not in code
+    that runs once, once in a while, in a test, in a function nothing in the project
+    calls, in a block no call takes or only on an empty input (see HDL101): staging a
+    copy made once costs once. Unlike HDL101-103 and HDL105, code not known to run
+    every step is reported: a copy written `non_blocking=True` is one its author means
+    to overlap with the GPU's work, which per-step code wants.
 
     ## Why is this bad?
     `non_blocking=True` makes a copy truly asynchronous only from pinned memory. From
@@ -102,12 +108,15 @@ class FalseAsyncCopy(Rule):
         # `torch.tensor` of a tensor copies it where it is: not a fresh host tensor, bound to a name or not.
         Valid("import torch\ndef count(mask: torch.Tensor, device, n):\n    for _ in range(n):\n"
               "        c = torch.tensor(mask.sum())\n        yield c.to(device, non_blocking=True)\n"),
-        Valid("import torch\ndef f(device):\n    return torch.zeros(0, dtype=torch.int64).to(device, non_blocking=True)\n"),
-        Valid("import torch\ndef f(ids, d):\n    return torch.tensor(ids, pin_memory=True).to(d, non_blocking=True)\n"),
-        Valid("import torch\ndef f(x, d):\n    return x.to(d, non_blocking=True)\n"),
-        Valid("import torch\ndef f(ids, d):\n    return torch.tensor(ids).to(d)\n"),
-        Valid("import torch\ndef f(ids):\n    return torch.tensor(ids).to('cpu', non_blocking=True)\n"),
-        Valid("import torch\ndef f(n, d):\n    b = torch.empty(n, pin_memory=True)\n    return b.to(d, non_blocking=True)\n"),
+        Valid("import torch\ndef forward(device):\n    return torch.zeros(0, dtype=torch.int64).to(device, non_blocking=True)\n"),
+        Valid("import torch\ndef forward(ids, d):\n    return torch.tensor(ids, pin_memory=True).to(d, non_blocking=True)\n"),
+        Valid("import torch\ndef forward(x, d):\n    return x.to(d, non_blocking=True)\n"),
+        # Made once, by a constructor.
+        Valid("import torch\nclass Loss(torch.nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+              "        self.mask = torch.zeros(n).cuda(non_blocking=True)\n"),
+        Valid("import torch\ndef forward(ids, d):\n    return torch.tensor(ids).to(d)\n"),
+        Valid("import torch\ndef forward(ids):\n    return torch.tensor(ids).to('cpu', non_blocking=True)\n"),
+        Valid("import torch\ndef forward(n, d):\n    b = torch.empty(n, pin_memory=True)\n    return b.to(d, non_blocking=True)\n"),
         # Page-locked where it lies (cleanrl's rollout buffers), directly or through a loop over the buffers.
         Valid("import torch\nobs = torch.zeros(8, 4)\ndone = torch.zeros(8)\ncudart = torch.cuda.cudart()\n"
               "for x in [obs, done]:\n    cudart.cudaHostRegister(x.data_ptr(), x.numel() * x.element_size(), 0)\n"
@@ -125,24 +134,24 @@ class FalseAsyncCopy(Rule):
                 "torch.cuda.cudart().cudaHostRegister(obs.data_ptr(), obs.numel() * obs.element_size(), 0)\n"
                 "for update in range(10):\n    o = obs.to('cuda', non_blocking=True)\n"
                 "    d = done.to('cuda', non_blocking=True)\n", None, message_contains="`done` (bound to"),
-        Invalid("import torch\ndef f(dev):\n    return torch.tensor([1, 2]).to(dev, non_blocking=True)\n",
-                "import torch\ndef f(dev):\n"
+        Invalid("import torch\ndef forward(dev):\n    return torch.tensor([1, 2]).to(dev, non_blocking=True)\n",
+                "import torch\ndef forward(dev):\n"
                 "    return torch.tensor([1, 2], pin_memory=torch.cuda.is_available()).to(dev, non_blocking=True)\n"),
-        Invalid("import torch\ndef f(n):\n    return torch.zeros(n, dtype=torch.int32).cuda(non_blocking=True)\n",
-                "import torch\ndef f(n):\n"
+        Invalid("import torch\ndef forward(n):\n    return torch.zeros(n, dtype=torch.int32).cuda(non_blocking=True)\n",
+                "import torch\ndef forward(n):\n"
                 "    return torch.zeros(n, dtype=torch.int32, pin_memory=True).cuda(non_blocking=True)\n"),
-        Invalid("import torch\ndef f(ids, device):\n    return torch.tensor(ids).to(device, non_blocking=True)\n",
-                "import torch\ndef f(ids, device):\n"
+        Invalid("import torch\ndef forward(ids, device):\n    return torch.tensor(ids).to(device, non_blocking=True)\n",
+                "import torch\ndef forward(ids, device):\n"
                 "    return torch.tensor(ids, pin_memory=torch.cuda.is_available()).to(device, non_blocking=True)\n",
                 unsafe=True),
-        Invalid("import torch\ndef f(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n", None,
+        Invalid("import torch\ndef forward(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n", None,
                 message_contains="pageable"),
-        Invalid("import numpy as np\nimport torch\ndef f(a, device):\n"
+        Invalid("import numpy as np\nimport torch\ndef forward(a, device):\n"
                 "    return torch.tensor(np.pad(a, 1)).to(device, non_blocking=True)\n", None,
                 message_contains="`np.pad(a, 1)` is a numpy array"),
-        Invalid("import torch\ndef f(ids, device):\n    t = torch.tensor([len(ids)]).to(device, non_blocking=True)\n"
+        Invalid("import torch\ndef forward(ids, device):\n    t = torch.tensor([len(ids)]).to(device, non_blocking=True)\n"
                 "    return t.item()\n", None, message_contains="read back to the host at once (t.item() on the next"),
-        Invalid("import torch\ndef f(n, device):\n    b = torch.empty(n)\n    return b.to(device, non_blocking=True)\n", None,
+        Invalid("import torch\ndef forward(n, device):\n    b = torch.empty(n)\n    return b.to(device, non_blocking=True)\n", None,
                 message_contains="`b` (bound to a fresh host tensor)"),
     )
 
@@ -158,7 +167,7 @@ class FalseAsyncCopy(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.context.facts
-        start, _ = self.position(node)
+        start, end = self.position(node)
         found = copy_of(facts, node, start.line)
         if found is None:
             return
@@ -176,13 +185,15 @@ class FalseAsyncCopy(Rule):
             return
         if (fresh is None or fresh[1] != "from_numpy") and may_run_under_default_device(facts, start.line):
             return  # the factory allocates on the context's device: there may be no host memory to pin
+        if only_when_empty(facts, (start.line, start.column), (end.line, end.column)) or runs_once(facts, start.line):
+            return  # a copy that does not repeat: what staging may cost, it costs once
         where = where_hot(facts, start.line)
         message = (f"{what} is pageable memory, so this `non_blocking=True` copy is staged by CUDA and may still "
                    f"synchronize{where}: pin the source")
         if fresh is None or fresh[1] == "from_numpy":
             self.report(node, message)
             return
-        site = facts.site_at(start, self.position(node)[1])
+        site = facts.site_at(start, end)
         if site is not None and site.synced_by:
             self.report(node, f"{message}; its result is read back to the host at once ({site.synced_by}), so "
                               "pinning would gain nothing: no rewrite is offered")

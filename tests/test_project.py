@@ -1601,11 +1601,31 @@ def test_a_sync_in_a_loop_of_code_nothing_in_the_project_runs_is_still_reported(
     # Named to be called later: a list to loop over, a hook chosen by a condition.
     "def run_all(ids):\n    for fn in [upload]:\n        fn(ids, 'cuda')\n",
     "def hook(param, ids, cond):\n    param.register_hook(upload if cond else None)\n",
+    # Called by a method of a class a factory defines (vLLM's chunked local attention builder), which the model
+    # does not summarize: a caller it cannot see.
+    "def make_builder(base):\n    class Builder(base):\n        def build(self, ids):\n"
+    "            return upload(ids, 'cuda')\n    return Builder\n",
 ])
 def test_a_function_handed_on_by_a_return_or_to_a_call_is_not_taken_for_uncalled(tmp_path, hand_on):
     make_project(tmp_path, copies_anywhere=True, uploads=UPLOADS + "\n\n" + hand_on,
                  user="from pkg.uploads import Table\n")
     assert (5, "HDL101") in by_file(check(tmp_path))["uploads.py"]
+
+
+@pytest.mark.parametrize("nested", [
+    # A call on an object (`random.upload` may be any library's), a parameter or a local of the nested method, or
+    # the class's own methods name no function of the project.
+    "import random\n\n\ndef make_builder(base):\n    class Builder(base):\n        def build(self, ids):\n"
+    "            return random.upload(ids, 'cuda')\n    return Builder\n",
+    "def make_builder(base):\n    class Builder(base):\n        def build(self, upload, ids):\n"
+    "            return upload(ids, 'cuda')\n    return Builder\n",
+    "def make_builder(base, fns):\n    class Builder(base):\n        def build(self, ids):\n"
+    "            upload = fns[0]\n            return upload(ids, 'cuda')\n    return Builder\n",
+])
+def test_calls_in_a_factory_made_class_name_only_the_functions_they_call_by_a_bare_name(tmp_path, nested):
+    make_project(tmp_path, copies_anywhere=True, uploads=UPLOADS, user="from pkg.uploads import Table\n",
+                 factory=nested)
+    assert (5, "HDL101") not in by_file(check(tmp_path)).get("uploads.py", [])
 
 
 # Methods that code outside the project calls: an event hook (`on_step_end`, called by the framework that raises
