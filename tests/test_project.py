@@ -1613,8 +1613,8 @@ def test_a_function_handed_on_by_a_return_or_to_a_call_is_not_taken_for_uncalled
 
 
 @pytest.mark.parametrize("nested", [
-    # A call on an object (`random.upload` may be any library's), a parameter or a local of the nested method, or
-    # the class's own methods name no function of the project.
+    # A call on an object (`random.upload` may be any library's), or of a parameter or a local of the nested method,
+    # names no function of the project.
     "import random\n\n\ndef make_builder(base):\n    class Builder(base):\n        def build(self, ids):\n"
     "            return random.upload(ids, 'cuda')\n    return Builder\n",
     "def make_builder(base):\n    class Builder(base):\n        def build(self, upload, ids):\n"
