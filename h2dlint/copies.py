@@ -55,6 +55,13 @@ def left_unreported(facts: FileFacts, start: Position, end: Position, settings: 
             return "nothing shows that it runs every step"
         if (branch := non_tensor_branch(facts, start.line)) is not None:
             return branch
+    return does_not_repeat(facts, start, end)
+
+
+def does_not_repeat(facts: FileFacts, start: Position, end: Position) -> str | None:
+    """Why the copy from `start` to `end` does not repeat however often its function may run: it runs once (see
+    `runs_once`) or only on an empty input (`only_when_empty`). None otherwise. The part of `left_unreported`
+    that HDL104 asks too: it reports code of unknown hotness, but not code that runs once."""
     return only_when_empty(facts, (start.line, start.column), (end.line, end.column)) or runs_once(facts, start.line)
 
 

@@ -2959,18 +2959,23 @@ def _fits(record: dict, caller: dict, index: int) -> bool:
 
 
 def _name_nested_calls(class_node: ast.ClassDef, named: dict[str, None]) -> None:
-    """Add to `named` the functions the methods of a class defined in a function call by a bare name."""
-    local = {name.id for name in ast.walk(class_node) if name.__class__ is ast.Name and name.ctx.__class__ is ast.Store}
-    for function in ast.walk(class_node):
-        if function.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
-            arguments = function.args  # type: ignore[attr-defined]
+    """Add to `named` the functions the methods of a class defined in a function call by a bare name: not the
+    methods' own parameters or locals, nor builtins."""
+    local: set[str] = set()
+    called: list[str] = []
+    for node in ast.walk(class_node):
+        kind = node.__class__
+        if kind is ast.Name and node.ctx.__class__ is ast.Store:  # type: ignore[attr-defined]
+            local.add(node.id)  # type: ignore[attr-defined]
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.Lambda:
+            arguments = node.args  # type: ignore[attr-defined]
             local.update(arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
                                              arguments.vararg, arguments.kwarg) if arg is not None)
-    for call in ast.walk(class_node):
-        if call.__class__ is ast.Call and call.func.__class__ is ast.Name:  # type: ignore[attr-defined]
-            name = call.func.id  # type: ignore[attr-defined]
-            if name not in local and not hasattr(builtins, name):
-                named[name] = None
+        elif kind is ast.Call and node.func.__class__ is ast.Name:  # type: ignore[attr-defined]
+            called.append(node.func.id)  # type: ignore[attr-defined]
+    for name in called:
+        if name not in local and not hasattr(builtins, name):
+            named[name] = None
 
 
 def _call_index(record: dict, reference: str) -> int:

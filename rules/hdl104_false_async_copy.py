@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 from h2dlint.copies import (
     copy_device,
     copy_of,
+    does_not_repeat,
     factory_data,
     fresh_host_factory,
     host_factory,
@@ -23,7 +24,6 @@ from h2dlint.copies import (
     with_pin_memory,
 )
 from h2dlint.facts import Device
-from h2dlint.hotness import only_when_empty, runs_once
 from h2dlint.model import Applicability, Fix
 from h2dlint.rule import Invalid, Rule, Valid
 
@@ -185,8 +185,8 @@ class FalseAsyncCopy(Rule):
             return
         if (fresh is None or fresh[1] != "from_numpy") and may_run_under_default_device(facts, start.line):
             return  # the factory allocates on the context's device: there may be no host memory to pin
-        if only_when_empty(facts, (start.line, start.column), (end.line, end.column)) or runs_once(facts, start.line):
-            return  # a copy that does not repeat: what staging may cost, it costs once
+        if does_not_repeat(facts, start, end) is not None:
+            return  # what staging may cost, it costs once
         where = where_hot(facts, start.line)
         message = (f"{what} is pageable memory, so this `non_blocking=True` copy is staged by CUDA and may still "
                    f"synchronize{where}: pin the source")
