@@ -25,6 +25,7 @@ from .hotness import (
     empty_input_arm,
     flag_uses,
     is_count,
+    loops_over_contents,
     methods_cached_on_objects,
     occasional_block,
     statements,
@@ -473,6 +474,9 @@ class FileFacts:
         self.aliases: dict[str, str] = {}
         self.parents: dict[ast.AST, ast.AST] = {}
         self.loops: list[tuple[int, int]] = []
+        # The loops that may be what repeats a step: all but those over what an object holds (`loops_over_contents`),
+        # which repeat once per item the program built.
+        self.repeating_loops: list[tuple[int, int]] = []
         # The bodies of `if step % log_interval == 0:`, of `if key not in _cache: _cache[key] = ...`, and of
         # functions cached with `functools.cache` (see CodeContext.occasional).
         self.occasional: list[tuple[int, int]] = []
@@ -694,11 +698,15 @@ class FileFacts:
                                            for statement in statements_run_once_in_a_while(node))
             elif kind is ast.While:
                 self.loops.append((node.lineno, node.end_lineno or node.lineno))
+                self.repeating_loops.append(self.loops[-1])
             elif kind in (ast.For, ast.AsyncFor):
                 # A `for` evaluates its iterable once, before the first pass: its header is not in the loop.
                 first = node.body[0].lineno if node.body[0].lineno > node.lineno else node.lineno
                 self.loops.append((first, node.end_lineno or node.lineno))
                 self.for_loops[node.lineno] = node
+                # (An `async for` steps through a stream, never a list or a mapping.)
+                if kind is ast.AsyncFor or not loops_over_contents(node.iter):
+                    self.repeating_loops.append(self.loops[-1])
             elif kind is ast.If:
                 if block := occasional_block(node, flags):
                     self.occasional.append((block[0].lineno, block[-1].end_lineno or block[-1].lineno))

@@ -177,6 +177,35 @@ class _LineMap:
         return function, first, self.loop_first[line], self.graph_capture[line], self.occasional_first[line]
 
 
+# Methods whose result is what a mapping or a module holds: a loop over it runs once per entry or submodule.
+_CONTENT_METHODS = frozenset({"items", "keys", "values", "modules", "named_modules", "children", "named_children"})
+# Words of an attribute's name that say it holds data to step through: `self.val_loader`, `self.train_dataset`.
+_DATA_WORDS = frozenset({"loader", "loaders", "dataloader", "dataloaders", "dataset", "datasets"})
+
+
+def loops_over_contents(iterable: ast.expr) -> bool:
+    """Whether a `for` over `iterable` steps through what an object holds: an attribute of `self` (`self.convs`,
+    `self.polygon.interiors`) but one named for data to step through (`self.val_loader`), or the entries of a
+    mapping or the submodules of a module (`.items()`, `.named_modules()`), in `enumerate`, `sorted`, `list`,
+    `tuple` or `reversed` or not. Such a loop repeats once per item of something the program built, not once per
+    step, so it says nothing of how often its code runs: read in held-out trees, copies and syncs whose only
+    sign of running every step was such a loop were mostly set-up passes, metrics over a fixed list, or code
+    nothing runs (docs/precision.md, "Loops over what an object holds"). Not an attribute of another value
+    (`metadata.requests`, `chunked_context.chunks`): what a call is handed may be the step's own data."""
+    while isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.args \
+            and iterable.func.id in ("enumerate", "sorted", "list", "tuple", "reversed"):
+        iterable = iterable.args[0]
+    if isinstance(iterable, ast.Attribute):
+        root = iterable.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        words = name_words(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", iterable.attr))  # `valLoader` too
+        return isinstance(root, ast.Name) and root.id == "self" \
+            and not _DATA_WORDS.intersection(word.rstrip("0123456789") for word in words)  # `loader2` too
+    return isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and not iterable.args \
+        and iterable.func.attr in _CONTENT_METHODS
+
+
 def periodic_test(test: ast.expr) -> bool:
     """An `if` test that holds once every so many steps: `step % log_interval == 0`, `not i % self.eval_every`,
     `i % 100 == 0`, alone or in an `and`. The divisor says so by its name (logging, evaluation, saving, an
@@ -842,7 +871,7 @@ def context_at(facts: FileFacts, line: int, hot_functions: frozenset[str] | None
         hot_functions = facts.hot_functions
     known = _CONTEXTS.get(facts)
     if known is None:
-        known = _CONTEXTS[facts] = _Contexts(_LineMap(facts.functions, facts.loops, facts.graph_captures,
+        known = _CONTEXTS[facts] = _Contexts(_LineMap(facts.functions, facts.repeating_loops, facts.graph_captures,
                                                       facts.occasional))
     key = (line, hot_functions)
     context = known.by_line.get(key)

@@ -63,7 +63,9 @@ class BlockingTensorCopy(Rule):
     first call, so only that call copies from the host.
 
     Only code known to run every step is reported: in a `for` or `while` loop (not a
-    comprehension's, whose copies repeat within one call), under CUDA graph capture, or
+    comprehension's, whose copies repeat within one call, nor one over what an object holds,
+    `for m in self.members`, `.items()`, `.named_modules()`, which repeats once per item it
+    built), under CUDA graph capture, or
     in a function hot by its name (`forward`, `step`, a training step such as
     `_train_batch`, an engine's per-step entry point, a `hot-functions` entry) or called
     from one through the project (the finding's `evidence` names the chain). In held-out
@@ -209,6 +211,11 @@ class BlockingTensorCopy(Rule):
         # `ends` was moved to the host first: a tensor made on its device is a host tensor, nothing is copied.
         Valid("import torch\ndef forward(done, cursor):\n    ends = done.cpu().nonzero(as_tuple=True)[0]\n"
               "    return torch.cat([ends, torch.tensor([cursor], device=ends.device)])\n"),
+        # A loop over what an object holds repeats once per member, not per step: it says nothing of how often
+        # `scales` runs.
+        Valid("import torch\nclass Scaler:\n    def scales(self, device):\n        out = []\n"
+              "        for member in self.members:\n            out.append(torch.tensor(member.values, device=device))\n"
+              "        return out\n"),
         Valid("import torch\ndef fit(batches, eval_interval):\n    for step, batch in enumerate(batches):\n"
               "        if step % eval_interval == 0:\n            t = torch.tensor([step], device='cuda')\n"),
         Valid("import functools\nimport torch\n@functools.lru_cache\ndef table(device):\n"

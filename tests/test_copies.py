@@ -164,3 +164,64 @@ def test_a_host_tensor_computed_from_factories_may_be_on_the_default_device():
     # moved to the host, it is there under any default device
     moved = under_default.replace("(torch.arange(n) * 2 - 1)", "x.cpu()")
     assert [finding.code for finding in lint(moved, "HDL102")] == ["HDL102"]
+
+
+# Methods of one class whose only sign of running more than once is a loop, over different things.
+LOOPS = """import torch
+class Scaler:
+    def members(self, device):
+        for member in self.members:
+            torch.tensor(member.values, device=device)
+    def entries(self, device, table):
+        for name, values in table.items():
+            torch.tensor(values, device=device)
+    def submodules(self, model, device):
+        for i, module in enumerate(model.named_modules()):
+            torch.tensor(module.scale, device=device)
+    def graph_pass(self, device):
+        for node in self.graph.nodes:
+            torch.tensor(node.args, device=device)
+    def batches(self, device):
+        for ids in self.val_loader:
+            torch.tensor(ids, device=device)
+    def indices(self, device, n):
+        for i in range(n):
+            torch.tensor(self.members[i].values, device=device)
+    def items_of_a_local(self, device, batch):
+        for ids in batch:
+            torch.tensor(ids, device=device)
+    def nested(self, device, n):
+        for step in range(n):
+            for member in self.members:
+                torch.tensor(member.values, device=device)
+    def one_line_inner(self, device, n):
+        for step in range(n):
+            for member in self.members: torch.tensor(member.values, device=device)
+    def one_line_outer(self, device, n):
+        for member in self.members:
+            for i in range(n): torch.tensor(member.values, device=device)
+    def drained(self, device):
+        for name, queue in self.queues.items():
+            while queue:
+                torch.tensor(queue.pop(), device=device)
+    async def streamed(self, device):
+        async for ids in self.members:
+            torch.tensor(ids, device=device)
+    def camel_case(self, device):
+        for ids in self.valLoader:
+            torch.tensor(ids, device=device)
+    def handed(self, device, metadata):
+        for request in metadata.requests:
+            torch.tensor(request.ids, device=device)
+"""
+
+
+def test_a_loop_over_what_an_object_holds_is_no_sign_of_running_every_step():
+    # Over an attribute of `self`, a mapping's entries, a module's submodules or its graph's nodes, a loop repeats
+    # once per item the object holds: no copy reported. Over a loader (`valLoader` too), a range, a local's items,
+    # an async stream or an attribute of what the call is handed, and in such a loop inside one of those or around
+    # one (sharing its lines or not), the copy repeats: reported, "in a loop".
+    findings = lint(LOOPS, "HDL101")
+    assert [(f.start.line, dict(f.evidence)["hot"]) for f in findings] == [
+        (17, "in a loop"), (20, "in a loop"), (23, "in a loop"), (27, "in a loop"), (30, "in a loop"),
+        (33, "in a loop"), (37, "in a loop"), (40, "in a loop"), (43, "in a loop"), (46, "in a loop")]
