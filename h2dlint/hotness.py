@@ -196,11 +196,8 @@ def loops_over_contents(iterable: ast.expr) -> bool:
             and iterable.func.id in ("enumerate", "sorted", "list", "tuple", "reversed"):
         iterable = iterable.args[0]
     if isinstance(iterable, ast.Attribute):
-        root = iterable.value
-        while isinstance(root, ast.Attribute):
-            root = root.value
         words = name_words(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", iterable.attr))  # `valLoader` too
-        return isinstance(root, ast.Name) and root.id == "self" \
+        return (dotted_name(iterable) or "").startswith("self.") \
             and not _DATA_WORDS.intersection(word.rstrip("0123456789") for word in words)  # `loader2` too
     return isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and not iterable.args \
         and iterable.func.attr in _CONTENT_METHODS

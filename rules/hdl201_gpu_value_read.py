@@ -8,8 +8,8 @@ from h2dlint.syncs import ACCUMULATE, HOT, INT_ARGUMENT_TEXT, READ, SyncReporter
 class GpuValueRead(SyncReporter, Rule):
     """
     ## What it does
-    Finds reads of a CUDA tensor's value on the host in code that runs often (a loop,
-    `forward`, a training or decoding step, an inference engine's per-step function such
+    Finds reads of a CUDA tensor's value on the host in code that runs often (a loop, but
+    not one over what an object holds, see HDL101; `forward`, a training or decoding step, an inference engine's per-step function such
     as `forward_batch_generation` or `init_forward_metadata*`): `.item()`, `.tolist()`,
     `.cpu()`, `.numpy(force=True)` (a plain `.numpy()` of a CUDA tensor raises),
     `.to("cpu")`, `.type(torch.BoolTensor)` (a legacy CPU type, so a copy to the host),
