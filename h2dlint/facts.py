@@ -33,6 +33,7 @@ from .hotness import (
 )
 from .syntax import (
     COMPOUND_STATEMENTS,
+    TRY_STATEMENTS,
     async_copy_target,
     blocks,
     dotted_name,
@@ -695,7 +696,7 @@ class FileFacts:
                     if any(caches_results(decorator) for decorator in node.decorator_list):
                         self.occasional.extend(_body_lines(node))
                     self.occasional.extend((statement.lineno, statement.end_lineno or statement.lineno)
-                                           for statement in statements_run_once_in_a_while(node))
+                                           for statement in statements_run_once_in_a_while(node, flags))
             elif kind is ast.While:
                 self.loops.append((node.lineno, node.end_lineno or node.lineno))
                 self.repeating_loops.append(self.loops[-1])
@@ -1221,7 +1222,7 @@ def _always_bound(statement: ast.stmt, bound: dict[int, frozenset[str] | None]) 
             return held
         inner = _block_bound(statement.body, bound)
         return None if inner is None else inner | held
-    if kind in _TRY_TYPES:
+    if kind in TRY_STATEMENTS:
         # Without an exception: the body, then the `else`; with one, one handler's block, after part of the body.
         body, orelse = _block_bound(statement.body, bound), _block_bound(statement.orelse, bound)
         done = None if body is None or orelse is None else body | orelse
@@ -1266,9 +1267,6 @@ def _target_names(target: ast.expr) -> list[str]:
     if isinstance(target, ast.Starred):
         return _target_names(target.value)
     return []
-
-
-_TRY_TYPES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
 
 
 def _held_per_line(spans: list[tuple[int, int, _T]]) -> list[tuple[_T, ...]]:

@@ -18,7 +18,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, TypeGuard
 
 from .branches import other_device_branch, untaken_branch
-from .syntax import COMPOUND_STATEMENTS, blocks, dotted_name, is_none, name_words
+from .syntax import COMPOUND_STATEMENTS, TRY_STATEMENTS, blocks, dotted_name, is_none, name_words
 
 if TYPE_CHECKING:
     from .facts import FileFacts
@@ -489,7 +489,8 @@ def _self_calls(body: list[ast.stmt]) -> Iterator[str]:
 class FlagUses:
     """How a file's code sets the flags of its objects (`self._ready`), for `fills_a_cache`, found once per tree.
     `armed`: what functions other than constructors (`RUN_ONCE_FUNCTIONS`) assign to attributes of `self`, by the
-    attribute (`self._dirty`): "truthy" or "falsy" for a constant, "other" for anything else. `cleared_after`: for
+    attribute (`self._dirty`), and what any function assigns to a module's name it declares global (`_DONE`):
+    "truthy" or "falsy" for a constant, "other" for anything else. `cleared_after`: for
     each `if self.flag:` or `if not self.flag:`, the stores into attributes of `self` made by the statements after
     it in its block, up to the first that may leave the block (a `return`, a `raise`). `method_stores`: for each
     function of the file by its name, the attributes of `self` it stores, so that `if self._t is None:
@@ -505,20 +506,24 @@ def flag_uses(tree: ast.Module) -> FlagUses:
     method_stores: dict[str, list[ast.expr]] = {}
     cleared_after: dict[int, list[tuple[ast.expr, ast.expr | None]]] = {}
     # One walk over the statements, each with the store lists of the functions around it (a statement of a nested
-    # function stores for the enclosing ones too) and whether one of those arms flags (is no constructor).
-    stack: list[tuple[ast.stmt, tuple[list[ast.expr], ...], bool]] = [
-        (statement, (), False) for statement in reversed(tree.body)]
+    # function stores for the enclosing ones too), whether one of those arms flags (is no constructor), and the
+    # module's names the innermost one declares global (a `global` statement comes before the name's uses).
+    stack: list[tuple[ast.stmt, tuple[list[ast.expr], ...], bool, set[str]]] = [
+        (statement, (), False, set()) for statement in reversed(tree.body)]
     while stack:
-        statement, around, arming = stack.pop()
+        statement, around, arming, declared = stack.pop()
         if around:
             stored = [target for target in _stored_targets(statement) if _is_self_attribute(target)]
             if stored:
                 for stores in around:
                     stores.extend(stored)
+            if statement.__class__ is ast.Global:
+                declared.update(statement.names)  # type: ignore[attr-defined]
             value = getattr(statement, "value", None)
-            for target in _assigned_targets(statement) if arming and value is not None else ():
-                name = dotted_name(target) if isinstance(target, ast.Attribute) else None
-                if name is not None and name.startswith("self."):
+            for target in _assigned_targets(statement) if value is not None else ():
+                name = dotted_name(target) if isinstance(target, (ast.Attribute, ast.Name)) else None
+                # An object's flag set in its constructor starts it; a module's flag has no constructor.
+                if name is not None and (arming and name.startswith("self.") or name in declared):
                     kind = ("truthy" if value.value else "falsy") if isinstance(value, ast.Constant) else "other"
                     armed.setdefault(name, set()).add(kind)
         if statement.__class__ not in COMPOUND_STATEMENTS:
@@ -526,9 +531,10 @@ def flag_uses(tree: ast.Module) -> FlagUses:
         if statement.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef):
             around = (*around, method_stores.setdefault(statement.name, []))  # type: ignore[attr-defined]
             arming = arming or statement.name not in RUN_ONCE_FUNCTIONS  # type: ignore[attr-defined]
+            declared = set()
         for block in blocks(statement):
             _note_cleared_flags(block, cleared_after)
-            stack.extend((inner, around, arming) for inner in reversed(block))
+            stack.extend((inner, around, arming, declared) for inner in reversed(block))
     return FlagUses(armed, cleared_after, method_stores)
 
 
@@ -652,7 +658,8 @@ _ATTRIBUTE_REGISTRARS = frozenset({"register_buffer", "register_parameter"})
 _ATTRIBUTE_DICTS = frozenset({"_buffers", "_parameters", "__dict__"})
 
 
-def statements_run_once_in_a_while(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+def statements_run_once_in_a_while(function: ast.FunctionDef | ast.AsyncFunctionDef,
+                                   flags: Callable[[], FlagUses] | None = None) -> list[ast.stmt]:
     """The statements of a function's body that run only once in a while, not every time it is called:
 
     - all those after an early return off the period (`if step % self.demo_every != 0: return`, alone or in an
@@ -663,14 +670,24 @@ def statements_run_once_in_a_while(function: ast.FunctionDef | ast.AsyncFunction
       `if x is None:` whose body fills the place `x` was read from (`x = self._x`, `x = cache.get(key)` or
       `x = getattr(self, "_x", None)`, then `self._x = ...`, `cache[key] = ...` or
       `self.register_buffer("_x", ...)`). A hit may also check that the cached value fits (`_cache_hit`). A
-      cache is an attribute of `self`, or a container the function neither binds nor takes (a module's or a
-      closure's: `gumbel_map`)."""
+      cache is an attribute of `self`, a module's name the function declares `global` (`if _X is not None:
+      return _X`, then `_X = ...`), or a container the function neither binds nor takes (a module's or a
+      closure's: `gumbel_map`);
+    - all those after an early return on a flag that they set, so once per object, or once per process for a
+      module's flag: `if self._registered: return`, then `self._registered = True` (`_sets_its_flag`).
+
+    `flags`: the file's FlagUses (`flag_uses`), which tell whether code other than a constructor sets an object's
+    flag back."""
     body = function.body
-    read_from: dict[str, tuple[str, str]] = {}  # a local name -> the place it was read from
+    # A module's names the function declares global: read where they are written, as a cache or a flag.
+    declared = {name for statement in body if statement.__class__ is ast.Global
+                for name in statement.names}  # type: ignore[attr-defined]
+    # a local name -> the place it was read from
+    read_from: dict[str, tuple[str, str]] = {name: ("global", name) for name in declared}
     found: list[ast.stmt] = []
     for index, statement in enumerate(body):
         if isinstance(statement, ast.If) and not statement.orelse and isinstance(statement.body[-1], ast.Return) \
-                and periodic_skip(statement.test):
+                and (periodic_skip(statement.test) or _sets_its_flag(statement.test, body[index + 1:], declared, flags)):
             return [*found, *body[index + 1:]]
         if isinstance(statement, ast.Assign):
             _forget_rebound(statement, read_from)
@@ -684,20 +701,77 @@ def statements_run_once_in_a_while(function: ast.FunctionDef | ast.AsyncFunction
             continue
         test = statement.test
         hit = _cache_hit(statement, read_from)
-        if hit is not None and hit in _places_filled(body[index + 1:]) and _kept_beyond_the_call(hit, function):
+        if hit is not None and hit in _places_filled(body[index + 1:], declared) \
+                and _kept_beyond_the_call(hit, function):
             return [*found, *body[index + 1:]]
         if isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Is) and is_none(test.comparators[0]) \
                 and isinstance(test.left, ast.Name) and test.left.id in read_from:
             miss = read_from[test.left.id]
-            if miss in _places_filled(statement.body) and _kept_beyond_the_call(miss, function):
+            if miss in _places_filled(statement.body, declared) and _kept_beyond_the_call(miss, function):
                 found.append(statement)
         _forget_rebound(statement, read_from)
     return found
 
 
+def _sets_its_flag(test: ast.expr, rest: list[ast.stmt], declared: set[str],
+                   flags: Callable[[], FlagUses] | None) -> bool:
+    """Whether an early return on `test` skips work done already: `test` is a flag of the object (`self._registered`)
+    or of the module (a name the function declares global, `_DONE`), and the statements after the return (`rest`)
+    set it true before they may leave, so that they run once per object, or once per process. Not where the
+    file's code sets the flag back (`FlagUses.armed`): `self._registered = False` in a `reset` called every step
+    (constructors aside), `_BUSY = False` in a `finally` (a guard against re-entry, not a flag of work done). Not
+    `if not self._dirty: return`, then `self._dirty = False`: work pending, which other objects mark again."""
+    if flags is None:
+        return False
+    if test.__class__ is ast.Name and test.id in declared:  # type: ignore[attr-defined]
+        name = test.id  # type: ignore[attr-defined]
+    else:
+        once = _once_flag(test)
+        if once is None or not once[1]:
+            return False
+        name = once[0]
+    armed = flags().armed.get(name, set())
+    if "other" in armed or "falsy" in armed:
+        return False
+    return any(value.__class__ is ast.Constant and bool(value.value)  # type: ignore[attr-defined]
+               and (dotted_name(target) if isinstance(target, (ast.Name, ast.Attribute)) else None) == name
+               for target, value in _stores_before_leaving(rest))
+
+
+def _stores_before_leaving(body: list[ast.stmt]) -> Iterator[tuple[ast.expr, ast.expr | None]]:
+    """The assignments `body` makes whenever it runs, before it may leave (a `return`, `raise`, `break`, ...):
+    its own statements' up to the first that may leave, and those of the `with` blocks among them (not under
+    `contextlib.suppress`, which goes on past an exception as a handler does); of a `try`, its `finally` block's,
+    which runs however the `try` ends, and its body's when no handler may catch an exception and go on past them."""
+    for statement in body:
+        kind = statement.__class__
+        if kind is ast.With or kind is ast.AsyncWith:
+            if not any(_suppresses(item.context_expr) for item in statement.items):  # type: ignore[attr-defined]
+                yield from _stores_before_leaving(statement.body)  # type: ignore[attr-defined]
+            if _may_leave(statement.body):  # type: ignore[attr-defined]
+                return
+        elif kind in TRY_STATEMENTS:
+            yield from _stores_before_leaving(statement.finalbody)  # type: ignore[attr-defined]
+            if not statement.handlers:  # type: ignore[attr-defined]
+                yield from _stores_before_leaving(statement.body)  # type: ignore[attr-defined]
+            if _may_leave([statement]):
+                return
+        elif _may_leave([statement]):
+            return
+        else:
+            value = getattr(statement, "value", None)
+            yield from ((target, value) for target in _assigned_targets(statement))
+
+
+def _suppresses(context: ast.expr) -> bool:
+    """`contextlib.suppress(...)` or `suppress(...)`."""
+    return context.__class__ is ast.Call and (dotted_name(context.func) or "").rpartition(".")[2] == "suppress"  # type: ignore[attr-defined]
+
+
 def _forget_rebound(statement: ast.stmt, read_from: dict[str, tuple[str, str]]) -> None:
     """A name the statement binds anywhere (`x, y = ...`, `x += 1`, `for x in ...`, `with ... as x`) no longer
-    holds what it was read from."""
+    holds what it was read from (nor, stored before it is tested, a module's name declared global: `_T = None`
+    then `if _T is not None:` tests what the call itself made)."""
     if not read_from:  # nothing to forget: most functions read no cache, and walking every statement is costly
         return
     for node in ast.walk(statement):
@@ -706,9 +780,10 @@ def _forget_rebound(statement: ast.stmt, read_from: dict[str, tuple[str, str]]) 
 
 
 def _kept_beyond_the_call(place: tuple[str, str], function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """An attribute of `self` is; a container named alone is unless the function takes or binds that name."""
+    """An attribute of `self` or a module's name declared global is; a container named alone is unless the
+    function takes or binds that name."""
     kind, name = place
-    if kind == "self" or "." in name:
+    if kind in ("self", "global") or "." in name:
         return True
     arguments = function.args
     if any(arg.arg == name for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
@@ -810,14 +885,17 @@ def _always_run(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _always_run([*statement.body, *statement.finalbody])
 
 
-def _places_filled(body: list[ast.stmt]) -> set[tuple[str, str]]:
-    """The places `body` always stores into when it runs (`_CACHE[key] = t`, `self._x = t`): a store under a
-    condition (`if self.capture: self._out = out`) may leave the cache empty, so it is not a fill."""
+def _places_filled(body: list[ast.stmt], declared: set[str]) -> set[tuple[str, str]]:
+    """The places `body` always stores into when it runs (`_CACHE[key] = t`, `self._x = t`, `_X = t` of a name
+    `declared` global): a store under a condition (`if self.capture: self._out = out`) may leave the cache empty,
+    so it is not a fill."""
     places = set()
     for statement in _always_run(body):
         for target in _stored_targets(statement):
             if _is_self_attribute(target):
                 places.add(("self", target.attr))  # type: ignore[attr-defined]
+            elif target.__class__ is ast.Name and target.id in declared:  # type: ignore[attr-defined]
+                places.add(("global", target.id))  # type: ignore[attr-defined]
             elif isinstance(target, ast.Subscript):
                 place = _container(target.value)
                 if place is not None:

@@ -496,7 +496,7 @@ class _Summarizer:
             record["classmethod"] = True  # `Class.build(x)` binds `cls` as `obj.build(x)` does
         self._constructs = (self_name, class_name) if classmethod and self_name else None
         try:
-            once_in_a_while = {id(statement) for statement in statements_run_once_in_a_while(node)}
+            once_in_a_while = {id(statement) for statement in statements_run_once_in_a_while(node, self._flags)}
             for statement in node.body:
                 self._scan(qualname, class_name, statement, params, self_name, id(statement) in once_in_a_while)
             self._settle(qualname, record, params, self_name)

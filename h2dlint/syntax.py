@@ -86,6 +86,7 @@ _BLOCK_FIELDS = ("body", "orelse", "finalbody")
 # The statements that hold blocks (`blocks` yields nothing for any other): walks skip the others at once.
 COMPOUND_STATEMENTS = frozenset(kind for kind in ast.stmt.__subclasses__()
                                 if {*_BLOCK_FIELDS, "handlers", "cases"} & set(kind._fields))
+TRY_STATEMENTS = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)  # `try ... except*`: 3.11
 
 
 # Words of a device's name that say it is the host's: offloading code copies back to it with `non_blocking=True` too

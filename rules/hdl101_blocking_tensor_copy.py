@@ -105,7 +105,10 @@ class BlockingTensorCopy(Rule):
     flag it, or what follows it, clears and nothing but a constructor sets
     (`if self._uninitialized: ...; self._uninitialized = False`), or only called from
     such code; nor the code after an early return on a cache hit that checks the cached
-    table still fits (`if self.pe is not None and self.pe.size(1) >= x.size(1): return`);
+    table still fits (`if self.pe is not None and self.pe.size(1) >= x.size(1): return`),
+    or on a flag that code sets and nothing but a constructor sets back (`if
+    self._registered: return`, then `self._registered = True`), or on a module's cache or
+    flag the function declares `global` (`if _OK is not None: return _OK`, then `_OK = ...`);
     nor a block that ends by raising or failing an assertion (`if
     boxes.any(): ...; raise ValueError(...)`, `torch._assert(False, ...)`), which runs only
     on bad input, nor the body of `if torch.isnan(x).any():` (or `isinf`, or `not
@@ -222,6 +225,8 @@ class BlockingTensorCopy(Rule):
               "    return torch.tensor([0.5, 1.0, 1.5], device=device)\n"),
         Valid("import torch\n_LUTS = {}\ndef forward(x):\n    if x.device not in _LUTS:\n"
               "        _LUTS[x.device] = torch.tensor([0.5, 1.0], device=x.device)\n    return x * _LUTS[x.device]\n"),
+        Valid("import torch\n_OK = None\ndef forward(x):\n    global _OK\n    if _OK is not None:\n        return _OK\n"
+              "    _OK = bool(torch.tensor([1, 2], device=x.device).sum())\n    return _OK\n"),
         Valid("import torch\nx = torch.tensor([1, 2], device='cpu')\n"),
         Valid("import torch\nx = torch.tensor([1, 2], device=torch.device('cpu'))\n"),
         Valid("import torch\nx = torch.tensor([1, 2])\n"),

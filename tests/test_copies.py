@@ -101,6 +101,23 @@ def test_a_local_made_when_it_is_none_is_no_cache():
     assert lint(cached.replace("def forward(x,", "def forward(self, x,"), "HDL101") == []
 
 
+def test_work_behind_an_early_return_on_its_own_flag_runs_once():
+    # `if self._registered: return ... self._registered = True`: the copy runs once per object, unless code that may
+    # run every step sets the flag back; a module's probe behind a global flag or cache runs once per process.
+    code = ("import torch\nclass Camera(torch.nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self._registered = False\n"
+            "    def forward(self, x):\n        if self._registered:\n            return x\n"
+            "        self.pose = torch.tensor([0.0, 1.0], device=x.device)\n        self._registered = True\n"
+            "        return x\n")
+    assert lint(code, "HDL101") == []
+    rearmed = code + "    def reset(self):\n        self._registered = False\n"
+    assert [(finding.code, finding.start.line) for finding in lint(rearmed, "HDL101")] == [("HDL101", 9)]
+    probe = ("import torch\n_OK = None\ndef forward(x):\n    global _OK\n    if _OK is not None:\n        return _OK\n"
+             "    t = torch.tensor([1, 2], device=x.device)\n    _OK = bool(t.sum())\n    return _OK\n")
+    assert lint(probe, "HDL101") == []
+    assert [finding.code for finding in lint(probe.replace("    global _OK\n", ""), "HDL101")] == ["HDL101"]
+
+
 def test_occasional_code_in_a_module_level_loop_is_checked_without_error():
     # Module-level code in a loop, but under a periodic guard or filling a cache: neither per-step nor run once by
     # a function's name (a function-less context the audit rules once asked the name of).

@@ -928,6 +928,59 @@ def test_the_statements_that_run_once_in_a_while(body, lines):
     assert [statement.lineno for statement in statements_run_once_in_a_while(function)] == lines
 
 
+@pytest.mark.parametrize(("source", "lines"), [
+    # an early return on a flag the rest sets: once per object (genesis's camera registration)
+    ("class C:\n    def __init__(self):\n        self._registered = False\n"
+     "    def f(self):\n        if self._registered:\n            return\n        register(self)\n"
+     "        self._registered = True\n", [7, 8]),
+    ("class C:\n    def f(self):\n        if self._done:\n            return\n        with lock:\n            work()\n"
+     "            self._done = True\n", [5]),
+    # work pending, which other objects mark again (`cam._dirty = True`): not done once
+    ("class C:\n    def f(self):\n        if not self._pending:\n            return\n        work()\n"
+     "        self._pending = False\n", []),
+    # set back by code that may run every step: the rest may run every call
+    ("class C:\n    def reset(self):\n        self._registered = False\n"
+     "    def f(self):\n        if self._registered:\n            return\n        register(self)\n"
+     "        self._registered = True\n", []),
+    ("class C:\n    def step(self):\n        self._done = self.queue\n"
+     "    def f(self):\n        if self._done:\n            return\n        work()\n"
+     "        self._done = True\n", []),
+    # a flag the rest does not set, or sets only under a condition
+    ("class C:\n    def f(self):\n        if self._done:\n            return\n        work()\n", []),
+    ("class C:\n    def f(self):\n        if self._done:\n            return\n        work()\n"
+     "        if ok:\n            self._done = True\n", []),
+    # a module's flag or cache the function declares global: once per process (unsloth-zoo's probes)
+    ("_DONE = False\ndef f():\n    global _DONE\n    if _DONE:\n        return\n    try:\n        probe()\n"
+     "    finally:\n        _DONE = True\n", [6]),
+    ("_X = None\ndef f():\n    global _X\n    if _X is not None:\n        return _X\n    ok = probe()\n"
+     "    _X = ok\n    return ok\n", [6, 7, 8]),
+    ("_X = None\ndef f():\n    global _X\n    if _X is None:\n        _X = probe()\n    return _X\n", [4]),
+    # a guard against re-entry set back when the work is done, a module's flag another function sets back
+    ("_BUSY = False\ndef f():\n    global _BUSY\n    if _BUSY:\n        return\n    _BUSY = True\n    try:\n"
+     "        work()\n    finally:\n        _BUSY = False\n", []),
+    ("_DONE = False\ndef reset():\n    global _DONE\n    _DONE = False\n"
+     "def f():\n    global _DONE\n    if _DONE:\n        return\n    work()\n    _DONE = True\n", []),
+    # the flag set only past a way out, or in a `try` whose handler may go on without it: maybe never set
+    ("class C:\n    def f(self, x):\n        if self._logged:\n            return\n        work()\n"
+     "        if x.small:\n            return\n        self._logged = True\n", []),
+    ("class C:\n    def f(self):\n        if self._done:\n            return\n        try:\n            work()\n"
+     "            self._done = True\n        except ValueError:\n            pass\n", []),
+    ("class C:\n    def f(self):\n        if self._done:\n            return\n"
+     "        with contextlib.suppress(ValueError):\n            work()\n            self._done = True\n", []),
+    # a module's name stored before it is tested holds what this call made
+    ("_T = None\ndef f():\n    global _T\n    _T = None\n    if _T is not None:\n        return _T\n"
+     "    _T = make()\n    return _T\n", []),
+    # not declared global: a read of the module's name, which this function fills nothing of
+    ("_X = None\ndef f():\n    if _X is not None:\n        return _X\n    return probe()\n", []),
+    ("def f():\n    global _X\n    if _X is not None:\n        return _X\n    return probe()\n", []),
+])
+def test_work_done_once_behind_a_flag_or_a_module_cache(source, lines):
+    tree = ast.parse(source)
+    function = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)][-1]
+    assert [statement.lineno for statement in statements_run_once_in_a_while(function, lambda: flag_uses(tree))] \
+        == lines
+
+
 @pytest.mark.parametrize(("body", "spans"), [
     # the arm taken only when a count is zero: an empty batch's fallback
     ("m = mask.sum()\nloss = total / m if m > 0 else torch.tensor(0.0, device=d)\n", [((3, 35), (3, 62))]),
