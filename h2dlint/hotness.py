@@ -1034,12 +1034,13 @@ def runs_once(facts: FileFacts, line: int) -> str | None:
     if named_off_the_step(function):
         return f"in `{function}`, named for work outside the step"
     # Elsewhere a loop repeats: `main`'s training loop, or a function called only from code that runs once in a
-    # while (an evaluation every so many steps copies per batch while it runs); not a helper only modules'
-    # constructors call, which builds what the model holds once (RecBole's `RippleNet._build_ripple_set`).
+    # while (an evaluation every so many steps copies per batch while it runs); not a helper only the
+    # constructors of modules and optimizers call, which builds what the model holds once (RecBole's
+    # `RippleNet._build_ripple_set`, an optimizer's per-parameter state).
     if context.in_loop:
         built = built_once_per_model(facts, line)
         if built:
-            return f"in `{function}`, called only from a module's constructor: `{built}`"
+            return f"in `{function}`, called only from a module's or an optimizer's constructor: `{built}`"
         # (`main`'s loop is the program's: a console script calls it, which no call in the project shows.)
         return None if function in _ENTRY_POINTS else _in_uncalled_function(facts, line, function)
     if function in _ENTRY_POINTS:
@@ -1069,11 +1070,12 @@ def only_when_empty(facts: FileFacts, start: tuple[int, int], end: tuple[int, in
 
 
 def built_once_per_model(facts: FileFacts, line: int) -> str | None:
-    """Where the function around `line` is called from when only `nn.Module` constructors call it (see
-    ProjectModel.built_only_by_module_constructors): it runs once per model, loops and all."""
+    """Where the function around `line` is called from when only the constructors (or `load_state_dict`) of
+    `nn.Module`s and optimizers call it (see ProjectModel.built_only_by_constructors): it runs once per model or
+    optimizer, loops and all."""
     qualname = facts.qualname_at(line) if facts.project is not None and not _in_nested_function(facts, line) \
         else None
-    return facts.project.built_only_by_module_constructors(qualname) if qualname else None  # type: ignore[union-attr]
+    return facts.project.built_only_by_constructors(qualname) if qualname else None  # type: ignore[union-attr]
 
 
 def _in_nested_function(facts: FileFacts, line: int) -> bool:
@@ -1132,7 +1134,7 @@ def _loops_run_once(facts: FileFacts, line: int, function: str) -> bool:
         return True
     qualname = facts.qualname_at(line) if facts.project is not None else None
     owner = qualname.rpartition(".")[0] if qualname else ""
-    return bool(owner) and facts.project.is_module_class(owner)  # type: ignore[union-attr]
+    return bool(owner) and facts.project.built_once(owner)  # type: ignore[union-attr]
 
 
 _CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__"})

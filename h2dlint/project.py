@@ -1702,6 +1702,11 @@ class ProjectModel:
         another library's well-known subclass of it (`pl.LightningModule`, `transformers.PreTrainedModel`)."""
         return any(qualified in MODULE_CLASSES for qualified in self._written_bases(class_name))
 
+    def _is_optimizer_class(self, class_name: str) -> bool:
+        """A subclass of a `torch.optim` class (`torch.optim.Optimizer`, `torch.optim.AdamW`, a learning-rate
+        scheduler), however far up: one object per training run."""
+        return any(qualified.startswith("torch.optim.") for qualified in self._written_bases(class_name))
+
     def _written_bases(self, class_name: str) -> tuple[str, ...]:
         """The bases of the class and of its project bases, however far up, as written, with the module's imports
         resolved (`nn.Module` under `from torch import nn` is `torch.nn.Module`); a base the project defines by
@@ -2329,9 +2334,10 @@ class ProjectModel:
             return None
         return short_name(callers[0][0]) + (f" and {len(callers) - 1} more" if len(callers) > 1 else "")
 
-    def built_only_by_module_constructors(self, function: str) -> str | None:
-        """Where `function` is called from when every call of it is in the constructor of an `nn.Module` (or in a
-        function only such constructors call): it runs once per model, loops and all, as `__init__` itself does
+    def built_only_by_constructors(self, function: str) -> str | None:
+        """Where `function` is called from when every call of it is in the constructor or the `load_state_dict` of
+        an `nn.Module` or of an optimizer (a `torch.optim` class: `Optimizer`, a learning-rate scheduler), or in a
+        function only those call: it runs once per model or optimizer, loops and all, as `__init__` itself does
         (`hotness.runs_once`). Not a constructor of any class: a batch or a request may be built every step."""
         if function in self.hot:
             return None
@@ -2340,9 +2346,11 @@ class ProjectModel:
     def _built_by_uncached(self, function: str) -> str | None:
         def builds(caller: str, index: int) -> bool:
             record = self.functions[caller]
-            return record["name"].rpartition(".")[2] == "__init__" and bool(record["class"]) \
-                and self._is_module_class(_record_class(record)) \
-                or self.built_only_by_module_constructors(caller) is not None
+            if record["class"] and record["name"].rpartition(".")[2] in ("__init__", "load_state_dict"):
+                owner = _record_class(record)
+                if self._is_module_class(owner) or self._is_optimizer_class(owner):
+                    return True
+            return self.built_only_by_constructors(caller) is not None
         return self._where_every_caller(function, builds)
 
     def uncalled(self, function: str, unseen_callers: bool = True) -> bool:
@@ -2635,8 +2643,8 @@ class ProjectModel:
     def answer(self, question: tuple) -> AttributePlacement | str | None:
         """The answer to a question a file's rules asked, as FileView asks and keys record them: a placement; for
         "once" where the function is called from; for "data" the data loader's entry it runs under; for "scalar"
-        the attribute's number annotation; for "attribute_type" and "type" a project class; for "module" whether
-        the class is an `nn.Module`."""
+        the attribute's number annotation; for "attribute_type" and "type" a project class; for "built_once" whether
+        the class is an `nn.Module` or an optimizer."""
         kind, first, second = question
         if kind in ("once", "built", "data", "uncalled", "parameter", "result", "literals", "python_value") \
                 and first not in self.functions:
@@ -2644,7 +2652,7 @@ class ProjectModel:
         if kind == "once":
             return self.called_only_from_run_once_code(first)
         if kind == "built":
-            return self.built_only_by_module_constructors(first)
+            return self.built_only_by_constructors(first)
         if kind == "data":
             return self.runs_in_data_loading(first)
         if kind == "uncalled":
@@ -2668,8 +2676,9 @@ class ProjectModel:
         if kind == "type":
             resolved = self._resolve_name(first, second)
             return resolved if resolved in self.classes else None
-        if kind == "module":
-            return "module" if first in self.classes and self._is_module_class(first) else None
+        if kind == "built_once":
+            return "built_once" if first in self.classes and (
+                self._is_module_class(first) or self._is_optimizer_class(first)) else None
         return self.attribute(first or None, second)
 
     def value_names(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
@@ -3090,10 +3099,11 @@ class FileView:
     def class_of(self, local_class: str) -> str | None:
         return self.qualified(local_class) if self.module is not None else None
 
-    def is_module_class(self, local_class: str) -> bool:
-        """Whether the class (`Outer.Inner` in this file) is an `nn.Module`: one object per model."""
+    def built_once(self, local_class: str) -> bool:
+        """Whether the class (`Outer.Inner` in this file) is an `nn.Module` or an optimizer (a `torch.optim`
+        class): one object per model or per training run."""
         qualified = self.class_of(local_class)
-        return qualified is not None and self._ask(("module", qualified, "")) == "module"
+        return qualified is not None and self._ask(("built_once", qualified, "")) == "built_once"
 
     def resolve_type(self, dotted: str) -> str | None:
         """The project class `dotted`, as written in this file, names (through imports and re-exports)."""
@@ -3145,9 +3155,9 @@ class FileView:
         where = self._ask(("once", self.qualified(local_qualname), ""))
         return where if isinstance(where, str) else None
 
-    def built_only_by_module_constructors(self, local_qualname: str) -> str | None:
-        """Where the function is called from, when only `nn.Module` constructors call it (see
-        ProjectModel.built_only_by_module_constructors)."""
+    def built_only_by_constructors(self, local_qualname: str) -> str | None:
+        """Where the function is called from, when only the constructors of `nn.Module`s and optimizers call it
+        (see ProjectModel.built_only_by_constructors)."""
         if self.module is None:
             return None
         where = self._ask(("built", self.qualified(local_qualname), ""))

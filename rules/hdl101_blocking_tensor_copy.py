@@ -82,8 +82,9 @@ class BlockingTensorCopy(Rule):
     Not reported, hot or not: code that runs once per model (`__init__`, `__post_init__`, `setup`,
     `reset_parameters`, `_init_weights`, a loading function such as `load_weights` or
     `from_pretrained`; their loops too, except in the constructor of a class that is
-    no `nn.Module`, which may be built every step; `main` outside its loops; or, by
-    the project model, a function that only such code calls): the copy waits once, at
+    no `nn.Module` nor optimizer (a `torch.optim` class), which may be built every step;
+    `main` outside its loops; or, by the project model, a function that only such code
+    calls, loops and all for a module's or an optimizer's constructor): the copy waits once, at
     start-up; nor a function not hot by its own name whose name says set-up, export,
     a test, a benchmark, a profile, a warm-up, a CUDA graph's capture or a plot
     (`setup_model`, `export_engine`, `profile_kernels`, loops and all; not `init_*` nor

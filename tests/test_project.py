@@ -2070,6 +2070,51 @@ def test_a_loop_in_a_helper_only_a_module_constructor_calls_runs_once(tmp_path, 
     assert ((14, "HDL102") in by_file(check(tmp_path)).get("model.py", [])) is reported
 
 
+HELPER_OF_AN_OPTIMIZER = '''import torch
+
+
+class Reference(torch.optim.Optimizer):
+    def __init__(self, params, device):
+        super().__init__(params, {})
+        self.device = device
+        self.model_ref = self._init_model_ref(params)
+        self.scales = []
+        for group in list(params):
+            self.scales.append(torch.ones(len(group["params"])).to(device))
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self.model_ref = self._init_model_ref(self.param_groups[0]["params"])
+
+    def _init_model_ref(self, params):
+        refs = []
+        for p in params:
+            refs.append(torch.empty(p.shape).normal_().to(self.device))
+        return refs
+
+
+def fit(model, batches):
+    optimizer = Reference(model.parameters(), "cuda")
+    for batch in batches:
+        model(batch).sum().backward()
+        optimizer.step()
+'''
+
+
+@pytest.mark.parametrize(("base", "extra", "reported"), [
+    # an optimizer is built once per training run (and loaded once): its set-up loops run once
+    ("torch.optim.Optimizer", "", set()),
+    ("torch.optim.AdamW", "", set()),
+    # a class of no such kind may be built every step; a helper `step` calls runs every step
+    ("object", "", {(11, "HDL102"), (20, "HDL102")}),
+    ("torch.optim.Optimizer", "\n\ndef refresh(optimizer, params):\n    for step in range(10):\n"
+     "        optimizer.model_ref = optimizer._init_model_ref(params)\n", {(20, "HDL102")}),
+])
+def test_the_set_up_of_an_optimizer_runs_once(tmp_path, base, extra, reported):
+    make_project(tmp_path, model=HELPER_OF_AN_OPTIMIZER.replace("torch.optim.Optimizer", base) + extra)
+    assert set(by_file(check(tmp_path)).get("model.py", [])) == reported
+
+
 HOOK_OF_A_CONSTRUCTOR = '''import torch
 from torch import nn
 
