@@ -1702,10 +1702,11 @@ class ProjectModel:
         another library's well-known subclass of it (`pl.LightningModule`, `transformers.PreTrainedModel`)."""
         return any(qualified in MODULE_CLASSES for qualified in self._written_bases(class_name))
 
-    def _is_optimizer_class(self, class_name: str) -> bool:
-        """A subclass of a `torch.optim` class (`torch.optim.Optimizer`, `torch.optim.AdamW`, a learning-rate
-        scheduler), however far up: one object per training run."""
-        return any(qualified.startswith("torch.optim.") for qualified in self._written_bases(class_name))
+    def _built_once_class(self, class_name: str) -> bool:
+        """An `nn.Module` (one object per model) or a subclass of a `torch.optim` class (`torch.optim.Optimizer`,
+        `torch.optim.AdamW`, a learning-rate scheduler: one object per training run), however far up."""
+        return self._is_module_class(class_name) \
+            or any(qualified.startswith("torch.optim.") for qualified in self._written_bases(class_name))
 
     def _written_bases(self, class_name: str) -> tuple[str, ...]:
         """The bases of the class and of its project bases, however far up, as written, with the module's imports
@@ -2346,11 +2347,9 @@ class ProjectModel:
     def _built_by_uncached(self, function: str) -> str | None:
         def builds(caller: str, index: int) -> bool:
             record = self.functions[caller]
-            if record["class"] and record["name"].rpartition(".")[2] in ("__init__", "load_state_dict"):
-                owner = _record_class(record)
-                if self._is_module_class(owner) or self._is_optimizer_class(owner):
-                    return True
-            return self.built_only_by_constructors(caller) is not None
+            return record["name"].rpartition(".")[2] in ("__init__", "load_state_dict") and bool(record["class"]) \
+                and self._built_once_class(_record_class(record)) \
+                or self.built_only_by_constructors(caller) is not None
         return self._where_every_caller(function, builds)
 
     def uncalled(self, function: str, unseen_callers: bool = True) -> bool:
@@ -2677,8 +2676,7 @@ class ProjectModel:
             resolved = self._resolve_name(first, second)
             return resolved if resolved in self.classes else None
         if kind == "built_once":
-            return "built_once" if first in self.classes and (
-                self._is_module_class(first) or self._is_optimizer_class(first)) else None
+            return "built_once" if first in self.classes and self._built_once_class(first) else None
         return self.attribute(first or None, second)
 
     def value_names(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
