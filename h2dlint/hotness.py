@@ -521,7 +521,7 @@ def flag_uses(tree: ast.Module) -> FlagUses:
                 declared.update(statement.names)  # type: ignore[attr-defined]
             value = getattr(statement, "value", None)
             for target in _assigned_targets(statement) if value is not None else ():
-                name = dotted_name(target) if isinstance(target, (ast.Attribute, ast.Name)) else None
+                name = dotted_name(target)  # (None for an item, `a[i] = ...`)
                 # An object's flag set in its constructor starts it; a module's flag has no constructor.
                 if name is not None and (arming and name.startswith("self.") or name in declared):
                     kind = ("truthy" if value.value else "falsy") if isinstance(value, ast.Constant) else "other"
@@ -734,8 +734,7 @@ def _sets_its_flag(test: ast.expr, rest: list[ast.stmt], declared: set[str],
     if "other" in armed or "falsy" in armed:
         return False
     return any(value.__class__ is ast.Constant and bool(value.value)  # type: ignore[attr-defined]
-               and (dotted_name(target) if isinstance(target, (ast.Name, ast.Attribute)) else None) == name
-               for target, value in _stores_before_leaving(rest))
+               and dotted_name(target) == name for target, value in _stores_before_leaving(rest))
 
 
 def _stores_before_leaving(body: list[ast.stmt]) -> Iterator[tuple[ast.expr, ast.expr | None]]:

@@ -147,9 +147,9 @@ def owner(site: SyncSite, context: CodeContext, facts: FileFacts) -> str | None:
     What costs nothing is decided here, for every rule: a host tensor, code that runs once (by its name too, see
     `runs_once_by_name`), test code, a logging call, a branch taken only while CUDA graphs are captured or only on
     another device (by a flag, or by the device's type: `other_device_branch`), or by no call of the project
-    (`untaken_branch`), a GPU kernel's body, a function only the constructors of `nn.Module`s and optimizers call, loops and all, where it
-    is not hot by its own name (`built_once_per_model`: it builds what the model holds, once), an empty input's
-    fallback (`only_when_empty`), a module whose path
+    (`untaken_branch`), a GPU kernel's body, a function only the constructors of `nn.Module`s and optimizers
+    call, loops and all, where it is not hot by its own name (`built_once_per_model`: it builds what the model
+    holds, once), an empty input's fallback (`only_when_empty`), a module whose path
     names another accelerator (`npu/`: its tensors are that accelerator's, whatever the project's CUDA code puts
     in the same attributes; a file that only names another accelerator's API may be one that supports several,
     `if device.type == "xpu":`).
