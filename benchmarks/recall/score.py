@@ -3,7 +3,7 @@
     python benchmarks/recall/score.py                   # fetch what is missing, lint, print the tables
     python benchmarks/recall/score.py --verbose         # also one line per fixed place
     python benchmarks/recall/score.py --json            # the same figures as JSON (for docs)
-    python benchmarks/recall/score.py --project-root    # lint each release's whole tree (default: each case file)
+    python benchmarks/recall/score.py --single-file     # lint each case file alone, without its project
 
 For every case the release before the fix and the first one after it are fetched (fetch.py) and
 h2dlint runs on both, once with the default rules and once with `--select ALL`
@@ -15,11 +15,12 @@ Per fixed place:
         `after_line`/`after_end`, or where a line diff of the two files maps the place).
 
 Two ways to run h2dlint:
-  --single-file (default)   h2dlint runs on each case file alone.
-  --project-root            h2dlint runs once on each extracted release tree (every .py file of the
+  --project-root (default)  h2dlint runs once on each extracted release tree (every .py file of the
                             package, extracted whole with fetch.py --whole-tree) and the findings of
-                            the case's file are read from that run: what a project-wide analysis sees.
-                            About nine times the CPU time of --single-file (docs/recall.md).
+                            the case's file are read from that run: what the project model sees, and
+                            what a user's run sees.
+  --single-file             h2dlint runs on each case file alone: what a model of one file finds.
+                            Far cheaper (docs/recall.md gives both times).
 """
 
 from __future__ import annotations
@@ -195,10 +196,10 @@ def main() -> None:
     parser.add_argument("--find", type=Path, action="append", default=[],
                         help="a folder of already downloaded archives to reuse")
     how = parser.add_mutually_exclusive_group()
-    how.add_argument("--project-root", dest="project_root", action="store_true", default=False,
-                     help="lint each release's whole package tree and read the case file's findings")
+    how.add_argument("--project-root", dest="project_root", action="store_true", default=True,
+                     help="lint each release's whole package tree and read the case file's findings (default)")
     how.add_argument("--single-file", dest="project_root", action="store_false",
-                     help="lint each case file on its own (default)")
+                     help="lint each case file on its own, without the rest of its project")
     parser.add_argument("--jobs", type=int, default=2, help="h2dlint worker processes (default: 2)")
     parser.add_argument("--only", action="append", default=[],
                         help="only cases whose id contains this (or of this project)")
