@@ -190,7 +190,7 @@ def loops_over_contents(iterable: ast.expr) -> bool:
     `tuple` or `reversed` or not. Such a loop repeats once per item of something the program built, not once per
     step, so it says nothing of how often its code runs: read in held-out trees, copies and syncs whose only
     sign of running every step was such a loop were mostly set-up passes, metrics over a fixed list, or code
-    nothing runs (docs/precision.md, "Loops over what an object holds"). Not an attribute of another value
+    nothing runs (docs/precision/changes.md, "Loops over what an object holds"). Not an attribute of another value
     (`metadata.requests`, `chunked_context.chunks`): what a call is handed may be the step's own data."""
     while isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.args \
             and iterable.func.id in ("enumerate", "sorted", "list", "tuple", "reversed"):

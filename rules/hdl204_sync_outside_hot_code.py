@@ -28,7 +28,7 @@ class SyncOutsideHotCode(SyncReporter, Rule):
     HDL305 report them.
     Off by default: select it with `--extend-select HDL204` (or `--select ALL`) when
     hunting the syncs a profile shows, and expect findings that run once (precision in
-    docs/precision.md).
+    docs/precision/early.md, "The audit narrowed").
 
     ## Why is this bad?
     Each of these makes the host wait until every kernel queued on the GPU stream has
