@@ -37,6 +37,7 @@ from pathlib import Path
 from . import __version__
 from .branches import NOT_NONE
 from .cache import code_fingerprint, make_cache_folder
+from .dtypes import integer_tensor
 from .facts import (
     JOINING_FUNCTIONS,
     NEW_TENSOR_METHODS,
@@ -161,7 +162,8 @@ _SUMMARY_SHARDS = 16
 # For the values a branch tests (ProjectModel.literals), a literal is ["l", value] (a string, a number, a bool,
 # None), a parameter passed on ["p", parameter] (["p", parameter, "not None"] after `if x is None: raise ...`),
 # Python data that is no tensor ["h"] (a list or tuple display, a comprehension, `.tolist()`:
-# ProjectModel.passes_python_value), any other value certainly not None ["n"] (a tensor factory's result, `x or []`:
+# ProjectModel.passes_python_value), a tensor of integers ["i"] (`dtypes.integer_tensor`: ProjectModel.
+# passes_integer_tensors), any other value certainly not None ["n"] (a tensor factory's result, `x or []`:
 # `_Pending.never_none`); [] is anything else:
 #   functions' "literals": {parameter: value} of the literal defaults; "arguments": {index into calls:
 #              repr of [[literal or parameter of each positional argument], {keyword: literal or parameter}]} for
@@ -1030,6 +1032,24 @@ class _Pending:
     def _bound_here(self, name: str) -> bool:
         return name in self.assigned or name in self.parameters or name in self.rebound
 
+    # What `dtypes.integer_tensor` reads of the function (`dtypes.Reader`), with no flow: every binding counts.
+    def qualify(self, dotted: str | None) -> str | None:
+        return qualified_name(dotted, self.imports)
+
+    def bindings(self, name: str, at) -> list[tuple[ast.expr | None, None]] | None:
+        if name in self.parameters or name in self.rebound or name not in self.assigned:
+            return None  # a parameter passed on is ["p", name], which the model follows
+        return [(value, None) for value in self.assigned[name]]
+
+    def is_int(self, expr: ast.expr, at) -> bool:
+        return expr.__class__ is ast.Constant and type(expr.value) is int  # type: ignore[attr-defined]
+
+    def is_device(self, expr: ast.expr, at) -> bool:
+        if expr.__class__ is ast.Name:
+            values = self.bindings(expr.id, at)  # type: ignore[attr-defined]
+            return bool(values) and all(value is not None and self.is_device(value, at) for value, _ in values)
+        return bool(_device_kind(expr))
+
     def narrowed_at(self, name: str, line: int) -> bool:
         """Whether the parameter `name` is certainly not None at `line`: a statement of the function's own
         sequence (its body, and the bodies of `with` statements in it) before `line` made it so, and every
@@ -1257,6 +1277,8 @@ def _literal_or_parameter(expr: ast.expr, pending: _Pending) -> list:
     if cls is ast.List or cls is ast.ListComp or cls is ast.Tuple and expr.elts \
             or cls is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr == "tolist":  # type: ignore
         return ["h"]
+    if integer_tensor(expr, pending):
+        return ["i"]
     return _literal(expr) or (["n"] if pending.never_none(expr) else [])
 
 
@@ -1557,6 +1579,7 @@ class ProjectModel:
     _bound_attributes: dict[str, set[str]] | None = None  # a method's name -> the attributes it is bound to
     _literals: dict[tuple[str, str], frozenset | None] = field(default_factory=dict)
     _python_values: dict[tuple[str, str], bool | None] = field(default_factory=dict)
+    _integer_tensors: dict[tuple[str, str], bool | None] = field(default_factory=dict)
     _stored_elsewhere: frozenset[str] | None = None  # attributes stored into on objects other than `self`
 
     @classmethod
@@ -2473,7 +2496,7 @@ class ProjectModel:
         None"]`, NOT_NONE where its callers' are not known); None when not known."""
         if not value:
             return None
-        if value[0] == "h" or value[0] == "n":
+        if value[0] == "h" or value[0] == "n" or value[0] == "i":
             return frozenset({NOT_NONE})
         if value[0] == "l":
             return frozenset({value[1]})
@@ -2528,6 +2551,35 @@ class ProjectModel:
             if value[0] == "p" and self.passes_python_value(caller, value[1], depth + 1):
                 return True
         return False
+
+    def passes_integer_tensors(self, function: str, name: str, depth: int = 0) -> bool:
+        """Whether every call of `function` in the project passes its parameter `name` a tensor of integers
+        (`dtypes.integer_tensor`: `upload(ids, dtype=torch.int32)`, `torch.arange(n)`, a local bound only to one),
+        or a parameter of the caller's own that every call passes one (a few calls up); and some call does. Not
+        where calls the model cannot see may run it (see `_called_unseen`; a module's `forward`, which most calls
+        reach through `__call__`), nor where a call leaves the parameter to its default. What tells a tensor used
+        as an index from a boolean mask."""
+        return bool(self._memoized(self._integer_tensors, (function, name), depth,
+                                   lambda: self._passes_integer_tensors(function, name, depth)))
+
+    def _passes_integer_tensors(self, function: str, name: str, depth: int) -> bool:
+        record = self.functions.get(function)
+        if record is None or not record["name"] or depth > _MAX_VALUE_DEPTH \
+                or function.endswith(".__init__") or self._called_unseen(function, record):
+            return False
+        if record["name"].rpartition(".")[2] == "forward" and record["class"] \
+                and self._is_module_class(_record_class(record)):
+            return False  # a module's `forward` runs through `__call__` (`self.layers[i](x)`), mostly unseen
+        callers = self._callers_passing(function)
+        if not callers or len(callers) > _MAX_LITERAL_CALLERS:
+            return False
+        for caller, index, bound in callers:
+            value = self._branch_argument(record, name, caller, index, bound)
+            if not value or value is _LEFT_OUT:
+                return False
+            if not (value[0] == "i" or value[0] == "p" and self.passes_integer_tensors(caller, value[1], depth + 1)):
+                return False
+        return True
 
     def _callers_passing(self, function: str) -> list[tuple[str, int, bool]]:
         """The calls whose arguments reach the parameters of `function` (see `_callers`): calls by its name on
@@ -2645,8 +2697,8 @@ class ProjectModel:
         the attribute's number annotation; for "attribute_type" and "type" a project class; for "built_once" whether
         the class is an `nn.Module` or an optimizer."""
         kind, first, second = question
-        if kind in ("once", "built", "data", "uncalled", "parameter", "result", "literals", "python_value") \
-                and first not in self.functions:
+        if kind in ("once", "built", "data", "uncalled", "parameter", "result", "literals", "python_value",
+                    "integer_tensors") and first not in self.functions:
             return None  # asked of a function the project no longer has: a question kept from an earlier run
         if kind == "once":
             return self.called_only_from_run_once_code(first)
@@ -2660,6 +2712,8 @@ class ProjectModel:
             return _written_literals(self.literals(first, second))
         if kind == "python_value":
             return "passed" if self.passes_python_value(first, second) else None
+        if kind == "integer_tensors":
+            return "passed" if self.passes_integer_tensors(first, second) else None
         if kind == "attribute_literals":
             return _written_literals(self.attribute_literals(first, second)) if first in self.classes else None
         if kind == "alone":
@@ -3183,6 +3237,12 @@ class FileView:
         ProjectModel.passes_python_value)."""
         return self.module is not None \
             and self._ask(("python_value", self.qualified(local_qualname), name)) == "passed"
+
+    def passes_integer_tensors(self, local_qualname: str, name: str) -> bool:
+        """Whether every call of the function passes its parameter `name` a tensor of integers (see
+        ProjectModel.passes_integer_tensors)."""
+        return self.module is not None \
+            and self._ask(("integer_tensors", self.qualified(local_qualname), name)) == "passed"
 
     def sets_attribute_alone(self, class_name: str, attr: str) -> bool:
         """Whether only the project class `class_name` and its bases set `attr` of its objects (see

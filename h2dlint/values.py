@@ -7,6 +7,7 @@ import ast
 import enum
 import weakref
 
+from .dtypes import integer_tensor
 from .facts import (
     NUMPY_ARRAY_METHODS,
     SAME_DEVICE_ATTRIBUTES,
@@ -15,7 +16,9 @@ from .facts import (
 )
 from .gaps import TokensApart
 from .placement import (
+    Device,
     classify_data,
+    classify_device,
     classify_placement,
     number_field,
     tensor_method_returns_tensor,
@@ -216,6 +219,68 @@ def is_python_number(facts, node: ast.expr, line: int, depth: int = 0) -> bool:
         return _counter_or_bound_only_to(facts, node, line,
                                          lambda value: is_python_number(facts, value, line, depth + 1))
     return False
+
+
+def is_integer_tensor(facts, expr: ast.expr, line: int) -> bool:
+    """An expression that certainly evaluates to a tensor of integers (`dtypes.integer_tensor`), following the
+    file's own bindings and, for a parameter still unbound, what every call of the project passes it
+    (`ProjectModel.passes_integer_tensors`): an index by position, never a boolean mask."""
+    return integer_tensor(expr, _FileReader(facts), line)
+
+
+class _FileReader:
+    """A file's bindings, read where each value is bound (`dtypes.Reader`)."""
+
+    def __init__(self, facts) -> None:
+        self.facts = facts
+        self.qualify = facts.qualify
+
+    def bindings(self, name: str, line: int) -> list | None:
+        reaching = self.facts.reaching_bindings(name, line)
+        if not reaching:
+            return None
+        if all(binding.line == 0 and binding.value is None for binding in reaching):
+            return [(_parameter_of_integers(self.facts, name, line), line)]
+        return [(binding.value, binding.line) for binding in reaching]
+
+    def is_int(self, expr: ast.expr, line: int) -> bool:
+        return is_python_int(self.facts, expr, line)
+
+    def is_device(self, expr: ast.expr, line: int) -> bool:
+        return classify_device(self.facts, expr, line) is not Device.UNKNOWN
+
+
+def indexes_by_integers(facts, indices: list[ast.expr], line: int) -> bool:
+    """Some of `indices` index by a tensor, and every such one is a tensor of integers, the others slices and
+    Python ints: an indexed write through them is `index_put_`, not the boolean mask's `masked_fill_`."""
+    by_tensor = [index for index in indices if not isinstance(index, ast.Slice) and not is_python_int(facts, index, line)
+                 and not (isinstance(index, ast.Constant) and index.value in (None, Ellipsis))]
+    return bool(by_tensor) and all(is_integer_tensor(facts, index, line) for index in by_tensor)
+
+
+def indexed_view(facts, target: ast.Subscript) -> tuple[ast.expr, list[ast.expr]]:
+    """The tensor `target` writes into and its indices: `t[0][idx]` writes into `t` at `(0, idx)`, since `t[0]`
+    is a view of `t` (integer indices only make views; `t[idx][0]` writes into a copy)."""
+    indices = _index_parts(target.slice)
+    tensor = target.value
+    while isinstance(tensor, ast.Subscript) and all(is_python_int(facts, index, target.lineno)
+                                                      for index in _index_parts(tensor.slice)):
+        indices = _index_parts(tensor.slice) + indices
+        tensor = tensor.value
+    return tensor, indices
+
+
+def _index_parts(index: ast.expr) -> list[ast.expr]:
+    return list(index.elts) if isinstance(index, ast.Tuple) else [index]
+
+
+def _parameter_of_integers(facts, name: str, line: int) -> bool:
+    """Whether every call of the outermost function around `line` passes its parameter `name` integers."""
+    functions = [node for node in facts.functions_around(line) if not isinstance(node, ast.Lambda)]
+    if facts.project is None or not functions or facts.scope_for(functions[0]) is not facts.binding_scope(name, line):
+        return False
+    qualname = facts.qualname_of(functions[0])
+    return qualname is not None and facts.project.passes_integer_tensors(qualname, name)
 
 
 LIST_BUILTINS = frozenset({"list", "sorted"})

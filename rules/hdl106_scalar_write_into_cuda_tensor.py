@@ -11,7 +11,15 @@ from h2dlint.hotness import context_at
 from h2dlint.model import Applicability, Edit, Fix, Position
 from h2dlint.placement import classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
-from h2dlint.values import ELEMENT_WRITE, is_int_literal, is_python_int, is_python_number, tensor_dimensions
+from h2dlint.values import (
+    ELEMENT_WRITE,
+    indexed_view,
+    indexes_by_integers,
+    is_int_literal,
+    is_python_int,
+    is_python_number,
+    tensor_dimensions,
+)
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -26,8 +34,9 @@ class ScalarWriteIntoCudaTensor(Rule):
     numbers, `len(...)`, `x.item()`, `1 if flag else 0`) to one element of a tensor known to be on a CUDA
     device (made there, or passed to a `torch.distributed` collective such as
     `dist.all_reduce`, which NCCL runs on CUDA tensors), `cuda_t[i] = v` or
-    `cuda_t[i, j] = v`, where it runs often: in a loop, a `forward`, a step function;
-    not in a block no call of the project takes (see HDL101).
+    `cuda_t[i, j] = v`, or through a tensor of integers, `cuda_t[ids] = v`, `cuda_t[:, ids] = v`,
+    where it runs often: in a loop, a `forward`, a step function; not in a block no call of
+    the project takes (see HDL101).
 
     ## Why is this bad?
     For a CUDA tensor, PyTorch turns the Python number into a 0-d **CPU** tensor and
@@ -36,19 +45,29 @@ class ScalarWriteIntoCudaTensor(Rule):
     copy (`cudaMemcpyAsync` then `cudaStreamSynchronize`). The host waits until every
     kernel already queued on the stream has finished, to write 4 bytes.
 
-    Only writes that select exactly one element are reported, because only they stall:
+    Through integer indices, only writes that select exactly one element stall:
     - `t[:1] = v`, `t[i] = v` on a tensor of 2 or more dimensions, `t[..., 0] = v`: the
       indexed part has more dimensions than the 0-d value, so `copy_to` calls
       `dst.fill_(src)`, which reads the CPU value on the host and launches a fill kernel.
       No synchronization.
     - `t[i] += v`: Python reads `t[i]`, adds on the device, and writes back a CUDA
       tensor: a device-to-device copy. No synchronization.
-    - `t[mask] = v` with a boolean mask becomes `masked_fill_`: no synchronization here
-      (HDL302 reports boolean-mask indexing where it syncs).
 
-    An index list or an integer-tensor index (`t[idx] = v`) goes through `index_put_`,
-    which copies the 0-d CPU value with `.to(device)`: a blocking copy too, but a name
-    used as an index may also be a slice or a boolean mask, so indices must be integer
+    Through an index tensor of integers (`t[ids] = v`, `t[:, ids] = v`), of one dimension
+    or more, the write is `index_put_`, which moves the 0-d CPU value to the device with
+    `.to(device)` (ATen's `_index_put_impl_`): a blocking copy however many elements it
+    writes. A boolean mask does not copy: `t[mask] = v` becomes `masked_fill_`, which
+    reads the CPU value on the host (HDL302 reports boolean-mask indexing where it syncs).
+    So a tensor index is reported only where it certainly holds integers: made with an
+    integer `dtype=` (`torch.int64`, `torch.int32`), by `torch.arange`, `randperm`,
+    `argsort`, `nonzero` and the like, by `.long()`, `.int()` or `.to(torch.long)`, a
+    view, slice, move to a device or join of such tensors, arithmetic on it with ints, a
+    name bound only to one, or a parameter every call the project model sees passes one
+    (not a module's `forward`, which runs through `__call__`). Not a 0-d index
+    (`x.argmax()`, `ids[0]`): PyTorch reads it back as an int first. A Python list index
+    is HDL107's.
+
+    Element indices must be integer
     literals or names (or `self.x`) bound only to integers (`for i in range(...)`,
     `n = len(x)`, `rank: int = ...`, a parameter annotated `int`), or the field of a
     project class annotated `int` read through a parameter annotated with that class
@@ -76,14 +95,17 @@ class ScalarWriteIntoCudaTensor(Rule):
         positions[0].fill_(step)
     ```
 
+    and for `counts[ids] = 0`, `counts.index_fill_(0, ids, 0)`.
+
     ## Fix safety
     The fix rewrites `t[...] = v` into `t[...].fill_(v)` and is **safe** where every
     index is an integer literal: then `t[...]` is a view of the element, `fill_` with a
     Python number launches a kernel without a copy, and the value is converted to the
     tensor's dtype as the assignment converted it; an index out of range still raises
     `IndexError`. With a name as an index no fix is offered: if it were a tensor,
-    `t[idx]` would be a copy and `fill_` would write to that copy. Assignments with
-    several targets (`a[0] = b[0] = 0`) get no fix either.
+    `t[idx]` would be a copy and `fill_` would write to that copy. Nor through an index
+    tensor: `index_fill_` takes one dimension and a 1-d index, which the code does not
+    always show. Assignments with several targets (`a[0] = b[0] = 0`) get no fix either.
 
     ## References
     - h2dlint reference "What makes PyTorch code stall the GPU stream": scalar write
@@ -94,7 +116,7 @@ class ScalarWriteIntoCudaTensor(Rule):
 
     code = "HDL106"
     name = "scalar-write-into-cuda-tensor"
-    summary = "`cuda_t[i] = <Python number>` on one element is a blocking host-to-device copy"
+    summary = "`cuda_t[i] = <Python number>` on one element, or `cuda_t[ids] = 0` through integers, is a blocking host-to-device copy"
     prefilter = ELEMENT_WRITE
 
     valid_examples = (
@@ -111,6 +133,10 @@ class ScalarWriteIntoCudaTensor(Rule):
               "        self.t[0] = 1\n"),
         Valid("import torch\nt = torch.zeros(4, device='cuda')\nt[0] = 1\n"),
         Valid("import torch\ndef forward(n):\n    t = torch.zeros(n, device='cuda')\n    t[0, 1] = 0\n    return t\n"),
+        Valid("import torch\ndef forward(x):\n    t = torch.zeros(8, device='cuda')\n    t[t > 0] = 0\n"
+              "    keep = x > 0\n    t[keep] = 1\n    return t\n"),
+        Valid("import torch\ndef forward(x):\n    t = torch.zeros(8, 4, device='cuda')\n"
+              "    ids = torch.arange(2, device='cuda')\n    t[ids][0] = 1\n    return t\n"),
         Valid("import torch\nimport torch.distributed as dist\ndef count(n: int, slots, device):\n"
               "    counts = torch.zeros(slots, device=device)\n    for i in range(slots):\n        counts[i] = n\n"
               "    dist.all_reduce(counts, group=get_world_group().cpu_group)\n"),
@@ -138,6 +164,12 @@ class ScalarWriteIntoCudaTensor(Rule):
         Invalid("import torch\nimport torch.distributed as dist\ndef count(n: int, slots, device, group):\n"
                 "    counts = torch.zeros(slots, device=device)\n    for i in range(slots):\n        counts[i] = n\n"
                 "    dist.all_reduce(counts, group=group)\n", None),
+        Invalid("import torch\ndef forward(x, ids):\n    t = torch.zeros(8, 4, device='cuda')\n"
+                "    rows = torch.tensor(ids, dtype=torch.int64).to('cuda', non_blocking=True)\n"
+                "    t[rows] = 0\n    return t\n", None,
+                message_contains="through an index tensor into a CUDA tensor in `forward`"),
+        Invalid("import torch\ndef forward(x):\n    t = torch.zeros(8, 4, device='cuda')\n"
+                "    t[:, x.argsort(descending=True)[:2]] = -1.0\n    return t\n", None),
         Invalid("import torch\ndef forward(ready: bool, config):\n    rank: int = config.rank\n"
                 "    flags = torch.zeros(8, device='cuda')\n    flags[rank] = 1 if ready else 0\n",
                 message_contains="in `forward`"),
@@ -156,7 +188,8 @@ class ScalarWriteIntoCudaTensor(Rule):
                     and is_python_number(facts, node.value, node.lineno) and not facts.in_torchscript(node.lineno) \
                     and untaken_branch(facts, node.lineno) is None:
                 found.extend(target for target in node.targets
-                             if isinstance(target, ast.Subscript) and _writes_one_cuda_element(facts, target))
+                             if isinstance(target, ast.Subscript) and (_writes_one_cuda_element(facts, target)
+                                                                       or _writes_through_integers(facts, target)))
         return found
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
@@ -166,6 +199,12 @@ class ScalarWriteIntoCudaTensor(Rule):
             return
         site, start = found
         statement = facts.parents[site.node]
+        if not _writes_one_cuda_element(facts, site.node):
+            self.report(node, f"writes a Python number through an index tensor into a CUDA tensor"
+                              f"{where_hot(facts, start.line)}: `index_put_` copies the number from a CPU tensor "
+                              "with a blocking copy, so the host waits until the GPU stream drains; "
+                              "`index_fill_(dim, index, value)` launches a kernel instead")
+            return
         self.report(node, f"writes a Python number into one element of a CUDA tensor{where_hot(facts, start.line)}: "
                           "PyTorch copies it from a CPU tensor with a blocking copy, so the host waits until the GPU "
                           "stream drains; `.fill_(value)` on the element launches a kernel instead",
@@ -208,6 +247,14 @@ def _writes_one_cuda_element(facts, target: ast.Subscript) -> bool:
         tensor = tensor.value
     return tensor_dimensions(facts, tensor, line) == indices and \
         classify_placement(facts, tensor, line) is Placement.GPU
+
+
+def _writes_through_integers(facts, target: ast.Subscript) -> bool:
+    """`target` indexes a CUDA tensor through a tensor of integers (`t[ids]`, `t[:, ids]`, `conv[i][:, ids]`), with
+    slices and Python ints as its other indices: `index_put_`, never the boolean mask `masked_fill_` takes."""
+    tensor, indices = indexed_view(facts, target)
+    return indexes_by_integers(facts, indices, target.lineno) \
+        and classify_placement(facts, tensor, target.lineno) is Placement.GPU
 
 
 def _literal_indices_only(target: ast.expr) -> bool:

@@ -12,6 +12,8 @@ from h2dlint.syntax import dotted_name
 from h2dlint.values import (
     ELEMENT_WRITE,
     has_index_list,
+    indexed_view,
+    indexes_by_integers,
     is_certainly_tensor,
     is_index_list,
     is_python_int,
@@ -103,6 +105,9 @@ class PossibleScalarWrite(Rule):
 
     valid_examples = (
         Valid("import torch\ndef forward(t: torch.Tensor):\n    t[:1] = 0\n"),
+        Valid("import torch\ndef forward(n):\n    t = torch.zeros(n, device='cuda')\n"
+              "    idx = torch.arange(2, device='cuda')\n    t[idx] = 0\n"),  # HDL106's
+
         Valid("import torch\nclass M:\n    def __init__(self, t: torch.Tensor):\n        t[0] = 0\n"),
         Valid("import torch\nfor _ in range(3):\n    x = torch.zeros(4)\n    x[1] = 0\n"),
         Valid("import torch\ndef forward(t, i):\n    t[i] = 0\n"),
@@ -198,9 +203,11 @@ def _possible_write(facts, target: ast.Subscript) -> str | None:
     """ELEMENT, INDEX_TENSOR or LIST_INDEX when `target`, assigned a Python number, may be a blocking write into a
     CUDA tensor that HDL106 and HDL107 do not report; else None."""
     line = target.lineno
-    tensor, indices = _indexed_view(facts, target)
+    tensor, indices = indexed_view(facts, target)
     placement = classify_placement(facts, tensor, line)
     hot = context_at(facts, line).hot  # where HDL106 and HDL107 report what they prove
+    if hot and placement is Placement.GPU and indexes_by_integers(facts, indices, line):
+        return None  # HDL106's finding: through a tensor of integers
     if all(_int_like(facts, index, line) for index in indices):
         dimensions = tensor_dimensions(facts, tensor, line)
         proven = all(is_python_int(facts, index, line) for index in indices)
@@ -216,22 +223,6 @@ def _possible_write(facts, target: ast.Subscript) -> str | None:
     else:
         return None
     return kind if placement is not Placement.HOST and is_certainly_tensor(facts, tensor, line) else None
-
-
-def _indexed_view(facts, target: ast.Subscript) -> tuple[ast.expr, list[ast.expr]]:
-    """The tensor `target` writes into and its indices: `t[0][idx]` writes into `t` at `(0, idx)`, since `t[0]`
-    is a view of `t` (integer indices only make views)."""
-    indices = _parts(target.slice)
-    tensor = target.value
-    while isinstance(tensor, ast.Subscript) and all(is_python_int(facts, index, target.lineno)
-                                                      for index in _parts(tensor.slice)):
-        indices = _parts(tensor.slice) + indices
-        tensor = tensor.value
-    return tensor, indices
-
-
-def _parts(index: ast.expr) -> list[ast.expr]:
-    return list(index.elts) if isinstance(index, ast.Tuple) else [index]
 
 
 def _int_like(facts, index: ast.expr, line: int) -> bool:

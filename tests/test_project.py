@@ -2459,3 +2459,59 @@ def test_a_call_result_typed_through_another_call_is_not_placed_by_a_call_of_the
 def test_a_parameter_is_placed_by_callers_the_model_finds_however_the_call_is_written(tmp_path, files, callee):
     make_project(tmp_path, **files)
     assert [code for _, code in by_file(check(tmp_path, "--select", "ALL")).get(callee, [])] == ["HDL201"]
+
+
+PENALTIES = '''
+import torch
+
+
+def clear_rows(rows: torch.Tensor, counts: torch.Tensor) -> None:
+    counts[rows] = 0
+'''
+
+SAMPLER = '''
+import torch
+from pkg.penalties import clear_rows
+
+
+class Sampler:
+    def __init__(self, n):
+        self.counts = torch.zeros(n, 64, device="cuda")
+
+    def forward(self, new_rows, done):
+        {call}
+'''
+
+
+def test_an_index_every_caller_passes_as_integers_writes_through_index_put(tmp_path):
+    # `counts[rows] = 0` with `rows` a tensor of integers is `index_put_`, which copies the 0 to the device first; the
+    # project model tells, from the calls in another file, that `rows` holds integers and no boolean mask.
+    upload = ("rows = torch.tensor(new_rows, dtype=torch.int64, pin_memory=True)\n"
+              "        clear_rows(rows.to('cuda', non_blocking=True), self.counts)")
+    make_project(tmp_path, penalties=PENALTIES, sampler=SAMPLER.format(call=upload))
+    findings = check(tmp_path)
+    assert by_file(findings) == {"penalties.py": [(6, "HDL106")]}
+    assert "through an index tensor" in findings[0]["message"]
+    assert "hot: Sampler.forward -> clear_rows" in findings[0]["message"]
+
+
+def test_an_index_some_caller_passes_as_a_mask_is_not_known_to_write_through_index_put(tmp_path):
+    # A boolean mask makes the same write `masked_fill_`, which copies nothing: one such call keeps it unreported.
+    calls = ("rows = torch.arange(4, device='cuda')\n        clear_rows(rows, self.counts)\n"
+             "        clear_rows(done > 0, self.counts)")
+    make_project(tmp_path, penalties=PENALTIES, sampler=SAMPLER.format(call=calls))
+    assert check(tmp_path) == []
+    calls = calls.replace("done > 0", "rows + 1")
+    (tmp_path / "pkg" / "sampler.py").write_text(SAMPLER.format(call=calls))
+    assert by_file(check(tmp_path)) == {"penalties.py": [(6, "HDL106")]}
+
+
+def test_a_modules_forward_is_called_through_call_with_what_the_model_cannot_see(tmp_path):
+    # `self.clear(rows)` passes integers, but `nn.Sequential(Clear())(x > 0)` runs the same `forward` with a mask.
+    clear = ("import torch\nfrom torch import nn\n\n\nclass Clear(nn.Module):\n    def __init__(self):\n"
+             "        super().__init__()\n        self.counts = torch.zeros(8, device='cuda')\n\n"
+             "    def forward(self, rows):\n        self.counts[rows] = 0\n\n\n"
+             "class Runner(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.clear = Clear()\n\n"
+             "    def forward(self, x):\n        self.clear(torch.arange(4, device='cuda'))\n")
+    make_project(tmp_path, clear=clear)
+    assert check(tmp_path) == []
