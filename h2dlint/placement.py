@@ -404,8 +404,8 @@ def _may_be_a_list(facts: FileFacts, expr: ast.expr, line: int, depth: int) -> b
 def classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int = 0) -> Placement:
     """Whether `expr` (a tensor) is on a CUDA device, on the host, or unknown.
 
-    GPU: `.cuda()`, `.to(<cuda device>)`, a torch factory with a CUDA `device=`.
-    HOST: `.cpu()`, `.pin_memory()`, `torch.from_numpy`, a factory without a device
+    GPU: `.cuda()`, `.to(<cuda device>)`, a torch factory with a CUDA `device=`, `.type(torch.cuda.LongTensor)`.
+    HOST: `.cpu()`, `.pin_memory()`, `.type(torch.BoolTensor)`, `torch.from_numpy`, a factory without a device
     or with a host device (`torch.tensor(t)` of a tensor: where `t` is), a `*_cpu` name,
     `torch.cat` / `torch.stack` of host tensors only, a comparison with a host tensor of
     one or more dimensions. Names follow their local bindings, and `self.x` the
@@ -451,6 +451,18 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
                 return Placement.GPU
             if func.attr in ("cpu", "pin_memory", "numpy"):
                 return Placement.HOST
+            if func.attr == "type" and len(expr.args) == 1:
+                # `x.type(torch.BoolTensor)` converts to a CPU tensor type (copying a CUDA tensor to the host),
+                # `x.type(torch.cuda.LongTensor)` to a CUDA one; a dtype keeps the placement.
+                named = expr.args[0]
+                kind = named.value if isinstance(named, ast.Constant) and isinstance(named.value, str) \
+                    else facts.qualify(dotted_name(named)) or ""
+                if kind in HOST_TENSOR_TYPES:
+                    return Placement.HOST
+                if kind in CUDA_TENSOR_TYPES:
+                    return Placement.GPU
+                if _is_dtype(facts, named):
+                    return classify_placement(facts, func.value, line, depth)
             device = next((kw.value for kw in expr.keywords if kw.arg == "device"), None)
             if func.attr in NEW_TENSOR_METHODS and device is not None:
                 return _placement_on(facts, device, line)

@@ -250,6 +250,9 @@ def test_a_name_sliced_in_a_loop_keeps_what_it_held():
     ("torch.sum(torch.arange(4), dtype=torch.float64)", Placement.HOST),
     # the legacy constructors: `torch.LongTensor` is a CPU tensor's type, `torch.cuda.LongTensor` a CUDA tensor's
     ("torch.LongTensor(a)", Placement.HOST), ("torch.cuda.LongTensor(a)", Placement.GPU),
+    # and `.type()` to one converts to it: to the host, or to a CUDA device; a dtype keeps the placement
+    ("t.type(torch.BoolTensor)", Placement.HOST), ("t.type('torch.cuda.FloatTensor')", Placement.GPU),
+    ("t.cuda().type(torch.float16)", Placement.GPU),
 ])
 def test_classify_placement(value, expected):
     code = f"import torch\ndef forward(t, a, x, seq_lens_cpu):\n    TARGET = {value}\n"
