@@ -1,5 +1,6 @@
 """What kind of value an expression certainly holds: a Python number or int, a tensor (and how many
-dimensions it has), a list of ints. Shared by the rules about element writes and indexing."""
+dimensions it has, or whether it holds integers), a list of ints. Shared by the rules about element writes
+and indexing."""
 
 from __future__ import annotations
 
