@@ -1044,10 +1044,12 @@ class _Pending:
     def is_int(self, expr: ast.expr, at) -> bool:
         return expr.__class__ is ast.Constant and type(expr.value) is int  # type: ignore[attr-defined]
 
-    def is_device(self, expr: ast.expr, at) -> bool:
+    def is_device(self, expr: ast.expr, at, seen: frozenset[str] = frozenset()) -> bool:
         if expr.__class__ is ast.Name:
-            values = self.bindings(expr.id, at)  # type: ignore[attr-defined]
-            return bool(values) and all(value is not None and self.is_device(value, at) for value, _ in values)
+            name = expr.id  # type: ignore[attr-defined]
+            values = self.bindings(name, at) if name not in seen else None
+            return bool(values) and all(value is not None and self.is_device(value, at, seen | {name})
+                                        for value, _ in values)  # type: ignore[union-attr]
         return bool(_device_kind(expr))
 
     def narrowed_at(self, name: str, line: int) -> bool:

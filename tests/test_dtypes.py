@@ -5,6 +5,7 @@ import ast
 import pytest
 
 from h2dlint.dtypes import integer_tensor
+from h2dlint.project import summarize
 
 SOURCE = """
 import torch as th
@@ -83,3 +84,15 @@ def test_a_name_rebound_from_itself_counts_its_other_bindings():
     assert integer_tensor(ast.parse("ids", mode="eval").body, reader)
     assert not integer_tensor(ast.parse("mask", mode="eval").body, reader)
     assert not integer_tensor(ast.parse("loop", mode="eval").body, reader)
+
+
+def test_a_summary_reads_the_devices_and_dtypes_of_a_callers_arguments():
+    code = ("import torch\ndef clear(rows, t):\n    t[rows] = 0\n"
+            "def step(t, data, x):\n    dev = 'cuda'\n    ids = torch.tensor(data, dtype=torch.long)\n"
+            "    ids = ids.to(dev, non_blocking=True)\n    clear(ids, t)\n"
+            "    a = b\n    b = a\n    clear(ids.to(a), t)\n    clear(x > 0, t)\n")
+    step = summarize(ast.parse(code), "m")["functions"]["step"]
+    clears = [index for index, reference in enumerate(step["calls"]) if reference == "n:clear"]
+    passed = [ast.literal_eval(step["arguments"][index])[0][0] if index in step["arguments"] else []
+              for index in clears]
+    assert passed == [["i"], [], ["n"]]  # integers; `.to(a)` of a name bound in a cycle; a mask, no integers
