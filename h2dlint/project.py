@@ -1727,6 +1727,11 @@ class ProjectModel:
         another library's well-known subclass of it (`pl.LightningModule`, `transformers.PreTrainedModel`)."""
         return any(qualified in MODULE_CLASSES for qualified in self._written_bases(class_name))
 
+    def _is_module_forward(self, record: dict) -> bool:
+        """Whether the function `record` describes is the `forward` of an `nn.Module` subclass."""
+        return record["name"].rpartition(".")[2] == "forward" and bool(record["class"]) \
+            and self._is_module_class(_record_class(record))
+
     def _built_once_class(self, class_name: str) -> bool:
         """An `nn.Module` (one object per model) or a subclass of a `torch.optim` class (`torch.optim.Optimizer`,
         `torch.optim.AdamW`, a learning-rate scheduler: one object per training run), however far up."""
@@ -1972,7 +1977,7 @@ class ProjectModel:
             return reason
         if record["replay"]:
             return "replays a CUDA graph"
-        if name == "forward" and record["class"] and self._is_module_class(_record_class(record)):
+        if self._is_module_forward(record):
             return "`forward` of an `nn.Module`"
         return None
 
@@ -2177,12 +2182,12 @@ class ProjectModel:
         what their modules take (image grids, sizes, lengths) on the host on purpose (docs/precision.md). Not in a
         file written for another accelerator only, nor in a test module."""
         record = self.functions.get(function) if self.module_inputs_on_gpu else None
-        if record is None or record["name"].rpartition(".")[2] != "forward" or not record["class"]:
+        if record is None or not self._is_module_forward(record):
             return False
         if self._gpu_project is None:
             self._gpu_project = any(summary["evidence"][0] for summary in self.summaries.values())
         return self._gpu_project and not self.summaries[record["file"]]["evidence"][6] \
-            and self._is_module_class(_record_class(record)) and not self._off_the_step(record["file"])
+            and not self._off_the_step(record["file"])
 
     def _module_input(self, function: str, record: dict, name: str) -> bool:
         """Whether `name` is a tensor input of such a `forward` (see `takes_module_inputs`): a parameter annotated
@@ -2569,8 +2574,7 @@ class ProjectModel:
         if record is None or not record["name"] or depth > _MAX_VALUE_DEPTH \
                 or function.endswith(".__init__") or self._called_unseen(function, record):
             return False
-        if record["name"].rpartition(".")[2] == "forward" and record["class"] \
-                and self._is_module_class(_record_class(record)):
+        if self._is_module_forward(record):
             return False  # a module's `forward` runs through `__call__` (`self.layers[i](x)`), mostly unseen
         callers = self._callers_passing(function)
         if not callers or len(callers) > _MAX_LITERAL_CALLERS:
