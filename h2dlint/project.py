@@ -125,7 +125,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 42
+SUMMARY_VERSION = 43
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 3
 # How many files the summary cache is kept in (SummaryCache): an edit reads and writes one of them.
@@ -558,6 +558,10 @@ class _Summarizer:
                                   if reference.startswith("d:") and reference.count(".") == 1)
         local_types = {name: typed for name in receivers if name in pending.typed and name not in params
                        and (typed := _local_type(name, pending, self_name))}
+        # A parameter with no annotation that a method is called on (`head.init_state(h)`): the model finds its class
+        # from what the calls of the function pass (`ProjectModel._type_parameters`).
+        local_types.update({name: f"p:{name}" for name in receivers if name in pending.parameters
+                            and name not in pending.typed and name not in params})
         if local_types:
             record["locals"] = local_types
         # The calls made in a nested `def` the function hands on (`register_forward_hook(hook)`, `return hook`):
@@ -1583,6 +1587,10 @@ class ProjectModel:
     _python_values: dict[tuple[str, str], bool | None] = field(default_factory=dict)
     _integer_tensors: dict[tuple[str, str], bool | None] = field(default_factory=dict)
     _stored_elsewhere: frozenset[str] | None = None  # attributes stored into on objects other than `self`
+    # (function, parameter) -> the project class of the objects every call passes it, for parameters with no
+    # annotation that a method is called on (`_type_parameters`).
+    _parameter_classes: dict[tuple[str, str], str] = field(default_factory=dict)
+    _passed_classes: dict[tuple[str, str], str | None] = field(default_factory=dict)  # `_passed_class`, while found
 
     @classmethod
     def build(cls, summaries: dict[str, dict], is_root, gpu_attributes: Iterable[str] = (),
@@ -1593,6 +1601,7 @@ class ProjectModel:
                     module_inputs_on_gpu=module_inputs_on_gpu)
         model._index()
         model._place_attributes()
+        model._type_parameters()
         if hot is None:
             model._propagate_hotness()
         else:
@@ -1849,7 +1858,8 @@ class ProjectModel:
             resolved = self.attribute_type(own_class, rest)
         elif kind == "p":
             annotation = record["params"].get(rest)
-            resolved = self._resolve_name(module, annotation) if annotation else None
+            resolved = self._resolve_name(module, annotation) if annotation \
+                else self._parameter_classes.get((_qualified(record), rest))
         elif kind == "c":
             resolved = self._resolve_name(module, rest)
             if resolved in self.functions:
@@ -1979,6 +1989,75 @@ class ProjectModel:
             return "replays a CUDA graph"
         if self._is_module_forward(record):
             return "`forward` of an `nn.Module`"
+        return None
+
+    def _type_parameters(self) -> None:
+        """The class of each parameter with no annotation that its function calls a method on (`markov_head.
+        init_state(h)`), when every call of the function the model sees passes an object of a project class (or
+        of classes with a nearest common base): `self.markov_head`, whose type the class gives, a constructor's
+        result, an annotated parameter of the caller. Such a call then runs that class's method (or an
+        override), not every method of that name (`_by_method_name`, which may take an unrelated class's).
+        Found once, before hotness, from calls resolved without these classes; the calls are resolved again
+        afterwards, with them, so that every answer sees the same call graph whatever was asked first."""
+        wanted: dict[tuple[str, str], None] = {}
+        for qualified, record in self.functions.items():
+            for typed in record.get("locals", {}).values():
+                while typed.startswith("r:"):  # `r:method:<how>`: the object the method is called on
+                    typed = typed.split(":", 2)[2]
+                if typed.startswith("p:") and not record["params"].get(typed[2:]):
+                    wanted[(qualified, typed[2:])] = None
+        found = {}
+        for key in wanted:
+            cuts = self._cuts
+            held = self._passed_class(*key)
+            if held is not None and self._cuts == cuts:  # not through a cycle, so the same whatever was asked first
+                found[key] = held
+        self._passed_classes = {}
+        self._calls_by_name, self._incoming, self._callers_of = None, {}, {}
+        self._unresolved_names, self._unresolved_calls, self._unseen_names, self._unseen_callers = set(), {}, {}, {}
+        self._parameter_classes = found
+
+    def _passed_class(self, function: str, name: str, depth: int = 0) -> str | None:
+        """The project class of the objects every call of `function` the model sees passes its parameter `name`
+        (see `_type_parameters`); None when some call passes something else, or calls the model cannot see may."""
+        return self._memoized(self._passed_classes, (function, name), depth,
+                              lambda: self._passed_class_uncached(function, name, depth))
+
+    def _passed_class_uncached(self, function: str, name: str, depth: int) -> str | None:
+        record = self.functions[function]
+        callers, unseen = self._callers(function)
+        if not callers or unseen or len(callers) > _MAX_CALLERS or self._called_unseen(function, record):
+            return None
+        classes: list[str] = []
+        for caller, index, bound in callers:
+            passed = _passed(self.functions[caller], index)
+            value = _argument(record, name, passed, bound) if passed is not None else None
+            if value is _LEFT_OUT and record.get("defaults", {}).get(name) == ["none"]:
+                continue  # None: no object a method is called on
+            held = self._class_of_value(caller, value, depth) if value and value is not _LEFT_OUT else None
+            if held is None:
+                return None
+            classes.append(held)
+        return self._common_base(classes)
+
+    def _class_of_value(self, function: str, value: list, depth: int) -> str | None:
+        """The project class of the object a value (see the summary layout) in `function` holds, where the value
+        names one: `self.attr` (["a", attr]) or `self.x.attr` by the types the class gives, a parameter (by its
+        annotation, or what the calls of `function` pass it), a class's constructor or a function whose result's
+        class is known."""
+        record = self.functions[function]
+        kind, own_class = value[0], _record_class(record)
+        if kind == "a" and own_class in self.classes:
+            return self.attribute_type(own_class, value[1])
+        if kind == "sa" and own_class in self.classes:
+            holder = self.attribute_type(own_class, value[1])
+            return self.attribute_type(holder, value[2]) if holder is not None else None
+        if kind == "p":
+            if record["params"].get(value[1]):
+                return self._class_of(record, f"p:{value[1]}")
+            return self._passed_class(function, value[1], depth + 1)
+        if kind == "c" and value[1][:2] in ("n:", "d:"):
+            return self._class_of(record, f"c:{value[1][2:]}")
         return None
 
     def _propagate_hotness(self) -> None:
@@ -3070,6 +3149,11 @@ def _written_literals(values: frozenset | None) -> str | None:
 def written_name(reference: str) -> str:
     """The name a call is written with, from its reference: `sa:buffer.copy_to` -> `copy_to`, `n:f` -> `f`."""
     return reference.rpartition(".")[2].rpartition(":")[2]
+
+
+def _qualified(record: dict) -> str:
+    """The qualified name of the function `record` describes (as `ProjectModel.functions` keys it)."""
+    return f"{record['module']}.{record['name']}" if record["name"] else f"{record['module']}.<module>"
 
 
 def _record_class(record: dict) -> str:

@@ -2515,3 +2515,49 @@ def test_a_modules_forward_is_called_through_call_with_what_the_model_cannot_see
              "    def forward(self, x):\n        self.clear(torch.arange(4, device='cuda'))\n")
     make_project(tmp_path, clear=clear)
     assert check(tmp_path) == []
+
+
+
+PASSED_HEADS = '''\
+from torch import nn
+
+
+class MarkovHead:
+    def next_state(self, hidden):
+        return hidden.cuda().cpu()
+
+
+class Manager:
+    def next_state(self, paths=None):
+        return paths.cuda().cpu()
+
+
+def draft_block(*, head, hidden):
+    return head.next_state(hidden)
+
+
+class Drafter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = MarkovHead()
+
+    def forward(self, hidden):
+        return {call}
+'''
+SAMPLE_BLOCK = "\n\ndef sample_block(head, hidden):\n    return draft_block(head=head, hidden=hidden)\n"
+
+
+@pytest.mark.parametrize(("call", "extra", "reported"), [
+    # Every call passes a `MarkovHead` (directly, or through another parameter): `head.next_state` runs its
+    # method, not the unrelated `Manager.next_state`, which only the method's name would have taken.
+    ("draft_block(head=self.head, hidden=hidden)", "", [(6, "HDL201")]),
+    ("sample_block(self.head, hidden)", SAMPLE_BLOCK, [(6, "HDL201")]),
+    ("draft_block(head=MarkovHead(), hidden=hidden)", "", [(6, "HDL201")]),
+    # What a call passes has no class the model knows, or comes from a parameter no call of the project fills
+    # (`sample_block`, API): any method of that name may run.
+    ("draft_block(head=hidden.head, hidden=hidden)", "", [(6, "HDL201"), (11, "HDL201")]),
+    ("draft_block(head=self.head, hidden=hidden)", SAMPLE_BLOCK, [(6, "HDL201"), (11, "HDL201")]),
+])
+def test_a_method_called_on_a_parameter_runs_on_the_class_every_call_passes(tmp_path, call, extra, reported):
+    make_project(tmp_path, heads=PASSED_HEADS.replace("{call}", call) + extra)
+    assert by_file(check(tmp_path)).get("heads.py", []) == reported
