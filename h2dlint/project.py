@@ -125,7 +125,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 43
+SUMMARY_VERSION = 44
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 3
 # How many files the summary cache is kept in (SummaryCache): an edit reads and writes one of them.
@@ -152,8 +152,10 @@ _SUMMARY_SHARDS = 16
 #               `self.m = lru_cache(n)(self.m)` in the class),
 #               "defaults": {parameter: value} (every field of the `__init__` written for a dataclass, ["none"]
 #               for None; elsewhere only a device written out, `device="cpu"`)}}; a `passes` entry's keywords
-#               hold "*" when the call also passes `*args` or `**kwargs`; "shapes": {index into calls: "count
-#               of positional arguments[:keyword,...]"} for the calls passing arguments but none the model places
+#               hold "*" when the call also passes `*args` or `**kwargs`; "objects": {index into calls: as
+#               `passes`, each argument how to find its object's class (`_object_passed`) or ""}; "shapes":
+#               {index into calls: "count of positional arguments[:keyword,...]"} for the calls passing
+#               arguments but none the model places
 #   classes' "flows": {attr: [[function qualname, value], ...]} for attributes assigned what only the model can place
 #   classes' "bound": {attr: [method name]} for `self.attr = self.method` (a call of `self.attr(...)` runs it)
 #   classes' "async_targets": [attr] the devices a method copies to, `x.to(self.device, non_blocking=True)`
@@ -525,11 +527,14 @@ class _Summarizer:
             record["returns"] = returns
         # What each call passes: the values the model places (`passes`), and the literals and parameters, for the
         # values a parameter takes (ProjectModel.literals: `arguments`, and `bare` for a call passing nothing).
-        passes, arguments, bare, shapes = {}, {}, [], {}
+        passes, arguments, bare, shapes, objects = {}, {}, [], {}, {}
         for index, call in pending.calls:
             if not call.args and not call.keywords:
                 bare.append(index)
                 continue
+            positional, keywords = _call_arguments(call, lambda expr: _object_passed(expr, pending, self_name))
+            if any(positional) or any(keywords.values()):
+                objects[index] = [positional, keywords]
             positional, keywords = _call_arguments(call, values.of)
             if any(positional) or any(keywords.values()):
                 passes[index] = [positional, keywords]
@@ -549,6 +554,8 @@ class _Summarizer:
             record["bare"] = bare
         if shapes:
             record["shapes"] = shapes
+        if objects:
+            record["objects"] = objects
         for attr, value in pending.stores:
             self._class_set(pending.class_name, attr, qualname,
                             _literal_or_parameter(value, pending) if value is not None else [])
@@ -561,7 +568,8 @@ class _Summarizer:
         # A parameter with no annotation that a method is called on (`head.init_state(h)`): the model finds its class
         # from what the calls of the function pass (`ProjectModel._type_parameters`).
         local_types.update({name: f"p:{name}" for name in receivers if name in pending.parameters
-                            and name not in pending.typed and name not in params})
+                            and name not in params and name not in pending.typed and name not in pending.assigned
+                            and name not in pending.rebound and name not in pending.inner_names})
         if local_types:
             record["locals"] = local_types
         # The calls made in a nested `def` the function hands on (`register_forward_hook(hook)`, `return hook`):
@@ -669,9 +677,15 @@ class _Summarizer:
                     elif child is not None and child.__class__ is not ast.Constant:
                         stack.append((child, in_device_context, nested, occasional))
                 stack.extend((child, in_device_context, node.name, occasional) for child in node.body)
+                if pending is not None:
+                    pending.inner_names.update(arg.arg for arg in ast.walk(node.args) if arg.__class__ is ast.arg)
                 continue
             elif kind is ast.Lambda:
                 nested = nested or 1
+                if pending is not None:
+                    pending.inner_names.update(arg.arg for arg in ast.walk(node.args) if arg.__class__ is ast.arg)
+            elif kind is ast.comprehension and pending is not None:
+                pending.inner_names.update(name.id for name in ast.walk(node.target) if name.__class__ is ast.Name)
             elif kind is ast.Import or kind is ast.ImportFrom:
                 self._import(node)
                 continue
@@ -938,6 +952,9 @@ class _Pending:
         self.chained: list[tuple[int, ast.Call]] = []  # `a().b(...)`, with its index among the function's calls
         # The calls made in a nested `def`, with its index among the function's calls and the def's name.
         self.nested_calls: list[tuple[int, str]] = []
+        # Names bound in a scope of their own inside the function: the parameters of its nested functions and
+        # lambdas, the targets of its comprehensions. A call on such a name is not a call on a parameter of its.
+        self.inner_names: set[str] = set()
 
     def note_for_types(self, node) -> None:
         if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
@@ -1462,6 +1479,35 @@ def _type_of(expr: ast.expr, pending: _Pending, self_name: str | None, depth: in
     return f"c:{dotted}" if dotted else None
 
 
+def _object_passed(expr: ast.expr, pending: _Pending, self_name: str | None, depth: int = 0) -> str:
+    """How to find the class of the object an argument is (see `_local_type`), for the model to type the parameter
+    it binds (`ProjectModel._passed_class`): `self.attr`, a parameter, a local bound only to one of these, a
+    constructor's result (a name that starts with a capital), a method of `self`'s result; "" for anything else.
+    Not an element (`self.heads[0]`) nor any other expression that keeps only a tensor's device (`x.T`, `-x`),
+    as the values of `passes` do."""
+    if expr.__class__ is ast.Name:
+        # By the function's own bindings (`typed` holds its nested functions' too): a parameter it never rebinds
+        # (nor a nested function's parameter or a comprehension's target of that name), or a local every
+        # assignment of which gives the same.
+        name = expr.id  # type: ignore[attr-defined]
+        if name in pending.parameters:
+            return f"p:{name}" if name not in pending.assigned and name not in pending.rebound \
+                and name not in pending.inner_names else ""
+        values = pending.assigned.get(name)
+        if not values or depth > 3 or name in pending.inner_names:
+            return ""
+        found = {_object_passed(value, pending, self_name, depth + 1) if value is not None else ""
+                 for value in values}
+        return found.pop() if len(found) == 1 else ""
+    if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == self_name:
+        return f"sa:{expr.attr}"
+    if expr.__class__ is ast.Call:
+        typed = _type_of(expr, pending, self_name, 0) or ""
+        made = typed[2:].rpartition(".")[2][:1] if typed.startswith("c:") else ""
+        return typed if typed.startswith("r:") and typed.endswith(":self") or made.isupper() else ""
+    return ""
+
+
 def _dotted(node: ast.expr | None) -> str | None:
     """`a.b.c` for a name or attribute chain (subscripts dropped: `Optional[Foo]` -> `Foo`); None otherwise."""
     if isinstance(node, ast.Subscript):
@@ -1559,6 +1605,7 @@ class ProjectModel:
     # the callee's first parameter is bound), and what was found for parameters, results and attributes.
     _incoming: dict[str, list[tuple[str, int, bool]]] = field(default_factory=dict)
     _calls_by_name: dict[str, list[tuple[str, int, str]]] | None = None
+    _calls_index: dict[str, list[tuple[str, int, str]]] | None = None  # every call by its name (`_calls_by_name`)
     _import_aliases: dict[str, frozenset[str]] | None = None  # `_aliases`
     _unresolved_names: set[str] = field(default_factory=set)
     # The calls by a name on objects of unknown class (`self.dist.sample(n)`), which may run any method of that name:
@@ -1992,19 +2039,31 @@ class ProjectModel:
         return None
 
     def _type_parameters(self) -> None:
-        """The class of each parameter with no annotation that its function calls a method on (`markov_head.
-        init_state(h)`), when every call of the function the model sees passes an object of a project class (or
-        of classes with a nearest common base): `self.markov_head`, whose type the class gives, a constructor's
-        result, an annotated parameter of the caller. Such a call then runs that class's method (or an
-        override), not every method of that name (`_by_method_name`, which may take an unrelated class's).
-        Found once, before hotness, from calls resolved without these classes; the calls are resolved again
-        afterwards, with them, so that every answer sees the same call graph whatever was asked first."""
+        """The class of each parameter with no annotation that its function calls a project method on
+        (`head.next_state(h)`), when every call of the function the model sees passes an object of a project class
+        (or of classes with a nearest common base), as the call's `objects` tell: `self.head` by the types the
+        caller's class gives, a constructor's result, the annotated result of a method of `self`, an annotated
+        parameter or one typed so in turn. Such a call then runs that class's method (or an override), not every
+        method of that name (`_by_method_name`, which may take an unrelated class's). Found once, before hotness,
+        from calls resolved without these classes; the calls are resolved again afterwards, with them, so that
+        every answer sees the same call graph whatever was asked first."""
         wanted: dict[tuple[str, str], None] = {}
         for qualified, record in self.functions.items():
-            for typed in record.get("locals", {}).values():
-                while typed.startswith("r:"):  # `r:method:<how>`: the object the method is called on
-                    typed = typed.split(":", 2)[2]
-                if typed.startswith("p:") and not record["params"].get(typed[2:]):
+            if "locals" not in record:
+                continue
+            called: dict[str, list[str]] = {}  # by local: the methods called on it
+            for reference in record["calls"]:
+                if reference.startswith("d:") and reference.count(".") == 1:
+                    holder, _, method = reference[2:].partition(".")
+                    called.setdefault(holder, []).append(method)
+            for local, typed in record["locals"].items():
+                methods = called.get(local, [])
+                while typed.startswith("r:"):  # `r:method:<how>`: a method called on the object found so
+                    method, _, typed = typed[2:].partition(":")
+                    methods = [*methods, method]
+                # Only where a project class has such a method: on any other, the class decides no call.
+                if typed.startswith("p:") and not record["params"].get(typed[2:]) \
+                        and any(method in self.methods_by_name for method in methods):
                     wanted[(qualified, typed[2:])] = None
         found = {}
         for key in wanted:
@@ -2026,39 +2085,48 @@ class ProjectModel:
     def _passed_class_uncached(self, function: str, name: str, depth: int) -> str | None:
         record = self.functions[function]
         callers, unseen = self._callers(function)
-        if not callers or unseen or len(callers) > _MAX_CALLERS or self._called_unseen(function, record):
-            return None
+        if not callers or unseen or len(callers) > _MAX_CALLERS or self._called_unseen(function, record) \
+                or self._is_module_forward(record) or self._built_unseen(function, record):
+            return None  # (a module's `forward` runs through `__call__` too: `layer(x, cache)` of a `ModuleList`)
         classes: list[str] = []
         for caller, index, bound in callers:
-            passed = _passed(self.functions[caller], index)
-            value = _argument(record, name, passed, bound) if passed is not None else None
-            if value is _LEFT_OUT and record.get("defaults", {}).get(name) == ["none"]:
-                continue  # None: no object a method is called on
-            held = self._class_of_value(caller, value, depth) if value and value is not _LEFT_OUT else None
+            calling = self.functions[caller]
+            reference = calling["calls"][index]
+            holder = reference[2:].rpartition(".")[0] if reference.startswith("d:") else ""
+            if holder and self._resolve_name(calling["module"], holder) in self.classes \
+                    and self._resolve_name(calling["module"], reference[2:]) is None \
+                    or reference.startswith("rc:c:type@.") or "__class__." in reference:
+                # `Sub.method(obj, x)` of an inherited method, `type(obj).method(obj, x)`: found by the method's
+                # name, and bound as if called on `obj`
+                return None
+            objects = calling.get("objects", {}).get(index)
+            typed = _argument(record, name, objects, bound) if objects is not None else None
+            if not typed or typed is _LEFT_OUT:
+                return None
+            held = self._passed_class(caller, typed[2:], depth + 1) \
+                if typed.startswith("p:") and not calling["params"].get(typed[2:]) else self._class_of(calling, typed)
             if held is None:
                 return None
             classes.append(held)
-        return self._common_base(classes)
+        base = self._common_base(classes)
+        # Dispatched on the base, a call reaches the method the base has and the overrides below it: not a mixin's
+        # that one of the classes puts before the base (`class A(Mixin, Base)`), nor, where the base is itself a
+        # mixin (`A(Mixin, Base)` and `B(Mixin, Base)`), the method of a base after it.
+        if base is None or any(base not in self.mro(owner) and owner not in self.mro(base)
+                               for held in classes for owner in self.mro(held)):
+            return None
+        return base
 
-    def _class_of_value(self, function: str, value: list, depth: int) -> str | None:
-        """The project class of the object a value (see the summary layout) in `function` holds, where the value
-        names one: `self.attr` (["a", attr]) or `self.x.attr` by the types the class gives, a parameter (by its
-        annotation, or what the calls of `function` pass it), a class's constructor or a function whose result's
-        class is known."""
-        record = self.functions[function]
-        kind, own_class = value[0], _record_class(record)
-        if kind == "a" and own_class in self.classes:
-            return self.attribute_type(own_class, value[1])
-        if kind == "sa" and own_class in self.classes:
-            holder = self.attribute_type(own_class, value[1])
-            return self.attribute_type(holder, value[2]) if holder is not None else None
-        if kind == "p":
-            if record["params"].get(value[1]):
-                return self._class_of(record, f"p:{value[1]}")
-            return self._passed_class(function, value[1], depth + 1)
-        if kind == "c" and value[1][:2] in ("n:", "d:"):
-            return self._class_of(record, f"c:{value[1][2:]}")
-        return None
+    def _built_unseen(self, function: str, record: dict) -> bool:
+        """Whether `function` is a constructor of objects that calls no summary holds may make: the class, or a
+        related one, handed on by its name (`{"jets": JETS}`, then `REGISTRY[kind](...)`), or remade by
+        `type(self)(...)`; or a constructor decorated, or of a class derived from another library's."""
+        if record["name"].rpartition(".")[2] != "__init__":
+            return False
+        related = self._related_classes(function.rpartition(".")[0])
+        return bool(record.get("decorated")) or any(self.classes[name].get("remade") for name in related) \
+            or not {name.rpartition(".")[2] for name in related}.isdisjoint(self._names_used_as_values()) \
+            or bool(record["class"]) and self._framework_base(_record_class(record))
 
     def _propagate_hotness(self) -> None:
         """Breadth first from the roots along the calls, so that each function keeps the shortest chain from a
@@ -2545,14 +2613,9 @@ class ProjectModel:
         record = self.functions.get(function)
         if record is None or not record["name"]:
             return None
-        owner, _, short = function.rpartition(".")
+        short = function.rpartition(".")[2]
         if short == "__init__":
-            # Objects made by calls no summary holds: the class, or a subclass, handed on (`{"jets": JETS}`), or
-            # remade by `type(self)(...)`; or a constructor decorated or of a class derived from another library's.
-            related = self._related_classes(owner)
-            if record.get("decorated") or any(self.classes[name].get("remade") for name in related) \
-                    or not {name.rpartition(".")[2] for name in related}.isdisjoint(self._names_used_as_values()) \
-                    or record["class"] and self._framework_base(_record_class(record)):
+            if self._built_unseen(function, record):  # objects made by calls no summary holds
                 return None
         elif self._called_unseen(function, record):
             return None
@@ -2848,11 +2911,13 @@ class ProjectModel:
         if known is not None:
             return known
         if self._calls_by_name is None:
-            by_name: dict[str, list[tuple[str, int, str]]] = {}
-            for caller, record in self.functions.items():
-                for index, reference in enumerate(record["calls"]):
-                    by_name.setdefault(written_name(reference), []).append((caller, index, reference))
-            self._calls_by_name = by_name
+            if self._calls_index is None:
+                by_name: dict[str, list[tuple[str, int, str]]] = {}
+                for caller, record in self.functions.items():
+                    for index, reference in enumerate(record["calls"]):
+                        by_name.setdefault(written_name(reference), []).append((caller, index, reference))
+                self._calls_index = by_name
+            self._calls_by_name = dict(self._calls_index)  # names are taken out of it as their calls are resolved
         owner, _, name = function.rpartition(".")
         names = {name}
         if name == "forward" and owner in self.classes:

@@ -2517,8 +2517,8 @@ def test_a_modules_forward_is_called_through_call_with_what_the_model_cannot_see
     assert check(tmp_path) == []
 
 
-
-PASSED_HEADS = '''\
+# Two classes with a method of the same name, each with a read at a line of its own (6 and 11).
+TWO_HEADS = '''\
 from torch import nn
 
 
@@ -2530,7 +2530,8 @@ class MarkovHead:
 class Manager:
     def next_state(self, paths=None):
         return paths.cuda().cpu()
-
+'''
+PASSED_HEADS = TWO_HEADS + '''
 
 def draft_block(*, head, hidden):
     return head.next_state(hidden)
@@ -2561,3 +2562,83 @@ SAMPLE_BLOCK = "\n\ndef sample_block(head, hidden):\n    return draft_block(head
 def test_a_method_called_on_a_parameter_runs_on_the_class_every_call_passes(tmp_path, call, extra, reported):
     make_project(tmp_path, heads=PASSED_HEADS.replace("{call}", call) + extra)
     assert by_file(check(tmp_path)).get("heads.py", []) == reported
+
+
+
+@pytest.mark.parametrize("rest", [
+    # A module's `forward` also runs through `__call__`, which no call the model resolves shows: `layer(x, ...)`.
+    "\n\nclass Block(nn.Module):\n    def forward(self, x, head):\n        return head.next_state(x)\n\n\n"
+    "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.first = Block()\n"
+    "        self.layers = nn.ModuleList([Block()])\n        self.head = MarkovHead()\n\n"
+    "    def forward(self, x):\n        x = self.first(x, self.head)\n        for layer in self.layers:\n"
+    "            x = layer(x, Manager())\n        return x\n",
+    # The `head` a nested function is passed is its own parameter, not the outer one.
+    "\n\ndef draft(head, hidden):\n    def step(head):\n        return head.next_state(hidden)\n"
+    "    return step(Manager())\n\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.head = MarkovHead()\n\n    def forward(self, hidden):\n        return draft(self.head, hidden)\n",
+    # `Sub.run_head(obj, ...)` of an inherited method passes the object first: the head is the second argument.
+    "\n\nclass Base:\n    def run_head(self, head, hidden):\n        return head.next_state(hidden)\n\n\n"
+    "class Sub(Base):\n    pass\n\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.manager = Manager()\n\n    def forward(self, hidden):\n"
+    "        return Sub.run_head(Sub(), self.manager, hidden)\n",
+    # `type(obj).run_head(obj, ...)` passes the object first too.
+    "\n\nclass Base:\n    def run_head(self, head, hidden):\n        return head.next_state(hidden)\n\n\n"
+    "class Sub(Base):\n    pass\n\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.sub = Sub()\n        self.manager = Manager()\n\n    def forward(self, hidden):\n"
+    "        return type(self.sub).run_head(self.sub, self.manager, hidden)\n",
+    # An element of a container is no object of the container's class.
+    "\n\nclass Stack:\n    def __init__(self):\n        self.items = [Manager()]\n\n    def __getitem__(self, i):\n"
+    "        return self.items[i]\n\n\ndef draft(head, hidden):\n    return head.next_state(hidden)\n\n\n"
+    "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.stack = Stack()\n\n"
+    "    def forward(self, hidden):\n        return draft(self.stack[0], hidden)\n",
+])
+def test_a_parameter_whose_objects_the_calls_do_not_all_show_keeps_every_method_of_the_name(tmp_path, rest):
+    make_project(tmp_path, heads=TWO_HEADS + rest)
+    assert by_file(check(tmp_path)).get("heads.py", []) == [(6, "HDL201"), (11, "HDL201")]
+
+
+def test_a_parameter_passed_objects_whose_mixin_overrides_the_base_keeps_the_mixins_method(tmp_path):
+    # `A(Mixin, Base)` runs `Mixin.next_state`: the classes' common base, `Base`, does not reach it.
+    code = ("from torch import nn\n\n\nclass Base:\n    def next_state(self, hidden):\n        return hidden\n\n\n"
+            "class Mixin:\n    def next_state(self, hidden):\n        return hidden.cuda().cpu()\n\n\n"
+            "class A(Mixin, Base):\n    pass\n\n\nclass B(Base):\n    pass\n\n\n"
+            "def draft(head, hidden):\n    return head.next_state(hidden)\n\n\n"
+            "class Model(nn.Module):\n    def forward(self, hidden):\n        return draft(A(), hidden), draft(B(), hidden)\n")
+    make_project(tmp_path, heads=code)
+    assert by_file(check(tmp_path)).get("heads.py", []) == [(11, "HDL201")]
+
+
+def test_a_method_only_a_typed_parameter_reached_by_its_name_is_called_by_nothing(tmp_path):
+    # Once `head` is typed, no call runs `Manager.next_state`: nothing in the project calls it, so its copy, with
+    # `copies-outside-hot-code` on, is not reported. (Typing `paths` asks who calls it while no parameter is typed
+    # yet; what was found then is not kept.)
+    code = ("import torch\nfrom torch import nn\n\n\nclass MarkovHead:\n    def next_state(self, hidden):\n"
+            "        return hidden + 1\n\n\nclass Manager:\n    def next_state(self, paths):\n        paths.pick_ids()\n"
+            "        return torch.tensor([1, 2], device=\"cuda\")\n\n\ndef draft_block(head, hidden):\n"
+            "    return head.next_state(hidden)\n\n\nclass Drafter(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.head = MarkovHead()\n\n    def forward(self, hidden):\n"
+            "        return draft_block(self.head, hidden)\n")
+    make_project(tmp_path, copies_anywhere=True, heads=code, user="from pkg.heads import Drafter\n")
+    assert by_file(check(tmp_path)).get("heads.py", []) == []
+    (tmp_path / "pkg" / "heads.py").write_text(code.replace("self.head = MarkovHead()", "self.head = Manager()"))
+    assert by_file(check(tmp_path)).get("heads.py", []) == [(13, "HDL101")]
+
+
+def test_a_parameter_passed_on_is_typed_by_its_own_calls_not_by_a_nested_functions_local(tmp_path):
+    # `run` passes its own `head` (a `MarkovHead`) to `draft`; the `head` its nested `fallback` binds is another name.
+    rest = ("\n\ndef draft(head, hidden):\n    return head.next_state(hidden)\n\n\ndef run(head, hidden):\n"
+            "    def fallback():\n        head = Manager()\n        return head\n\n    return draft(head, hidden), fallback\n\n\n"
+            "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.head = MarkovHead()\n\n"
+            "    def forward(self, hidden):\n        return run(self.head, hidden)\n")
+    make_project(tmp_path, heads=TWO_HEADS + rest)
+    assert by_file(check(tmp_path)).get("heads.py", []) == [(6, "HDL201")]
+
+
+def test_classes_sharing_a_mixin_reach_the_method_of_the_base_after_it(tmp_path):
+    # The common base of `A(Mixin, Base)` and `B(Mixin, Base)` is `Mixin`, which has no `next_state`: `Base`'s runs.
+    code = ("from torch import nn\n\n\nclass Base:\n    def next_state(self, hidden):\n        return hidden.cuda().cpu()\n\n\n"
+            "class Mixin:\n    pass\n\n\nclass A(Mixin, Base):\n    pass\n\n\nclass B(Mixin, Base):\n    pass\n\n\n"
+            "def draft(head, hidden):\n    return head.next_state(hidden)\n\n\n"
+            "class Model(nn.Module):\n    def forward(self, hidden):\n        return draft(A(), hidden), draft(B(), hidden)\n")
+    make_project(tmp_path, heads=code)
+    assert by_file(check(tmp_path)).get("heads.py", []) == [(6, "HDL201")]
