@@ -2564,7 +2564,6 @@ def test_a_method_called_on_a_parameter_runs_on_the_class_every_call_passes(tmp_
     assert by_file(check(tmp_path)).get("heads.py", []) == reported
 
 
-
 @pytest.mark.parametrize("rest", [
     # A module's `forward` also runs through `__call__`, which no call the model resolves shows: `layer(x, ...)`.
     "\n\nclass Block(nn.Module):\n    def forward(self, x, head):\n        return head.next_state(x)\n\n\n"
