@@ -39,6 +39,7 @@ from .syntax import (
     dotted_name,
     name_words,
     parameter_defaults,
+    parameters,
     terminal_name,
 )
 
@@ -792,11 +793,8 @@ class FileFacts:
             self._bind_statements(self.tree.body, scope)
         else:
             scope = Scope(node.lineno, node.end_lineno or node.lineno, node)
-            arguments = node.args
-            for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                        arguments.vararg, arguments.kwarg]:
-                if arg is not None:
-                    scope.bindings.setdefault(arg.arg, []).append(Binding(0, _annotated_value(arg.annotation)))
+            for arg in parameters(node.args):
+                scope.bindings.setdefault(arg.arg, []).append(Binding(0, _annotated_value(arg.annotation)))
             self._bind_statements(node.body if isinstance(node.body, list) else [ast.Expr(node.body)], scope)
         self._scopes[key] = scope
         return scope
@@ -1140,10 +1138,8 @@ def _names_bound_only_to_counts(function: ast.FunctionDef | ast.AsyncFunctionDef
     bound any other way (`for`, `with`, `except ... as`, `import`, `global`, a walrus, an augmented
     assignment)."""
     values: dict[str, list[ast.expr | None]] = {}
-    arguments = function.args
-    for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg):
-        if arg is not None:
-            values.setdefault(arg.arg, []).append(None)
+    for arg in parameters(function.args):
+        values.setdefault(arg.arg, []).append(None)
     assigned: set[int] = set()
     stack: list[ast.AST] = list(function.body)
     while stack:

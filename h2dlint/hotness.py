@@ -18,7 +18,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, TypeGuard
 
 from .branches import other_device_branch, untaken_branch
-from .syntax import COMPOUND_STATEMENTS, TRY_STATEMENTS, blocks, dotted_name, is_none, name_words
+from .syntax import COMPOUND_STATEMENTS, TRY_STATEMENTS, blocks, dotted_name, is_none, name_words, parameters
 
 if TYPE_CHECKING:
     from .facts import FileFacts
@@ -784,9 +784,7 @@ def _kept_beyond_the_call(place: tuple[str, str], function: ast.FunctionDef | as
     kind, name = place
     if kind in ("self", "global") or "." in name:
         return True
-    arguments = function.args
-    if any(arg.arg == name for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                                       arguments.vararg, arguments.kwarg) if arg is not None):
+    if any(arg.arg == name for arg in parameters(function.args)):
         return False
     return not any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
                    for node in ast.walk(function))

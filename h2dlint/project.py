@@ -72,6 +72,7 @@ from .syntax import (
     is_none,
     name_words,
     parameter_defaults,
+    parameters,
 )
 
 # Functions hotness does not flow into: those that run once or are no per-step work (the sync rules' own sets),
@@ -678,12 +679,12 @@ class _Summarizer:
                         stack.append((child, in_device_context, nested, occasional))
                 stack.extend((child, in_device_context, node.name, occasional) for child in node.body)
                 if pending is not None:
-                    pending.inner_names.update(arg.arg for arg in ast.walk(node.args) if arg.__class__ is ast.arg)
+                    pending.inner_names.update(arg.arg for arg in parameters(node.args))
                 continue
             elif kind is ast.Lambda:
                 nested = nested or 1
                 if pending is not None:
-                    pending.inner_names.update(arg.arg for arg in ast.walk(node.args) if arg.__class__ is ast.arg)
+                    pending.inner_names.update(arg.arg for arg in parameters(node.args))
             elif kind is ast.comprehension and pending is not None:
                 pending.inner_names.update(name.id for name in ast.walk(node.target) if name.__class__ is ast.Name)
             elif kind is ast.Import or kind is ast.ImportFrom:
@@ -1671,7 +1672,7 @@ class ProjectModel:
             for name, record in summary["classes"].items():
                 self.classes[f"{module}.{name}"] = {**record, "module": module, "file": path, "name": name}
             for name, record in summary["functions"].items():
-                qualified = f"{module}.{name}" if name else f"{module}.<module>"
+                qualified = _function_key(module, name)
                 self.functions[qualified] = {**record, "module": module, "file": path, "name": name}
         self._module_suffixes.update({summary["module"]: summary["module"] for summary in self.summaries.values()})
         for qualified, record in self.classes.items():
@@ -1906,7 +1907,7 @@ class ProjectModel:
         elif kind == "p":
             annotation = record["params"].get(rest)
             resolved = self._resolve_name(module, annotation) if annotation \
-                else self._parameter_classes.get((_qualified(record), rest))
+                else self._parameter_classes.get((_function_key(record["module"], record["name"]), rest))
         elif kind == "c":
             resolved = self._resolve_name(module, rest)
             if resolved in self.functions:
@@ -2162,7 +2163,7 @@ class ProjectModel:
         for summary in self.summaries.values():
             module = summary["module"]
             for function, reference in summary["device_context_calls"]:
-                record = self.functions.get(f"{module}.{function}" if function else f"{module}.<module>")
+                record = self.functions.get(_function_key(module, function))
                 if record is None:
                     continue
                 for target in self._context_targets(record, reference, _call_index(record, reference)):
@@ -3179,9 +3180,7 @@ def _name_nested_calls(class_node: ast.ClassDef, named: dict[str, None]) -> None
         if kind is ast.Name and node.ctx.__class__ is ast.Store:  # type: ignore[attr-defined]
             local.add(node.id)  # type: ignore[attr-defined]
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.Lambda:
-            arguments = node.args  # type: ignore[attr-defined]
-            local.update(arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                                             arguments.vararg, arguments.kwarg) if arg is not None)
+            local.update(arg.arg for arg in parameters(node.args))  # type: ignore[attr-defined]
         elif kind is ast.Call and node.func.__class__ is ast.Name:  # type: ignore[attr-defined]
             called.append(node.func.id)  # type: ignore[attr-defined]
     for name in called:
@@ -3216,9 +3215,9 @@ def written_name(reference: str) -> str:
     return reference.rpartition(".")[2].rpartition(":")[2]
 
 
-def _qualified(record: dict) -> str:
-    """The qualified name of the function `record` describes (as `ProjectModel.functions` keys it)."""
-    return f"{record['module']}.{record['name']}" if record["name"] else f"{record['module']}.<module>"
+def _function_key(module: str, name: str) -> str:
+    """How `ProjectModel.functions` keys the function `name` (a qualname in `module`; "" for its module-level code)."""
+    return f"{module}.{name}" if name else f"{module}.<module>"
 
 
 def _record_class(record: dict) -> str:

@@ -113,6 +113,13 @@ def async_copy_target(call: ast.Call) -> ast.Name | ast.Attribute | None:
     return target if "device" in words and words.isdisjoint(_HOST_DEVICE_WORDS) else None  # type: ignore[return-value]
 
 
+def parameters(arguments: ast.arguments) -> list[ast.arg]:
+    """Every parameter of a function or lambda: the positional ones, the keyword-only ones, then `*args` and
+    `**kwargs` where there are."""
+    return [arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg,
+                            arguments.kwarg) if arg is not None]
+
+
 def parameter_defaults(arguments: ast.arguments) -> list[tuple[ast.arg, ast.expr | None]]:
     """Each parameter with a default, and the default: the positional defaults are those of the last positional
     parameters; a keyword-only parameter without one has None."""
