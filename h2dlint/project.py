@@ -126,7 +126,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 44
+SUMMARY_VERSION = 45
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 3
 # How many files the summary cache is kept in (SummaryCache): an edit reads and writes one of them.
@@ -189,7 +189,8 @@ _SUMMARY_SHARDS = 16
 #
 # A call reference is a string: "n:f" (a name), "d:a.b.f" (a dotted path from a name), "s:m" (`self.m`),
 # "sa:x.m" (`self.x.m`), "p:x.m" (`x.m` on a parameter `x`), "u:m" (`super().m`), "a:m" (`<other>.m`), and
-# "rc:<type>@.m" (`m` called on another call's result, whose class is found as `<type>` says: see `_local_type`).
+# "rc:<type>@.m" (`m` called on another call's result, or on `self.x.y`, whose class is found as `<type>` says: see
+# `_local_type`).
 
 
 def module_name_for(path: Path, source_roots: Iterable[Path] = (), project_root: Path | None = None) -> str:
@@ -818,7 +819,19 @@ def call_reference(call: ast.Call, params: dict, self_name: str | None) -> str |
         dotted = _dotted(receiver)
         if dotted:
             return f"d:{dotted}.{method}"
+    held = _attribute_of_attribute(receiver, self_name)
+    if held is not None:  # `self.tokenizer.encoder.encode(x)`: on the type of an attribute's attribute
+        return f"rc:{held}@.{method}"
     return f"a:{method}"
+
+
+def _attribute_of_attribute(expr: ast.expr, self_name: str | None) -> str | None:
+    """`sa:x.y` for `self.x.y` (`_type_of`); None for any other expression."""
+    if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Attribute:  # type: ignore[attr-defined]
+        inner = expr.value  # type: ignore[attr-defined]
+        if inner.value.__class__ is ast.Name and inner.value.id == self_name:
+            return f"sa:{inner.attr}.{expr.attr}"  # type: ignore[attr-defined]
+    return None
 
 
 # Calls of builtins pass nothing to a project function (a project that shadows `len` loses nothing worth the cost).
@@ -1441,9 +1454,10 @@ def _is_device_context(expr: ast.expr) -> bool:
 
 def _local_type(name: str, pending: _Pending, self_name: str | None, depth: int = 0) -> str | None:
     """How to find the class of the object a local name holds, for the model to resolve (`ProjectModel._class_of`),
-    when every assignment to it agrees: `sa:attr` (the type of `self.attr`, or of its elements), `p:param` (an
-    annotated parameter), `c:Name` (a class made, or a function whose result is annotated), `r:method:<how>`
-    (the annotated result of `method` called on an object found so). None when unknown."""
+    when every assignment to it agrees: `sa:attr` (the type of `self.attr`, or of its elements; `sa:attr.attr` of
+    `self.attr.attr`), `p:param` (an annotated parameter), `c:Name` (a class made, or a function whose result is
+    annotated), `r:method:<how>` (the annotated result of `method` called on an object found so). None when
+    unknown."""
     values = pending.typed.get(name)
     if not values or depth > 3:
         return None
@@ -1458,6 +1472,8 @@ def _type_of(expr: ast.expr, pending: _Pending, self_name: str | None, depth: in
         expr = expr.value
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == self_name:
         return f"sa:{expr.attr}"
+    if isinstance(expr, ast.Attribute):
+        return _attribute_of_attribute(expr, self_name)
     if isinstance(expr, ast.Name):
         if expr.id in pending.typed:
             return _local_type(expr.id, pending, self_name, depth + 1)
@@ -1482,8 +1498,9 @@ def _type_of(expr: ast.expr, pending: _Pending, self_name: str | None, depth: in
 
 def _object_passed(expr: ast.expr, pending: _Pending, self_name: str | None, depth: int = 0) -> str:
     """How to find the class of the object an argument is (see `_local_type`), for the model to type the parameter
-    it binds (`ProjectModel._passed_class`): `self.attr`, a parameter, a local bound only to one of these, a
-    constructor's result (a name that starts with a capital), a method of `self`'s result; "" for anything else.
+    it binds (`ProjectModel._passed_class`): `self.attr` or `self.attr.attr`, a parameter, a local bound only to
+    one of these, a constructor's result (a name that starts with a capital), a method of `self`'s result; "" for
+    anything else.
     Not an element (`self.heads[0]`) nor any other expression that keeps only a tensor's device (`x.T`, `-x`),
     as the values of `passes` do."""
     if expr.__class__ is ast.Name:
@@ -1500,8 +1517,10 @@ def _object_passed(expr: ast.expr, pending: _Pending, self_name: str | None, dep
         found = {_object_passed(value, pending, self_name, depth + 1) if value is not None else ""
                  for value in values}
         return found.pop() if len(found) == 1 else ""
-    if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == self_name:
-        return f"sa:{expr.attr}"
+    if expr.__class__ is ast.Attribute:
+        if expr.value.__class__ is ast.Name and expr.value.id == self_name:  # type: ignore[attr-defined]
+            return f"sa:{expr.attr}"  # type: ignore[attr-defined]
+        return _attribute_of_attribute(expr, self_name) or ""
     if expr.__class__ is ast.Call:
         typed = _type_of(expr, pending, self_name, 0) or ""
         made = typed[2:].rpartition(".")[2][:1] if typed.startswith("c:") else ""
@@ -1850,6 +1869,9 @@ class ProjectModel:
         receiver = receiver or own_class
         if kind in ("n", "d"):
             target = self._resolve_name(module, name)
+            held_class = self._class_called_on(record, reference) if target is None else None
+            if held_class is not None:  # `Sub.method(obj, x)` of a method `Sub` inherits: found as on `Sub`
+                return self._dispatch(held_class, name.rpartition(".")[2], overrides=False)
             if target is None and kind == "d" and name.split(".")[0] not in self._imports(module):
                 holder, _, method = name.rpartition(".")
                 typed = record.get("locals", {}).get(holder)
@@ -1902,8 +1924,11 @@ class ProjectModel:
             return None
         kind, _, rest = typed.partition(":")
         module, own_class = record["module"], _record_class(record)
-        if kind == "sa":
-            resolved = self.attribute_type(own_class, rest)
+        if kind == "sa":  # `self.x`, or `self.x.y`
+            first, _, then = rest.partition(".")
+            resolved = self.attribute_type(own_class, first)
+            if then:
+                resolved = self._attribute_of_any(resolved, then) if resolved in self.classes else None
         elif kind == "p":
             annotation = record["params"].get(rest)
             resolved = self._resolve_name(module, annotation) if annotation \
@@ -1920,6 +1945,14 @@ class ProjectModel:
         else:
             return None
         return resolved if resolved in self.classes else None
+
+    def _attribute_of_any(self, class_name: str, attr: str) -> str | None:
+        """The project class of `attr` on an object of `class_name` or of any subclass, when they all agree and no
+        file stores into `attr` on other objects (`model.head = Manager()`, which the classes' own types miss)."""
+        if attr in self._attributes_stored_elsewhere():
+            return None
+        found = {self.attribute_type(held, attr) for held in (class_name, *self._subclasses(class_name))}
+        return found.pop() if len(found) == 1 else None
 
     def _result_class(self, function: str) -> str | None:
         """The project class of `function`'s result: the one its result is annotated with; with no such
@@ -2092,14 +2125,6 @@ class ProjectModel:
         classes: list[str] = []
         for caller, index, bound in callers:
             calling = self.functions[caller]
-            reference = calling["calls"][index]
-            holder = reference[2:].rpartition(".")[0] if reference.startswith("d:") else ""
-            if holder and self._resolve_name(calling["module"], holder) in self.classes \
-                    and self._resolve_name(calling["module"], reference[2:]) is None \
-                    or reference.startswith("rc:c:type@.") or "__class__." in reference:
-                # `Sub.method(obj, x)` of an inherited method, `type(obj).method(obj, x)`: found by the method's
-                # name, and bound as if called on `obj`
-                return None
             objects = calling.get("objects", {}).get(index)
             typed = _argument(record, name, objects, bound) if objects is not None else None
             if not typed or typed is _LEFT_OUT:
@@ -2480,7 +2505,20 @@ class ProjectModel:
                         if f"{owner}.__init__" in self.functions][:1]
             if target is not None:
                 return [(target, False)]
-        return [(target, True) for target in self._resolve_call(record, reference, index)]
+        # A method called on a class (`Sub.method(obj, x)`, `type(obj).method(obj, x)`, `obj.__class__.method(obj,
+        # x)`) takes the object as its first argument.
+        bound = self._class_called_on(record, reference) is None and not _on_an_objects_class(reference)
+        return [(target, bound) for target in self._resolve_call(record, reference, index)]
+
+    def _class_called_on(self, record: dict, reference: str) -> str | None:
+        """The project class a call `Class.method(...)` is written on, for a method the summary's dotted name does
+        not find because the class inherits it; None for any other call."""
+        kind, _, name = reference.partition(":")
+        holder = name.rpartition(".")[0]
+        if kind != "d" or not holder:
+            return None
+        held = self._resolve_name(record["module"], holder)
+        return held if held in self.classes else None
 
     def called_only_from_run_once_code(self, function: str) -> str | None:
         """Where `function` is called from when every call of it in the project is in code that runs once or once
@@ -2947,7 +2985,8 @@ class ProjectModel:
                     self._incoming.setdefault(target, []).append((caller, index, bound))
                 if not targets and reference[:2] in ("d:", "a:", "p:", "sa", "rc"):
                     self._unresolved_names.add(written)  # `obj.name(...)` on an object of unknown class
-                    self._unresolved_calls.setdefault(written, []).append((caller, index, True))
+                    bound = not _on_an_objects_class(reference)  # (`type(obj).name(obj, ...)` passes `obj` first)
+                    self._unresolved_calls.setdefault(written, []).append((caller, index, bound))
         # (`Base.__init__(self)` on no project class says nothing of who builds this class's objects.)
         unseen = bool(self.functions[function]["class"]) and not (names - {"__init__"}).isdisjoint(
             self._unresolved_names)
@@ -3145,6 +3184,16 @@ def _argument(record: dict, name: str, passed: list, bound: bool) -> list | None
     if "*" in keywords or positional[len(order):]:
         return None
     return _LEFT_OUT
+
+
+def _on_an_objects_class(reference: str) -> bool:
+    """Whether a call is of a method on an object's class (`type(obj).method(obj, x)`, `obj.__class__.method(obj,
+    x)`), which takes the object as its first argument."""
+    if reference.startswith("rc:"):
+        receiver = reference[3:].rpartition("@.")[0]
+        return receiver == "c:type" or receiver.endswith("__class__")
+    receiver = reference.partition(":")[2].rpartition(".")[0]
+    return receiver == "__class__" or receiver.endswith(".__class__")
 
 
 def _fits(record: dict, caller: dict, index: int) -> bool:

@@ -575,3 +575,18 @@ def test_calls_by_name_that_cannot_bind_to_the_method_pass_it_nothing(tmp_path, 
              "        spec.filter_batch(ids, new_indices_cpu=[i for i in ids])\n    " + call)
     make_project(tmp_path, draft=draft)
     assert ((7, "HDL201") in by_file(check(tmp_path)).get("draft.py", [])) is reported
+
+
+def test_a_call_on_an_objects_class_by_the_name_passes_the_object_first(tmp_path):
+    # Neither call's receiver has a class the model knows: both may run `Draft.filter`. The second passes
+    # `batch` first, so its `mode` is "slow" too, and the upload never runs.
+    code = ("import torch\n\n\nclass Draft:\n    def filter(self, values, mode):\n        if mode == 'fast':\n"
+            "            return torch.tensor(values, device='cuda')\n        return values\n\n\n"
+            "def run(draft, batch, values):\n    draft.filter(values, 'slow')\n"
+            "    return type(batch).filter(batch, values, 'slow')\n")
+    (tmp_path / "a").mkdir()
+    make_project(tmp_path / "a", copies_anywhere=True, draft=code)
+    assert by_file(check(tmp_path / "a")).get("draft.py", []) == []
+    (tmp_path / "b").mkdir()
+    make_project(tmp_path / "b", copies_anywhere=True, draft=code.replace("values, 'slow')\n", "values, 'fast')\n"))
+    assert by_file(check(tmp_path / "b"))["draft.py"] == [(7, "HDL101")]

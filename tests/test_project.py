@@ -2575,16 +2575,6 @@ def test_a_method_called_on_a_parameter_runs_on_the_class_every_call_passes(tmp_
     "\n\ndef draft(head, hidden):\n    def step(head):\n        return head.next_state(hidden)\n"
     "    return step(Manager())\n\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
     "        self.head = MarkovHead()\n\n    def forward(self, hidden):\n        return draft(self.head, hidden)\n",
-    # `Sub.run_head(obj, ...)` of an inherited method passes the object first: the head is the second argument.
-    "\n\nclass Base:\n    def run_head(self, head, hidden):\n        return head.next_state(hidden)\n\n\n"
-    "class Sub(Base):\n    pass\n\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-    "        self.manager = Manager()\n\n    def forward(self, hidden):\n"
-    "        return Sub.run_head(Sub(), self.manager, hidden)\n",
-    # `type(obj).run_head(obj, ...)` passes the object first too.
-    "\n\nclass Base:\n    def run_head(self, head, hidden):\n        return head.next_state(hidden)\n\n\n"
-    "class Sub(Base):\n    pass\n\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-    "        self.sub = Sub()\n        self.manager = Manager()\n\n    def forward(self, hidden):\n"
-    "        return type(self.sub).run_head(self.sub, self.manager, hidden)\n",
     # An element of a container is no object of the container's class.
     "\n\nclass Stack:\n    def __init__(self):\n        self.items = [Manager()]\n\n    def __getitem__(self, i):\n"
     "        return self.items[i]\n\n\ndef draft(head, hidden):\n    return head.next_state(hidden)\n\n\n"
@@ -2594,6 +2584,40 @@ def test_a_method_called_on_a_parameter_runs_on_the_class_every_call_passes(tmp_
 def test_a_parameter_whose_objects_the_calls_do_not_all_show_keeps_every_method_of_the_name(tmp_path, rest):
     make_project(tmp_path, heads=TWO_HEADS + rest)
     assert by_file(check(tmp_path)).get("heads.py", []) == [(6, "HDL201"), (11, "HDL201")]
+
+
+ON_A_CLASS = (
+    "\n\nclass Base:\n    def run_head(self, head, hidden):\n        return head.next_state(hidden)\n\n\n"
+    "class Sub(Base):\n    pass\n\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.sub = Sub()\n        self.manager = Manager()\n\n    def forward(self, hidden):\n"
+    "        sub = self.sub\n        return {call}\n")
+
+
+@pytest.mark.parametrize("call", [
+    "Sub.run_head(sub, self.manager, hidden)",  # a method `Sub` inherits
+    "type(sub).run_head(sub, self.manager, hidden)",
+    "sub.__class__.run_head(sub, self.manager, hidden)",
+    "self.sub.__class__.run_head(self.sub, self.manager, hidden)",
+])
+def test_a_method_called_on_a_class_takes_the_object_first(tmp_path, call):
+    # The head is the second argument, a `Manager`: only its `next_state` runs.
+    make_project(tmp_path, heads=TWO_HEADS + ON_A_CLASS.replace("{call}", call))
+    assert by_file(check(tmp_path)).get("heads.py", []) == [(11, "HDL201")]
+
+
+@pytest.mark.parametrize("imported", [False, True])
+def test_an_inherited_method_called_on_a_subclass_is_hot(tmp_path, imported):
+    # `Sub.compute(self, x)` runs `Base.compute`: found on the class, not by the method's name (which takes only
+    # names like `run_head`), whether `Sub` is defined in the module or imported.
+    base = "class Base:\n    def compute(self, x):\n        return x.cuda().sum().item()\n\n\nclass Sub(Base):\n    pass\n"
+    model = ("from torch import nn\n{head}\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+             "        return Sub.compute(self, x)\n")
+    if imported:
+        make_project(tmp_path, base=base, model=model.replace("{head}", "from .base import Sub\n"))
+        assert by_file(check(tmp_path)) == {"base.py": [(3, "HDL201")]}
+    else:
+        make_project(tmp_path, model=model.replace("{head}", "\n\n" + base))
+        assert by_file(check(tmp_path)) == {"model.py": [(6, "HDL201")]}
 
 
 def test_a_parameter_passed_objects_whose_mixin_overrides_the_base_keeps_the_mixins_method(tmp_path):
@@ -2641,3 +2665,81 @@ def test_classes_sharing_a_mixin_reach_the_method_of_the_base_after_it(tmp_path)
             "class Model(nn.Module):\n    def forward(self, hidden):\n        return draft(A(), hidden), draft(B(), hidden)\n")
     make_project(tmp_path, heads=code)
     assert by_file(check(tmp_path)).get("heads.py", []) == [(6, "HDL201")]
+
+
+def test_a_tensor_passed_to_a_method_called_on_its_class_is_placed_by_its_position(tmp_path):
+    # `t` is the third argument of `Sub.read_value(self, 2.0, x.cuda())`, the object coming first: on the GPU.
+    make_project(tmp_path, model=(
+        "from torch import nn\n\n\nclass Base:\n    def read_value(self, scale, t):\n"
+        "        return t.item() * scale\n\n\nclass Sub(Base):\n    pass\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        return Sub.read_value(self, 2.0, x.cuda())\n"))
+    findings = check(tmp_path)
+    assert by_file(findings) == {"model.py": [(6, "HDL201")]}
+    assert "Model.forward -> Base.read_value" in findings[0]["message"]
+
+
+HELD_HEADS = TWO_HEADS + '''
+
+def draft_block(*, head, hidden):
+    return head.next_state(hidden)
+
+
+class Holder:
+    def __init__(self):
+        self.head = MarkovHead()
+
+
+class Drafter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.holder = Holder()
+
+    def forward(self, hidden):
+        {call}
+'''
+
+
+@pytest.mark.parametrize("call", [
+    "return self.holder.head.next_state(hidden)",
+    "head = self.holder.head\n        return head.next_state(hidden)",
+    "return draft_block(head=self.holder.head, hidden=hidden)",
+])
+def test_a_method_called_on_an_attribute_of_an_attribute_runs_on_its_class(tmp_path, call):
+    # `self.holder.head` is the `MarkovHead` that `Holder` makes: the unrelated `Manager.next_state` does not run.
+    make_project(tmp_path, heads=HELD_HEADS.replace("{call}", call))
+    assert by_file(check(tmp_path)).get("heads.py", []) == [(6, "HDL201")]
+
+
+@pytest.mark.parametrize(("holders", "built"), [
+    # Another object stores a `Manager` into the holder's `head`.
+    ("", "self.holder = Holder()\n        self.holder.head = Manager()"),
+    # A subclass of the holder gives `head` another class.
+    ("\n\nclass ManagedHolder(Holder):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.head = Manager()\n", "self.holder = holder"),
+])
+def test_an_attribute_of_an_attribute_whose_class_may_differ_keeps_every_method_of_the_name(tmp_path, holders,
+                                                                                          built):
+    text = HELD_HEADS.replace("{call}", "return self.holder.head.next_state(hidden)") + holders
+    text = text.replace("def __init__(self):\n        super().__init__()\n        self.holder = Holder()",
+                        f"def __init__(self, holder: Holder):\n        super().__init__()\n        {built}")
+    make_project(tmp_path, heads=text)
+    assert by_file(check(tmp_path)).get("heads.py", []) == [(6, "HDL201"), (11, "HDL201")]
+
+
+def test_a_method_of_an_attribute_of_an_objects_class_is_called_on_the_attribute(tmp_path):
+    # `self.__class__.shared` is an object (a class attribute): `read_value` binds it, and `t` is `x.cuda()`.
+    make_project(tmp_path, model=(
+        "from torch import nn\n\n\nclass Store:\n    def read_value(self, t):\n        return t.item()\n\n\n"
+        "class Model(nn.Module):\n    shared = Store()\n\n    def forward(self, x):\n"
+        "        return self.__class__.shared.read_value(x.cuda())\n"))
+    assert by_file(check(tmp_path)) == {"model.py": [(6, "HDL201")]}
+
+
+def test_a_graph_replayed_through_an_attribute_of_an_attribute_makes_a_root(tmp_path):
+    make_project(tmp_path, runner=(
+        "import torch\n\n\nclass Holder:\n    def __init__(self):\n        self.graph = torch.cuda.CUDAGraph()\n\n\n"
+        "class Runner:\n    def __init__(self):\n        self.holder = Holder()\n\n"
+        "    def run_graph(self, x):\n        self.holder.graph.replay()\n        return x.cuda().item()\n"))
+    findings = check(tmp_path)
+    assert by_file(findings) == {"runner.py": [(15, "HDL201")]}
+    assert "hot: Runner.run_graph)" in findings[0]["message"]  # a root itself: it replays a CUDA graph
