@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .branches import non_tensor_branch
-from .facts import HOST_TENSOR_TYPES, Device, FileFacts, Placement
+from .facts import CUDA_TENSOR_TYPES, HOST_TENSOR_TYPES, Device, FileFacts, Placement
 from .hotness import context_at, only_when_empty, runs_once
-from .placement import classify_device, classify_placement
+from .placement import classify_device, classify_placement, tensor_type_name
 from .project import short_name
 from .syntax import dotted_name
 from .values import PinData, pin_data_kind
@@ -31,6 +31,8 @@ else:
 # torch factories that accept `pin_memory=` (checked against torch 2.13: `as_tensor` and the `*_like` do not).
 PINNABLE_FACTORIES = frozenset({"tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint",
                                 "randperm", "linspace", "eye"})
+# The methods that copy a tensor to a device: `x.cuda()`, `x.to(device)`, `x.type(torch.cuda.FloatTensor)`.
+COPY_METHODS = frozenset({"cuda", "to", "type"})
 SYNC_CALLS = frozenset({"synchronize"})  # torch.cuda.synchronize(), event.synchronize(), stream.synchronize()
 
 
@@ -248,11 +250,13 @@ def constant_upload(call: cst.Call) -> ConstantFill | None:
 
 @dataclass(frozen=True)
 class Copy:
-    """A `.cuda(...)` / `.to(...)` call that moves a tensor, and where to."""
+    """A `.cuda(...)` / `.to(...)` / `.type(<CUDA tensor type>)` call that moves a tensor, and where to."""
 
     source: cst.BaseExpression  # the tensor being moved
-    device: cst.BaseExpression | None  # None: `.cuda()` (the current CUDA device)
+    device: cst.BaseExpression | None  # None: `.cuda()` (the current CUDA device); the type for `.type(...)`
     non_blocking: cst.BaseExpression | None
+    # False for `.type(...)`: `non_blocking=True` there is no rewrite a GPU run of the fix verifier has checked
+    rewritable: bool = True
 
 
 DTYPE_NAMES = frozenset({"float", "float16", "float32", "float64", "half", "bfloat16", "double", "int", "int8",
@@ -284,15 +288,19 @@ def device_like(facts: FileFacts, node: ast.expr, line: int) -> Device | None:
 
 
 def copy_device(facts: FileFacts, call: ast.Call, line: int) -> Device | None:
-    """The device `call` copies to, when it is `x.cuda(...)` or `x.to(<device-like>, ...)` (not a dtype cast);
-    None when it is no copy. On the ast, so that rules can skip other calls before LibCST parses them."""
+    """The device `call` copies to, when it is `x.cuda(...)`, `x.to(<device-like>, ...)` (not a dtype cast) or
+    `x.type(torch.cuda.FloatTensor)` (a CUDA tensor type); None when it is no copy. On the ast, so that rules can
+    skip other calls before LibCST parses them."""
     func = call.func
-    if not isinstance(func, ast.Attribute) or func.attr not in ("cuda", "to") \
+    if not isinstance(func, ast.Attribute) or func.attr not in COPY_METHODS \
             or any(isinstance(arg, ast.Starred) for arg in call.args) \
             or any(keyword.arg is None for keyword in call.keywords):
         return None
     positional = call.args
     keywords = {keyword.arg: keyword.value for keyword in call.keywords}
+    if func.attr == "type":
+        named = positional[0] if len(positional) == 1 else keywords.get("dtype") if not positional else None
+        return Device.CUDA if named is not None and tensor_type_name(facts, named) in CUDA_TENSOR_TYPES else None
     if func.attr == "cuda":
         if len(positional) > 1:
             return None
@@ -305,10 +313,10 @@ def copy_device(facts: FileFacts, call: ast.Call, line: int) -> Device | None:
 
 
 def copy_of(facts: FileFacts, call: cst.Call, line: int) -> tuple[Copy, Device] | None:
-    """The copy `call` makes, when it is `x.cuda(...)` or `x.to(<device-like>, ...)`, and its device (as
-    `copy_device` finds it); else None."""
+    """The copy `call` makes, when it is `x.cuda(...)`, `x.to(<device-like>, ...)` or `x.type(<CUDA tensor
+    type>)`, and its device (as `copy_device` finds it); else None."""
     func = call.func
-    if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to"):
+    if not isinstance(func, cst.Attribute) or func.attr.value not in COPY_METHODS:
         return None  # the common case, decided before converting the call
     device = copy_device(facts, to_ast(call), line)
     if device is None:
@@ -317,12 +325,14 @@ def copy_of(facts: FileFacts, call: cst.Call, line: int) -> tuple[Copy, Device] 
     keywords = keywords_of(call)
     device_keyword = keywords["device"].value if "device" in keywords else None
     first = positional[0].value if positional else None
-    if func.attr.value == "cuda":
+    if func.attr.value == "type":
+        target = first if first is not None else keywords["dtype"].value
+    elif func.attr.value == "cuda":
         target = first if first is not None else device_keyword
     else:
         target = device_keyword if device_keyword is not None else first
     non_blocking = keywords.get("non_blocking")
-    return Copy(func.value, target, non_blocking and non_blocking.value), device
+    return Copy(func.value, target, non_blocking and non_blocking.value, func.attr.value != "type"), device
 
 
 def host_factory(facts: FileFacts, node: ast.expr) -> str | None:

@@ -340,8 +340,11 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
             continue
         if called == "cuda" and func.__class__ is ast.Attribute or called == "current_device" \
                 or called in ("to", "device") and call.args and _ordinal(call.args[0]) \
-                or called.endswith("Tensor") and terminal_name(getattr(func, "value", None)) == "cuda":
-            gpu = True  # (`torch.cuda.FloatTensor(...)`: a legacy constructor makes a CUDA tensor)
+                or called.endswith("Tensor") and terminal_name(getattr(func, "value", None)) == "cuda" \
+                or called == "type" and len(call.args) == 1 and _names_a_cuda_tensor_type(call.args[0]):
+            # (`torch.cuda.FloatTensor(...)`: a legacy constructor makes a CUDA tensor; `x.type(torch.cuda.
+            # FloatTensor)` converts to one)
+            gpu = True
         elif called == "to" and async_copy_target(call) is not None:
             async_copy = True
         elif called in _STREAM_CALLS or called == "stream" and terminal_name(getattr(func, "value", None)) == "cuda":
@@ -392,6 +395,13 @@ def _ordinal(expr: ast.expr) -> bool:
     if isinstance(expr, ast.IfExp):
         return _ordinal(expr.body) or _ordinal(expr.orelse)
     return isinstance(expr, ast.Constant) and type(expr.value) is int
+
+
+def _names_a_cuda_tensor_type(expr: ast.expr) -> bool:
+    """`torch.cuda.FloatTensor` (any attribute `<...>.cuda.<X>Tensor`) or the string `"torch.cuda.FloatTensor"`."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str) and expr.value.startswith("torch.cuda.") and expr.value.endswith("Tensor")
+    return isinstance(expr, ast.Attribute) and expr.attr.endswith("Tensor") and terminal_name(expr.value) == "cuda"
 
 
 def _imported_names(imports: list[ast.Import | ast.ImportFrom]) -> dict[str, str]:

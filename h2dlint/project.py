@@ -126,7 +126,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 45
+SUMMARY_VERSION = 46
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 3
 # How many files the summary cache is kept in (SummaryCache): an edit reads and writes one of them.

@@ -4,6 +4,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from h2dlint.copies import (
+    COPY_METHODS,
     copy_device,
     copy_of,
     factory_data,
@@ -43,7 +44,8 @@ else:
 class BlockingHostTensorCopy(Rule):
     """
     ## What it does
-    Finds `.cuda()` and `.to(<device>)` without `non_blocking=True` on a tensor known
+    Finds `.cuda()`, `.to(<device>)` and `.type(torch.cuda.FloatTensor)` (a legacy CUDA
+    tensor type, named or as its string) without `non_blocking=True` on a tensor known
     to be on the host: a fresh torch factory without `device=` (`torch.tensor(x)`,
     `torch.zeros(n)`; `torch.tensor(t)` of a tensor stays where `t` is, so only when `t`
     is on the host), `torch.from_numpy(a)`, a legacy constructor (`torch.LongTensor(ids)`),
@@ -87,7 +89,8 @@ class BlockingHostTensorCopy(Rule):
       block until the copy ends.
     - an inline `.pin_memory()` source: the fix adds `non_blocking=True`.
 
-    No rewrite is offered for a pageable source that already exists (a name,
+    No rewrite is offered for `.type(<CUDA tensor type>)` (`.to("cuda", dtype)` says the
+    same and may take `non_blocking=True`; write it by hand), nor for a pageable source that already exists (a name,
     `torch.from_numpy(a)`, `.cpu()`): adding `non_blocking=True` alone gives a
     "false async" copy (CUDA stages pageable memory and may still synchronize), and
     `.pin_memory()` on it is an extra host copy that can cost more than it saves.
@@ -128,9 +131,9 @@ class BlockingHostTensorCopy(Rule):
 
     code = "HDL102"
     name = "blocking-host-tensor-copy"
-    summary = "`.cuda()` / `.to(<gpu>)` of a host tensor without `non_blocking=True` blocks the host"
-    call_names = frozenset({"cuda", "to"})
-    prefilter = TokensApart(r"\.", r"(?:cuda|to)\b", r"\(", gap=")")  # `.to(`, `.to (`, `(x.cuda)()`
+    summary = "`.cuda()` / `.to(<gpu>)` / `.type(torch.cuda.FloatTensor)` of a host tensor without `non_blocking=True` blocks the host"
+    call_names = COPY_METHODS
+    prefilter = TokensApart(r"\.", r"(?:cuda|to|type)\b", r"\(", gap=")")  # `.to(`, `.to (`, `(x.cuda)()`
     text_test_spares_only_parsing = True
 
     valid_examples = (
@@ -156,6 +159,8 @@ class BlockingHostTensorCopy(Rule):
               "        self.inv_freq = torch.arange(n)\n"
               "    def forward(self, x):\n        return self.inv_freq.to(x.device)\n"),
         Valid("import torch\ndef load_weights(model, n):\n    return torch.arange(n).cuda()\n"),
+        Valid("import torch\ndef forward(n, x):\n"
+              "    return x.cuda().type(torch.cuda.HalfTensor) + torch.arange(n).type(torch.float16)\n"),
     )
     invalid_examples = (
         Invalid("import torch\ndef forward(x):\n    return x * torch.FloatTensor([0.5]).to(x.device)\n", None,
@@ -165,6 +170,10 @@ class BlockingHostTensorCopy(Rule):
         Invalid("import torch\nfrom torch.utils.data import DataLoader\ndef train(model, dataset):\n"
                 "    for step, (inputs, labels) in enumerate(DataLoader(dataset, batch_size=8)):\n"
                 "        model(inputs.cuda(), labels)\n", None, message_contains="a batch from a data loader"),
+        Invalid("import torch\ndef forward(heatmap):\n"
+                "    return heatmap * torch.arange(heatmap.shape[-1]).type(torch.cuda.FloatTensor)\n", None,
+                message_contains="copies a host tensor to a CUDA device with a blocking copy in `forward`"),
+        Invalid("import torch\ndef forward(n):\n    return torch.zeros(n).type('torch.cuda.FloatTensor')\n", None),
         Invalid("import torch\ndef forward(ids):\n    return torch.tensor([1, 2]).cuda()\n",
                 "import torch\ndef forward(ids):\n    return torch.tensor([1, 2], pin_memory=True).cuda(non_blocking=True)\n"),
         Invalid("import torch\ndef forward(n, device):\n    return torch.arange(n).to(device)\n",
@@ -267,6 +276,8 @@ class BlockingHostTensorCopy(Rule):
         self.report(node, message, fix)
 
     def _fix(self, node: cst.Call, copy, device, fresh) -> Fix | None:
+        if not copy.rewritable:
+            return None
         facts = self.context.facts
         unsafe = []
         if facts.uses_several_streams:

@@ -4,6 +4,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from h2dlint.copies import (
+    COPY_METHODS,
     copy_device,
     copy_of,
     does_not_repeat,
@@ -100,7 +101,7 @@ class FalseAsyncCopy(Rule):
     code = "HDL104"
     name = "false-async-copy"
     summary = "`non_blocking=True` copy from pageable host memory is not truly async; pin the source"
-    call_names = frozenset({"cuda", "to"})
+    call_names = COPY_METHODS
     prefilter = ("non_blocking",)
     text_test_spares_only_parsing = True
 
@@ -206,6 +207,8 @@ class FalseAsyncCopy(Rule):
         self.report(node, message, self._fix(node, copy, device, fresh[0], fresh[1], start.line))
 
     def _fix(self, node, copy, device, factory, name, line) -> Fix | None:
+        if not copy.rewritable:
+            return None
         torch_local, extra_edits = torch_name(self)
         if torch_local is None:
             return None

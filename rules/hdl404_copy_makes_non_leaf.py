@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from h2dlint.copies import copy_of, fresh_host_factory, is_literal, join_args, keywords_of, shown
+from h2dlint.copies import COPY_METHODS, copy_of, fresh_host_factory, is_literal, join_args, keywords_of, shown
 from h2dlint.facts import Device
 from h2dlint.gaps import TokensApart
 from h2dlint.hotness import context_at, in_test_code
@@ -84,7 +84,7 @@ class CopyMakesNonLeaf(Rule):
     code = "HDL404"
     name = "copy-makes-non-leaf"
     summary = "`torch.tensor(x, requires_grad=True).to(device)` is not a leaf: its `.grad` stays None"
-    call_names = frozenset({"cuda", "to"})
+    call_names = COPY_METHODS
     prefilter = TokensApart("requires_grad", "=")
     text_test_spares_only_parsing = True
 
