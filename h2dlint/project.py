@@ -126,7 +126,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 46
+SUMMARY_VERSION = 47
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 3
 # How many files the summary cache is kept in (SummaryCache): an edit reads and writes one of them.
@@ -822,6 +822,9 @@ def call_reference(call: ast.Call, params: dict, self_name: str | None) -> str |
     held = _attribute_of_attribute(receiver, self_name)
     if held is not None:  # `self.tokenizer.encoder.encode(x)`: on the type of an attribute's attribute
         return f"rc:{held}@.{method}"
+    dotted = dotted_name(receiver)  # `pkg.layers.Sub.method(x)`, `np.random.default_rng()`
+    if dotted and dotted.partition(".")[0] != self_name:
+        return f"d:{dotted}.{method}"
     return f"a:{method}"
 
 

@@ -2605,15 +2605,18 @@ def test_a_method_called_on_a_class_takes_the_object_first(tmp_path, call):
     assert by_file(check(tmp_path)).get("heads.py", []) == [(11, "HDL201")]
 
 
-@pytest.mark.parametrize("imported", [False, True])
+@pytest.mark.parametrize("imported", ["", "from .base import Sub", "import pkg.base"])
 def test_an_inherited_method_called_on_a_subclass_is_hot(tmp_path, imported):
     # `Sub.compute(self, x)` runs `Base.compute`: found on the class, not by the method's name (which takes only
-    # names like `run_head`), whether `Sub` is defined in the module or imported.
+    # names like `run_head`), whether `Sub` is defined in the module, imported, or named by its module's path.
     base = "class Base:\n    def compute(self, x):\n        return x.cuda().sum().item()\n\n\nclass Sub(Base):\n    pass\n"
     model = ("from torch import nn\n{head}\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
              "        return Sub.compute(self, x)\n")
     if imported:
-        make_project(tmp_path, base=base, model=model.replace("{head}", "from .base import Sub\n"))
+        model = model.replace("{head}", imported + "\n")
+        if imported.startswith("import"):
+            model = model.replace("Sub.compute", "pkg.base.Sub.compute")
+        make_project(tmp_path, base=base, model=model)
         assert by_file(check(tmp_path)) == {"base.py": [(3, "HDL201")]}
     else:
         make_project(tmp_path, model=model.replace("{head}", "\n\n" + base))
