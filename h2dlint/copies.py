@@ -255,8 +255,9 @@ class Copy:
     source: cst.BaseExpression  # the tensor being moved
     device: cst.BaseExpression | None  # None: `.cuda()` (the current CUDA device); the type for `.type(...)`
     non_blocking: cst.BaseExpression | None
-    # False for `.type(...)`: `non_blocking=True` there is no rewrite a GPU run of the fix verifier has checked
-    rewritable: bool = True
+    # `.type(<CUDA tensor type>)`: no rewrite is offered (no GPU run of the fix verifier has checked one), and the
+    # type may be an integer one, whose result takes no gradient
+    legacy_type: bool = False
 
 
 DTYPE_NAMES = frozenset({"float", "float16", "float32", "float64", "half", "bfloat16", "double", "int", "int8",
@@ -332,7 +333,7 @@ def copy_of(facts: FileFacts, call: cst.Call, line: int) -> tuple[Copy, Device] 
     else:
         target = device_keyword if device_keyword is not None else first
     non_blocking = keywords.get("non_blocking")
-    return Copy(func.value, target, non_blocking and non_blocking.value, func.attr.value != "type"), device
+    return Copy(func.value, target, non_blocking and non_blocking.value, func.attr.value == "type"), device
 
 
 def host_factory(facts: FileFacts, node: ast.expr) -> str | None:

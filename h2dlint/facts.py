@@ -332,7 +332,7 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
     gpu = any(placement_by_attribute_name(attr) is Placement.GPU for attr in attributes) or any(
         keyword.arg == "device" and _ordinal(keyword.value) for keyword in keywords)
     streams = gloo = async_copy = False
-    collective_calls = []
+    collective_calls, type_calls = [], []
     for call in calls:
         func = call.func
         called = func.attr if func.__class__ is ast.Attribute else func.id if func.__class__ is ast.Name else None
@@ -340,11 +340,10 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
             continue
         if called == "cuda" and func.__class__ is ast.Attribute or called == "current_device" \
                 or called in ("to", "device") and call.args and _ordinal(call.args[0]) \
-                or called.endswith("Tensor") and terminal_name(getattr(func, "value", None)) == "cuda" \
-                or called == "type" and len(call.args) == 1 and _names_a_cuda_tensor_type(call.args[0]):
-            # (`torch.cuda.FloatTensor(...)`: a legacy constructor makes a CUDA tensor; `x.type(torch.cuda.
-            # FloatTensor)` converts to one)
-            gpu = True
+                or called.endswith("Tensor") and terminal_name(getattr(func, "value", None)) == "cuda":
+            gpu = True  # (`torch.cuda.FloatTensor(...)`: a legacy constructor makes a CUDA tensor)
+        elif called == "type" and func.__class__ is ast.Attribute:
+            type_calls.append(call)  # `x.type(torch.cuda.FloatTensor)` converts to one (judged once imports are known)
         elif called == "to" and async_copy_target(call) is not None:
             async_copy = True
         elif called in _STREAM_CALLS or called == "stream" and terminal_name(getattr(func, "value", None)) == "cuda":
@@ -363,6 +362,8 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
             gpu = _may_be_read_as_device(node, parent)
     identifiers = names | attributes | parameters
     imported = _imported_names(imports)
+    gpu = gpu or any(_names_a_cuda_tensor_type(named, imported) for call in type_calls
+                     for named in (*call.args[:1], *(kw.value for kw in call.keywords if kw.arg == "dtype")))
     other_accelerator = other_accelerator or any(module.split(".")[0] in _OTHER_ACCELERATOR_MODULES
                                                  for module in imported.values())
     gloo = gloo or any("gloo" in identifier.lower() for identifier in identifiers)
@@ -397,11 +398,12 @@ def _ordinal(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Constant) and type(expr.value) is int
 
 
-def _names_a_cuda_tensor_type(expr: ast.expr) -> bool:
-    """`torch.cuda.FloatTensor` (any attribute `<...>.cuda.<X>Tensor`) or the string `"torch.cuda.FloatTensor"`."""
+def _names_a_cuda_tensor_type(expr: ast.expr, imported: dict[str, str]) -> bool:
+    """`torch.cuda.FloatTensor`, as written or imported (`from torch.cuda import FloatTensor as F`), or the string
+    `"torch.cuda.FloatTensor"`: what `placement.tensor_type_name` finds a CUDA tensor type."""
     if isinstance(expr, ast.Constant):
-        return isinstance(expr.value, str) and expr.value.startswith("torch.cuda.") and expr.value.endswith("Tensor")
-    return isinstance(expr, ast.Attribute) and expr.attr.endswith("Tensor") and terminal_name(expr.value) == "cuda"
+        return expr.value in CUDA_TENSOR_TYPES
+    return qualified_name(dotted_name(expr), imported) in CUDA_TENSOR_TYPES
 
 
 def _imported_names(imports: list[ast.Import | ast.ImportFrom]) -> dict[str, str]:

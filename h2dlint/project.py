@@ -126,7 +126,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 47
+SUMMARY_VERSION = 48
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 3
 # How many files the summary cache is kept in (SummaryCache): an edit reads and writes one of them.
@@ -1875,7 +1875,11 @@ class ProjectModel:
             held_class = self._class_called_on(record, reference) if target is None else None
             if held_class is not None:  # `Sub.method(obj, x)` of a method `Sub` inherits: found as on `Sub`
                 return self._dispatch(held_class, name.rpartition(".")[2], overrides=False)
-            if target is None and kind == "d" and name.split(".")[0] not in self._imports(module):
+            imported = self._imports(module).get(name.partition(".")[0]) if kind == "d" else None
+            if target is None and kind == "d" and (imported is None or name.count(".") > 1
+                                                   and self._as_project_name(imported) is not None):
+                # On a local, or deeper in a project module or class than the model follows
+                # (`config.runner.engine.run(x)`); a chain headed by another library's module runs no project code.
                 holder, _, method = name.rpartition(".")
                 typed = record.get("locals", {}).get(holder)
                 held = self._class_of(record, typed) if typed else None

@@ -90,8 +90,8 @@ class BlockingHostTensorCopy(Rule):
     - an inline `.pin_memory()` source: the fix adds `non_blocking=True`.
 
     No rewrite is offered for `.type(<CUDA tensor type>)` (`.to("cuda", dtype)` says the
-    same and may take `non_blocking=True`; write it by hand), nor for a pageable source that already exists (a name,
-    `torch.from_numpy(a)`, `.cpu()`): adding `non_blocking=True` alone gives a
+    same and may take `non_blocking=True`; write it by hand), nor for a pageable source
+    that already exists (a name, `torch.from_numpy(a)`, `.cpu()`): adding `non_blocking=True` alone gives a
     "false async" copy (CUDA stages pageable memory and may still synchronize), and
     `.pin_memory()` on it is an extra host copy that can cost more than it saves.
     Keep a pinned staging buffer instead, and mind HDL402 when reusing it.
@@ -131,7 +131,7 @@ class BlockingHostTensorCopy(Rule):
 
     code = "HDL102"
     name = "blocking-host-tensor-copy"
-    summary = "`.cuda()` / `.to(<gpu>)` / `.type(torch.cuda.FloatTensor)` of a host tensor without `non_blocking=True` blocks the host"
+    summary = "`.cuda()` / `.to(<gpu>)` / `.type(torch.cuda.X)` of a host tensor without `non_blocking=True` blocks the host"
     call_names = COPY_METHODS
     prefilter = TokensApart(r"\.", r"(?:cuda|to|type)\b", r"\(", gap=")")  # `.to(`, `.to (`, `(x.cuda)()`
     text_test_spares_only_parsing = True
@@ -174,6 +174,10 @@ class BlockingHostTensorCopy(Rule):
                 "    return heatmap * torch.arange(heatmap.shape[-1]).type(torch.cuda.FloatTensor)\n", None,
                 message_contains="copies a host tensor to a CUDA device with a blocking copy in `forward`"),
         Invalid("import torch\ndef forward(n):\n    return torch.zeros(n).type('torch.cuda.FloatTensor')\n", None),
+        Invalid("import torch\nfrom torch.cuda import FloatTensor as F\ndef forward(n):\n    return torch.zeros(n).type(F)\n",
+                None),
+        Invalid("import torch\nimport torch.cuda as tc\ndef forward(n):\n"
+                "    return torch.zeros(n).type(dtype=tc.FloatTensor)\n", None),
         Invalid("import torch\ndef forward(ids):\n    return torch.tensor([1, 2]).cuda()\n",
                 "import torch\ndef forward(ids):\n    return torch.tensor([1, 2], pin_memory=True).cuda(non_blocking=True)\n"),
         Invalid("import torch\ndef forward(n, device):\n    return torch.arange(n).to(device)\n",
@@ -276,7 +280,7 @@ class BlockingHostTensorCopy(Rule):
         self.report(node, message, fix)
 
     def _fix(self, node: cst.Call, copy, device, fresh) -> Fix | None:
-        if not copy.rewritable:
+        if copy.legacy_type:
             return None
         facts = self.context.facts
         unsafe = []

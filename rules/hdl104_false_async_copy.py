@@ -207,7 +207,7 @@ class FalseAsyncCopy(Rule):
         self.report(node, message, self._fix(node, copy, device, fresh[0], fresh[1], start.line))
 
     def _fix(self, node, copy, device, factory, name, line) -> Fix | None:
-        if not copy.rewritable:
+        if copy.legacy_type:
             return None
         torch_local, extra_edits = torch_name(self)
         if torch_local is None:

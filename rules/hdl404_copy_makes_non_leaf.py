@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from h2dlint.copies import COPY_METHODS, copy_of, fresh_host_factory, is_literal, join_args, keywords_of, shown
+from h2dlint.copies import copy_of, fresh_host_factory, is_literal, join_args, keywords_of, shown
 from h2dlint.facts import Device
 from h2dlint.gaps import TokensApart
 from h2dlint.hotness import context_at, in_test_code
@@ -84,11 +84,14 @@ class CopyMakesNonLeaf(Rule):
     code = "HDL404"
     name = "copy-makes-non-leaf"
     summary = "`torch.tensor(x, requires_grad=True).to(device)` is not a leaf: its `.grad` stays None"
-    call_names = COPY_METHODS
+    call_names = frozenset({"cuda", "to"})
     prefilter = TokensApart("requires_grad", "=")
     text_test_spares_only_parsing = True
 
     valid_examples = (
+        # A legacy tensor type may be an integer one, whose result takes no gradient: not this rule's.
+        Valid("import torch\ndef make():\n    g = torch.zeros(3, requires_grad=True).type(torch.cuda.HalfTensor)\n"
+              "    g.sum().backward()\n    return g.grad\n"),
         Valid("import torch\ndef f(device):\n    return torch.tensor([1.0]).to(device).requires_grad_()\n"),
         Valid("import torch\ndef f(device):\n    return torch.nn.Parameter(torch.zeros(3, requires_grad=True).to(device))\n"),
         Valid("import torch\ndef f(device):\n    return torch.zeros(3, requires_grad=True).to(device).detach()\n"),
@@ -173,7 +176,7 @@ class CopyMakesNonLeaf(Rule):
             return
         copy, device = found
         fresh = fresh_host_factory(facts, copy.source)
-        if device is Device.NOT_CUDA or fresh is None or fresh[1] == "from_numpy":
+        if device is Device.NOT_CUDA or fresh is None or fresh[1] == "from_numpy" or copy.legacy_type:
             return
         factory = fresh[0]
         requires_grad = keywords_of(factory).get("requires_grad")

@@ -2746,3 +2746,17 @@ def test_a_graph_replayed_through_an_attribute_of_an_attribute_makes_a_root(tmp_
     findings = check(tmp_path)
     assert by_file(findings) == {"runner.py": [(15, "HDL201")]}
     assert "hot: Runner.run_graph)" in findings[0]["message"]  # a root itself: it replays a CUDA graph
+
+
+def test_a_call_deep_in_an_imported_project_module_keeps_the_methods_of_its_name(tmp_path):
+    # `config.runner.engine.run_encoder(n)`: the model follows no attribute of a module's object, so the call may
+    # run any method of the name, as one on an object of unknown class; `np.random.default_rng()` runs none.
+    make_project(tmp_path, handler=(
+        "import torch\n\n\nclass Engine:\n    def run_encoder(self, n):\n        return torch.arange(n).cuda()\n"),
+        config="from .handler import Engine\n\n\nclass Runner:\n    engine = Engine()\n\n\nrunner = Runner()\n",
+        model=("import numpy as np\nfrom torch import nn\nfrom pkg import config\n\n\nclass Net(nn.Module):\n"
+               "    def forward(self, x):\n        np.random.default_rng()\n"
+               "        return config.runner.engine.run_encoder(x.shape[0])\n"))
+    findings = check(tmp_path)
+    assert by_file(findings) == {"handler.py": [(6, "HDL102")]}
+    assert "hot: Net.forward -> Engine.run_encoder" in findings[0]["message"]
