@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .branches import non_tensor_branch
-from .facts import CUDA_TENSOR_TYPES, HOST_TENSOR_TYPES, Device, FileFacts, Placement
+from .facts import CUDA_TENSOR_TYPES, HOST_TENSOR_TYPES, Device, FileFacts, Placement, tensor_type_name
 from .hotness import context_at, only_when_empty, runs_once
-from .placement import classify_device, classify_placement, tensor_type_name
+from .placement import classify_device, classify_placement
 from .project import short_name
 from .syntax import dotted_name
 from .values import PinData, pin_data_kind
@@ -301,7 +301,7 @@ def copy_device(facts: FileFacts, call: ast.Call, line: int) -> Device | None:
     keywords = {keyword.arg: keyword.value for keyword in call.keywords}
     if func.attr == "type":
         named = positional[0] if len(positional) == 1 else keywords.get("dtype") if not positional else None
-        return Device.CUDA if named is not None and tensor_type_name(facts, named) in CUDA_TENSOR_TYPES else None
+        return Device.CUDA if named is not None and tensor_type_name(named, facts.aliases) in CUDA_TENSOR_TYPES else None
     if func.attr == "cuda":
         if len(positional) > 1:
             return None

@@ -362,7 +362,7 @@ def evidence_of(tree: ast.Module) -> TreeEvidence:
             gpu = _may_be_read_as_device(node, parent)
     identifiers = names | attributes | parameters
     imported = _imported_names(imports)
-    gpu = gpu or any(_names_a_cuda_tensor_type(named, imported) for call in type_calls
+    gpu = gpu or any(tensor_type_name(named, imported) in CUDA_TENSOR_TYPES for call in type_calls
                      for named in (*call.args[:1], *(kw.value for kw in call.keywords if kw.arg == "dtype")))
     other_accelerator = other_accelerator or any(module.split(".")[0] in _OTHER_ACCELERATOR_MODULES
                                                  for module in imported.values())
@@ -398,12 +398,13 @@ def _ordinal(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Constant) and type(expr.value) is int
 
 
-def _names_a_cuda_tensor_type(expr: ast.expr, imported: dict[str, str]) -> bool:
-    """`torch.cuda.FloatTensor`, as written or imported (`from torch.cuda import FloatTensor as F`), or the string
-    `"torch.cuda.FloatTensor"`: what `placement.tensor_type_name` finds a CUDA tensor type."""
+def tensor_type_name(expr: ast.expr, imported: dict[str, str]) -> str:
+    """The qualified name `expr` gives a tensor type (`torch.cuda.FloatTensor`, as written or imported: `from
+    torch.cuda import FloatTensor as F`), or the string `.type()` also takes; "" for anything else. `imported`: the
+    file's local names -> qualified names (`FileFacts.aliases`)."""
     if isinstance(expr, ast.Constant):
-        return expr.value in CUDA_TENSOR_TYPES
-    return qualified_name(dotted_name(expr), imported) in CUDA_TENSOR_TYPES
+        return expr.value if isinstance(expr.value, str) else ""
+    return qualified_name(dotted_name(expr), imported) or ""
 
 
 def _imported_names(imports: list[ast.Import | ast.ImportFrom]) -> dict[str, str]:

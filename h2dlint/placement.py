@@ -43,6 +43,7 @@ from .facts import (
     host_transfer,
     names_host,
     placement_by_attribute_name,
+    tensor_type_name,
 )
 from .syntax import annotated_name, async_copy_target, certainly_no_tensor, dotted_name
 
@@ -455,7 +456,7 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
                 # `x.type(torch.BoolTensor)` converts to a CPU tensor type (copying a CUDA tensor to the host),
                 # `x.type(torch.cuda.LongTensor)` to a CUDA one; a dtype keeps the placement.
                 named = expr.args[0]
-                kind = tensor_type_name(facts, named)
+                kind = tensor_type_name(named, facts.aliases)
                 if kind in HOST_TENSOR_TYPES:
                     return Placement.HOST
                 if kind in CUDA_TENSOR_TYPES:
@@ -572,14 +573,6 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
 
 
 _TENSOR_DATA = _OpenQuestions(most=3)  # the data of `torch.tensor(t)` being tested
-
-
-def tensor_type_name(facts: FileFacts, expr: ast.expr) -> str:
-    """The qualified name `expr` gives a tensor type (`torch.cuda.FloatTensor`, written so, imported, or as the
-    string `.type()` also takes); "" for anything else."""
-    if isinstance(expr, ast.Constant):
-        return expr.value if isinstance(expr.value, str) else ""
-    return facts.qualify(dotted_name(expr)) or ""
 
 
 def _certainly_tensor(facts: FileFacts, expr: ast.expr, line: int) -> bool:

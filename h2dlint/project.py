@@ -563,15 +563,14 @@ class _Summarizer:
                             _literal_or_parameter(value, pending) if value is not None else [])
         # In the order of the calls, not a set's: a summary must not depend on the process's hash seed (the next
         # run compares it, in order, with this one's to tell whether the model is the same).
-        receivers = dict.fromkeys(reference[2:].partition(".")[0] for reference in record["calls"]
-                                  if reference.startswith("d:") and reference.count(".") == 1)
+        receivers = dict.fromkeys(called[0] for reference in record["calls"]
+                                  if (called := _method_on_a_name(reference)) is not None)
         local_types = {name: typed for name in receivers if name in pending.typed and name not in params
                        and (typed := _local_type(name, pending, self_name))}
         # A parameter with no annotation that a method is called on (`head.init_state(h)`): the model finds its class
         # from what the calls of the function pass (`ProjectModel._type_parameters`).
         local_types.update({name: f"p:{name}" for name in receivers if name in pending.parameters
-                            and name not in params and name not in pending.typed and name not in pending.assigned
-                            and name not in pending.rebound and name not in pending.inner_names})
+                            and name not in params and name not in pending.typed and pending.never_rebound(name)})
         if local_types:
             record["locals"] = local_types
         # The calls made in a nested `def` the function hands on (`register_forward_hook(hook)`, `return hook`):
@@ -819,7 +818,7 @@ def call_reference(call: ast.Call, params: dict, self_name: str | None) -> str |
         dotted = _dotted(receiver)
         if dotted:
             return f"d:{dotted}.{method}"
-    held = _attribute_of_attribute(receiver, self_name)
+    held = _self_attribute(receiver, self_name)  # (`self.x.m()` is written `sa:x.m` above)
     if held is not None:  # `self.tokenizer.encoder.encode(x)`: on the type of an attribute's attribute
         return f"rc:{held}@.{method}"
     dotted = dotted_name(receiver)  # `pkg.layers.Sub.method(x)`, `np.random.default_rng()`
@@ -828,12 +827,15 @@ def call_reference(call: ast.Call, params: dict, self_name: str | None) -> str |
     return f"a:{method}"
 
 
-def _attribute_of_attribute(expr: ast.expr, self_name: str | None) -> str | None:
-    """`sa:x.y` for `self.x.y` (`_type_of`); None for any other expression."""
-    if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Attribute:  # type: ignore[attr-defined]
-        inner = expr.value  # type: ignore[attr-defined]
-        if inner.value.__class__ is ast.Name and inner.value.id == self_name:
-            return f"sa:{inner.attr}.{expr.attr}"  # type: ignore[attr-defined]
+def _self_attribute(expr: ast.expr, self_name: str | None) -> str | None:
+    """`sa:x` for `self.x`, `sa:x.y` for `self.x.y` (see `_local_type`); None for any other expression."""
+    if expr.__class__ is not ast.Attribute:
+        return None
+    inner = expr.value  # type: ignore[attr-defined]
+    if inner.__class__ is ast.Name and inner.id == self_name:
+        return f"sa:{expr.attr}"  # type: ignore[attr-defined]
+    if inner.__class__ is ast.Attribute and inner.value.__class__ is ast.Name and inner.value.id == self_name:
+        return f"sa:{inner.attr}.{expr.attr}"  # type: ignore[attr-defined]
     return None
 
 
@@ -972,6 +974,11 @@ class _Pending:
         # Names bound in a scope of their own inside the function: the parameters of its nested functions and
         # lambdas, the targets of its comprehensions. A call on such a name is not a call on a parameter of its.
         self.inner_names: set[str] = set()
+
+    def never_rebound(self, name: str) -> bool:
+        """Whether the parameter `name` holds what the call passed wherever the function reads it: never assigned
+        nor otherwise rebound, and no nested function's parameter nor comprehension's target of that name."""
+        return name not in self.assigned and name not in self.rebound and name not in self.inner_names
 
     def note_for_types(self, node) -> None:
         if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
@@ -1473,10 +1480,8 @@ def _type_of(expr: ast.expr, pending: _Pending, self_name: str | None, depth: in
         return None
     while isinstance(expr, ast.Subscript):  # an element of a typed container (`list[Group]` records `Group`)
         expr = expr.value
-    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == self_name:
-        return f"sa:{expr.attr}"
     if isinstance(expr, ast.Attribute):
-        return _attribute_of_attribute(expr, self_name)
+        return _self_attribute(expr, self_name)
     if isinstance(expr, ast.Name):
         if expr.id in pending.typed:
             return _local_type(expr.id, pending, self_name, depth + 1)
@@ -1512,8 +1517,7 @@ def _object_passed(expr: ast.expr, pending: _Pending, self_name: str | None, dep
         # assignment of which gives the same.
         name = expr.id  # type: ignore[attr-defined]
         if name in pending.parameters:
-            return f"p:{name}" if name not in pending.assigned and name not in pending.rebound \
-                and name not in pending.inner_names else ""
+            return f"p:{name}" if pending.never_rebound(name) else ""
         values = pending.assigned.get(name)
         if not values or depth > 3 or name in pending.inner_names:
             return ""
@@ -1521,9 +1525,7 @@ def _object_passed(expr: ast.expr, pending: _Pending, self_name: str | None, dep
                  for value in values}
         return found.pop() if len(found) == 1 else ""
     if expr.__class__ is ast.Attribute:
-        if expr.value.__class__ is ast.Name and expr.value.id == self_name:  # type: ignore[attr-defined]
-            return f"sa:{expr.attr}"  # type: ignore[attr-defined]
-        return _attribute_of_attribute(expr, self_name) or ""
+        return _self_attribute(expr, self_name) or ""
     if expr.__class__ is ast.Call:
         typed = _type_of(expr, pending, self_name, 0) or ""
         made = typed[2:].rpartition(".")[2][:1] if typed.startswith("c:") else ""
@@ -2094,9 +2096,8 @@ class ProjectModel:
                 continue
             called: dict[str, list[str]] = {}  # by local: the methods called on it
             for reference in record["calls"]:
-                if reference.startswith("d:") and reference.count(".") == 1:
-                    holder, _, method = reference[2:].partition(".")
-                    called.setdefault(holder, []).append(method)
+                if (on_a_name := _method_on_a_name(reference)) is not None:
+                    called.setdefault(on_a_name[0], []).append(on_a_name[1])
             for local, typed in record["locals"].items():
                 methods = called.get(local, [])
                 while typed.startswith("r:"):  # `r:method:<how>`: a method called on the object found so
@@ -3264,6 +3265,15 @@ def _agreed(found: list[AttributePlacement | None]) -> AttributePlacement | None
 def _written_literals(values: frozenset | None) -> str | None:
     """Literal values as an answer keeps them (a string: see FileView.literals); None for unknown."""
     return repr(sorted(values, key=repr)) if values is not None else None
+
+
+def _method_on_a_name(reference: str) -> tuple[str, str] | None:
+    """(`x`, `m`) for a call `x.m(...)` on a bare name (`d:x.m`: a local, a parameter with no annotation, a module,
+    a class); None for any other call."""
+    if not reference.startswith("d:") or reference.count(".") != 1:
+        return None
+    name, _, method = reference[2:].partition(".")
+    return name, method
 
 
 def written_name(reference: str) -> str:
