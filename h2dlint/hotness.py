@@ -93,6 +93,13 @@ def in_test_code(facts: FileFacts, context: CodeContext) -> bool:
     return facts.off_step_module or (context.function or "").startswith("test_")
 
 
+def hot_outside_tests(facts: FileFacts, line: int) -> bool:
+    """Whether `line` is in hot code that is no test code: where the rules of writes into CUDA tensors (HDL106,
+    HDL107) report, as the other copy rules do (`runs_once` says "in a test")."""
+    context = context_at(facts, line)
+    return context.hot and not in_test_code(facts, context)
+
+
 def is_test_path(path: str) -> bool:
     """A test module, by its path (the engine gives it from the project root): in a `test`, `tests` or
     `testing` folder or a folder of test helpers (`test_utils`, `testing_utils`), or named `test_*.py`,

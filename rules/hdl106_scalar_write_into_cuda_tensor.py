@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from h2dlint.branches import untaken_branch
 from h2dlint.copies import where_hot
 from h2dlint.facts import OPEN_GATE, Placement
-from h2dlint.hotness import context_at
+from h2dlint.hotness import hot_outside_tests
 from h2dlint.model import Applicability, Edit, Fix, Position
 from h2dlint.placement import classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
@@ -132,6 +132,9 @@ class ScalarWriteIntoCudaTensor(Rule):
         Valid("import torch\nclass A:\n    def __init__(self, n):\n        self.t = torch.zeros(n, device='cuda')\n"
               "        self.t[0] = 1\n"),
         Valid("import torch\nt = torch.zeros(4, device='cuda')\nt[0] = 1\n"),
+        # a test's set-up, as the other copy rules leave it
+        Valid("import torch\ndef test_kernel(n):\n    t = torch.zeros(n, device='cuda')\n    for i in range(n):\n"
+              "        t[i] = 1\n"),
         Valid("import torch\ndef forward(n):\n    t = torch.zeros(n, device='cuda')\n    t[0, 1] = 0\n    return t\n"),
         Valid("import torch\ndef forward(x):\n    t = torch.zeros(8, device='cuda')\n    t[t > 0] = 0\n"
               "    keep = x > 0\n    t[keep] = 1\n    return t\n"),
@@ -184,7 +187,7 @@ class ScalarWriteIntoCudaTensor(Rule):
         found = []
         for node in facts.assignments:
             if any(isinstance(target, ast.Subscript) for target in node.targets) \
-                    and context_at(facts, node.lineno).hot \
+                    and hot_outside_tests(facts, node.lineno) \
                     and is_python_number(facts, node.value, node.lineno) and not facts.in_torchscript(node.lineno) \
                     and untaken_branch(facts, node.lineno) is None:
                 found.extend(target for target in node.targets

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from h2dlint.branches import untaken_branch
 from h2dlint.copies import where_hot
 from h2dlint.facts import OPEN_GATE, Placement
-from h2dlint.hotness import context_at
+from h2dlint.hotness import hot_outside_tests
 from h2dlint.placement import classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.values import has_index_list
@@ -94,6 +94,9 @@ class ListIndexIntoCudaTensor(Rule):
         Valid("import torch\ndef forward(x):\n    t = torch.zeros(8, 8, device='cuda')\n    t[:, []] = 0\n"),
         Valid("import torch\ndef forward(x):\n    t = torch.zeros(8, 8, device='cuda')\n"
               "    return t[:, 1:3], t[0, 1]\n"),
+        # a test's set-up, as the other copy rules leave it
+        Valid("import torch\ndef test_mask(n):\n    t = torch.zeros(8, 8, device='cuda')\n    for i in range(n):\n"
+              "        t[i, [1, 2]] = 1\n"),
     )
     invalid_examples = (
         Invalid("import torch\ndef forward(x):\n    t = torch.zeros(8, 8, device='cuda')\n    t[:, [1, 2]] = x\n",
@@ -117,7 +120,7 @@ class ListIndexIntoCudaTensor(Rule):
     @classmethod
     def candidates(cls, facts):
         return [node for node in facts.scanned_nodes if isinstance(node, ast.Subscript)
-                and context_at(facts, node.lineno).hot and has_index_list(facts, node)
+                and hot_outside_tests(facts, node.lineno) and has_index_list(facts, node)
                 and classify_placement(facts, node.value, node.lineno) is Placement.GPU
                 and untaken_branch(facts, node.lineno) is None]
 

@@ -4,7 +4,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from h2dlint.facts import OPEN_GATE, Placement
-from h2dlint.hotness import RUN_ONCE_FUNCTIONS, context_at
+from h2dlint.hotness import RUN_ONCE_FUNCTIONS, context_at, hot_outside_tests, in_test_code
 from h2dlint.placement import classify_placement
 from h2dlint.rule import Invalid, Rule, Valid
 from h2dlint.syncs import outside_per_step_code
@@ -195,7 +195,7 @@ def _may_run_often(facts, line: int) -> bool:
     """Hot code outside constructors and weight loading, or code of unknown hotness that may run every step."""
     context = context_at(facts, line)
     if context.hot:
-        return context.function not in RUN_ONCE_FUNCTIONS
+        return context.function not in RUN_ONCE_FUNCTIONS and not in_test_code(facts, context)
     return not outside_per_step_code(context, facts)
 
 
@@ -205,7 +205,7 @@ def _possible_write(facts, target: ast.Subscript) -> str | None:
     line = target.lineno
     tensor, indices = indexed_view(facts, target)
     placement = classify_placement(facts, tensor, line)
-    hot = context_at(facts, line).hot  # where HDL106 and HDL107 report what they prove
+    hot = hot_outside_tests(facts, line)  # where HDL106 and HDL107 report what they prove
     if hot and placement is Placement.GPU and indexes_by_integers(facts, indices, line):
         return None  # HDL106's finding: through a tensor of integers
     if all(_int_like(facts, index, line) for index in indices):
