@@ -548,6 +548,11 @@ def _classify_placement(facts: FileFacts, expr: ast.expr, line: int, depth: int)
         return Placement.GPU if expr.attr in facts.evidence.mirrored and not _holds_no_tensor(facts, expr, line) \
             else Placement.UNKNOWN
     if isinstance(expr, ast.Subscript):
+        if isinstance(expr.value, ast.Call) and isinstance(expr.slice, ast.Constant) \
+                and type(expr.slice.value) is int and facts.project is not None:
+            by_model = _model_call(facts, expr.value, line, expr.slice.value)  # `f(x)[0]`: an element it returns
+            if by_model is not Placement.UNKNOWN:
+                return by_model
         container = classify_placement(facts, expr.value, line, depth)
         if container is Placement.HOST and _named_a_list(expr.value):
             return Placement.UNKNOWN  # an element of a Python list (`param_list[0]`) may be any tensor
@@ -1000,6 +1005,13 @@ def _unpacked_from(facts: FileFacts, name: str, line: int) -> ast.expr | None:
             return call.args[0]
         if not qualified and isinstance(func, ast.Attribute) and func.attr in _TUPLE_OPS:
             return func.value
+        targets = node.targets[0].elts
+        if facts.project is not None and not qualified.startswith("torch.") \
+                and not any(isinstance(target, ast.Starred) for target in targets):
+            # `indices, meta = self._prepare(...)`: an element of what a project function returns (`_model_call`).
+            index = next(index for index, target in enumerate(targets)
+                         if isinstance(target, ast.Name) and target.id == name)
+            return ast.copy_location(ast.Subscript(value=call, slice=ast.Constant(index), ctx=ast.Load()), call)
     return None
 
 
@@ -1031,7 +1043,8 @@ def _receiver_class(facts: FileFacts, receiver: ast.expr, line: int, depth: int 
     """The project class of `receiver` read at `line`, where the file and the model show it: `self`, a parameter
     annotated with a project class, an attribute of such an object whose type the model knows, or a local each
     binding of which that reaches `line` is one of these, all of one class (a copy of itself, `x =
-    copy.deepcopy(x)`, keeps the class)."""
+    copy.deepcopy(x)`, keeps the class); else a local the model types (`meta = Meta(...)`, `meta =
+    self._prepare(...)`: every assignment to it in the function makes an object of one class)."""
     if depth > 4:
         return None
     if isinstance(receiver, ast.Attribute):
@@ -1058,6 +1071,8 @@ def _receiver_class(facts: FileFacts, receiver: ast.expr, line: int, depth: int 
             found = None
             break
         found = bound
+    if found is None and (qualname := facts.qualname_at(line)) is not None:
+        found = facts.project.local_class(qualname, receiver.id)
     known[key] = found
     return found
 
@@ -1109,11 +1124,14 @@ def _model_parameter(facts: FileFacts, name: str, line: int, device: bool = Fals
     return _inferred(facts, placed, device)
 
 
-def _model_call(facts: FileFacts, call: ast.Call, line: int) -> Placement:
-    """Where the result of a call of a project function, made in the outermost function around `line`,
-    lives by the project model."""
+def _model_call(facts: FileFacts, call: ast.Call, line: int, index: int | None = None) -> Placement:
+    """Where the result of a call of a project function (or its element `index`), made in the outermost function
+    around `line`, lives by the project model."""
     qualname = facts.qualname_at(line)
-    placed = facts.project.call_result(qualname, call) if qualname else None
+    if qualname is None:
+        return Placement.UNKNOWN
+    placed = facts.project.call_result(qualname, call) if index is None \
+        else facts.project.call_element(qualname, call, index)
     return _inferred(facts, placed, device=False)
 
 

@@ -126,7 +126,7 @@ _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "asn
                            "returns", "names"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Name, ast.Constant})
-SUMMARY_VERSION = 48
+SUMMARY_VERSION = 49
 # How the summary cache stores the summaries (SummaryCache), apart from what a summary holds.
 _SUMMARY_CACHE_FORMAT = 3
 # How many files the summary cache is kept in (SummaryCache): an edit reads and writes one of them.
@@ -161,7 +161,9 @@ _SUMMARY_SHARDS = 16
 #   classes' "bound": {attr: [method name]} for `self.attr = self.method` (a call of `self.attr(...)` runs it)
 #   classes' "async_targets": [attr] the devices a method copies to, `x.to(self.device, non_blocking=True)`
 #   functions' "decorated": true when a decorator may run it where no call shows (`@property`, `@register_model`)
-#   named: [name] the file uses as values, not to call them (`fn = _impl`, `register(self.hook)`, `return f`)
+#   named: [name] the file uses as values, not to call them (`fn = _impl`, `return f`); named_attributes: [attr]
+#   the same of attributes (`register(self.hook)`); ambiguous: [name] the module binds in more than one way (imported
+#   from two places under `try`/`if`, or imported and defined): `imports` holds only one of them
 # For the values a branch tests (ProjectModel.literals), a literal is ["l", value] (a string, a number, a bool,
 # None), a parameter passed on ["p", parameter] (["p", parameter, "not None"] after `if x is None: raise ...`),
 # Python data that is no tensor ["h"] (a list or tuple display, a comprehension, `.tolist()`:
@@ -180,10 +182,13 @@ _SUMMARY_SHARDS = 16
 #
 # A value (see `_Values`) says symbolically where a tensor or a device comes from, for the model to resolve across
 # files: ["k", placement, why] (known), ["p", parameter], ["a", attr] (`self.attr`), ["sa", attr, attr]
-# (`self.x.y`), ["pa", parameter, attr], ["c", call reference] (what the call returns), ["or", value, value] (an
-# operation on both: on the GPU if either is), ["both", value, value] (one or the other), ["d", value] (the device
+# (`self.x.y`), ["pa", parameter, attr], ["ta", how to find the class of a local (`_local_type`), attr]
+# (`meta.x` of a local `meta = Meta(...)`), ["c", call reference] (what the call returns), ["or", value, value] (an
+# operation on both: on the GPU if either is), ["both", value, value, ...] (one of them), ["d", value] (the device
 # of a tensor, or a device), ["t", value] (a tensor made on a device, or on another tensor's), ["m", call reference,
-# value] (a method called on a value: a project method's result, else a tensor method's); [] for unknown.
+# value] (a method called on a value: a project method's result, else a tensor method's), ["e", index, value]
+# (an element: `f(x)[0]`, or `a, b = f(x)`), ["tuple", value, ...] (a tuple a function returns, written out); []
+# for unknown.
 #   device_context_calls: [(function qualname or "", call reference)] made inside `with torch.device(...)`
 #   evidence: facts.TreeEvidence as data (GPU evidence, mirrored names, streams, collectives, torch, functions)
 #
@@ -230,8 +235,11 @@ class _Summarizer:
         self.device_context_calls: list[tuple[str, str]] = []
         self.reads: set[str] = set()  # attribute names read anywhere in the file
         self.star_imports: list[str] = []  # `from .common import *`: the modules whose names the file re-exports
-        # The names the file uses as values, not to call them (see `_scan`): a function named so is handed on.
+        # The names the file uses as values, not to call them (see `_scan`): a function named so is handed on. Bare
+        # names, which the model resolves in the file's scope, apart from attributes (`register(self.on_alloc)`).
         self.named: dict[str, None] = {}
+        self.named_attributes: dict[str, None] = {}
+        self.rebound_imports: dict[str, None] = {}  # names imported from more than one place (see `summary_layout`)
         # The attributes the file stores into on objects other than `self` (`model.use_cache = False`).
         self.stored: dict[str, None] = {}
         # What the function being summarized does with values, turned into values (`_Values`) at its end.
@@ -257,6 +265,13 @@ class _Summarizer:
             summary["star_imports"] = self.star_imports
         if self.named:
             summary["named"] = list(self.named)
+        if self.named_attributes:
+            summary["named_attributes"] = list(self.named_attributes)
+        # A name imported from two places (under `try`/`if`) or imported and defined names either: `imports` keeps one.
+        defined = {name for statement in tree.body for name in _bound_names(statement, imports=False)}
+        ambiguous = [*self.rebound_imports, *sorted(defined.intersection(self.imports))]
+        if ambiguous:
+            summary["ambiguous"] = list(dict.fromkeys(ambiguous))
         if self.stored:
             summary["stored"] = list(self.stored)
         return summary
@@ -270,13 +285,13 @@ class _Summarizer:
                 if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load):
                     self.named[inner.id] = None
                 elif isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Load):
-                    self.named[inner.attr] = None
+                    self.named_attributes[inner.attr] = None
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
-                    self.imports[alias.asname] = alias.name
+                    self._bind_import(alias.asname, alias.name)
                 else:
                     top = alias.name.split(".")[0]
                     self.imports.setdefault(top, top)
@@ -288,9 +303,14 @@ class _Summarizer:
             base = ".".join([*package, *([node.module] if node.module else [])])
         for alias in node.names:
             if alias.name != "*":
-                self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+                self._bind_import(alias.asname or alias.name, f"{base}.{alias.name}" if base else alias.name)
             elif base and base not in self.star_imports:
                 self.star_imports.append(base)
+
+    def _bind_import(self, name: str, target: str) -> None:
+        if self.imports.get(name, target) != target:  # `try: from .slow import f` / `except: from .fast import f`
+            self.rebound_imports[name] = None
+        self.imports[name] = target
 
     def _body(self, body: list[ast.stmt], prefix: str, class_name: str) -> None:
         for statement in body:
@@ -331,8 +351,10 @@ class _Summarizer:
         if sets:  # as text, as `arguments` is: read back only for the attributes a question reaches
             self.classes[name]["sets"] = {attr: repr(stores) for attr, stores in sets.items()}
         attrs, scalars = self.classes[name]["attrs"], set(self.classes[name]["scalars"])
-        if "gpu" in attrs and attrs["gpu"][0] == "" and ("cpu" in attrs or "np" in attrs):
-            # A buffer kept on both sides (`self.cpu`, `self.gpu`, `self.np`): `gpu` is the device copy.
+        if "gpu" in attrs and attrs["gpu"][0] == "" and ("cpu" in attrs or "np" in attrs) \
+                and "gpu" not in self.classes[name].get("numbers", {}):
+            # A buffer kept on both sides (`self.cpu`, `self.gpu`, `self.np`): `gpu` is the device copy (not a
+            # count of GPUs annotated `gpu: int` beside `cpu: int`).
             attrs["gpu"] = [GPU, "has a host side `cpu`"]
         for attr in list(attrs):
             if attr in scalars or not names_a_tensor(attr) or _COUNT_WORDS.intersection(name_words(attr)):
@@ -523,8 +545,9 @@ class _Summarizer:
                 record["calls"][index] = typed_calls[id(call)] = f"rc:{typed}@.{call.func.attr}"
         values = _Values(pending.parameters, pending.assigned, self_name,
                          lambda call: typed_calls.get(id(call)) or self._call_reference(call, params, self_name),
-                         self.imports, params)
-        returns = [values.of(value) for value in pending.returns]
+                         self.imports, params, lambda name: _local_type(name, pending, self_name),
+                         pending.reaching_value, pending.stored_on, pending.shared)
+        returns = [values.returned(value) for value in pending.returns]
         if returns:
             record["returns"] = returns
         # What each call passes: the values the model places (`passes`), and the literals and parameters, for the
@@ -565,12 +588,17 @@ class _Summarizer:
         # run compares it, in order, with this one's to tell whether the model is the same).
         receivers = dict.fromkeys(called[0] for reference in record["calls"]
                                   if (called := _method_on_a_name(reference)) is not None)
-        local_types = {name: typed for name in receivers if name in pending.typed and name not in params
+        # The locals an attribute is read from too (`meta = self._prepare(...)`, then `meta.logits_indices`): the
+        # rules ask where such an attribute lives, which the local's class tells (`FileView.local_class`).
+        local_types = {name: typed for name in {**receivers, **pending.read_on} if name in pending.typed
+                       and name not in params and name not in pending.inner_names
                        and (typed := _local_type(name, pending, self_name))}
-        # A parameter with no annotation that a method is called on (`head.init_state(h)`): the model finds its class
-        # from what the calls of the function pass (`ProjectModel._type_parameters`).
-        local_types.update({name: f"p:{name}" for name in receivers if name in pending.parameters
-                            and name not in params and name not in pending.typed and pending.never_rebound(name)})
+        # A parameter with no annotation that a method is called on (`head.init_state(h)`), or an attribute read on:
+        # the model finds its class from what the calls of the function pass (`ProjectModel._type_parameters`,
+        # `ProjectModel._parameter_class`).
+        local_types.update({name: f"p:{name}" for name in {**receivers, **pending.read_on}
+                            if name in pending.parameters and name not in params and name not in pending.typed
+                            and pending.never_rebound(name)})
         if local_types:
             record["locals"] = local_types
         # The calls made in a nested `def` the function hands on (`register_forward_hook(hook)`, `return hook`):
@@ -610,7 +638,7 @@ class _Summarizer:
         pending = self._pending if qualname != "<module>" else None
         # Names used as values, not to call them (`fn = _impl`, `register(self.on_alloc)`, `for f in [a, b]`):
         # a function named so is handed on (ProjectModel.uncalled). A bare name may be a local: left to `_settle`.
-        named_attributes, named = self.named, pending.named if pending is not None else self.named
+        named_attributes, named = self.named_attributes, pending.named if pending is not None else self.named
         called: set[int] = set()
         assigned_whole: set[int] = set()  # `self.x` targets whose whole value `_stored_attribute` has been given
         # `nested`: 0 in the function's own code, 1 in a lambda, the name of a nested `def` in its body.
@@ -626,10 +654,14 @@ class _Summarizer:
             if kind is ast.Attribute:
                 if node.ctx.__class__ is ast.Load:
                     reads.add(node.attr)
+                    if pending is not None and node.value.__class__ is ast.Name:
+                        pending.read_on[node.value.id] = None  # type: ignore[attr-defined]
                     if id(node) not in called:
                         named_attributes[node.attr] = None
                 elif id(node) not in assigned_whole:
                     self._stored_attribute(node, class_name, qualname, self_name, None)
+                if pending is not None and node.ctx.__class__ is not ast.Load and node.value.__class__ is ast.Name:
+                    pending.stored_on.add((node.value.id, node.attr))  # type: ignore[attr-defined]
             elif kind is ast.Call:
                 called.add(id(node.func))
                 reference = self._call_reference(node, params, self_name)
@@ -879,9 +911,10 @@ def _tests_none(test: ast.expr) -> tuple[str, bool] | None:
     return None
 
 
-def _bound_names(statement: ast.stmt) -> Iterator[str]:
+def _bound_names(statement: ast.stmt, imports: bool = True) -> Iterator[str]:
     """The names a statement of a module's or a class's body binds, in blocks of it (`if`, `try`) too: a `def`,
-    a `class`, an import, an assignment's plain names; not those of the functions and classes it defines."""
+    a `class`, an import (unless not `imports`), an assignment's plain names; not those of the functions and classes
+    it defines."""
     stack: list[ast.AST] = [statement]
     while stack:
         node = stack.pop()
@@ -892,7 +925,8 @@ def _bound_names(statement: ast.stmt) -> Iterator[str]:
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             yield node.id
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield from (alias.asname or alias.name.partition(".")[0] for alias in node.names)
+            if imports:
+                yield from (alias.asname or alias.name.partition(".")[0] for alias in node.names)
         elif isinstance(node, ast.Lambda):
             continue
         stack.extend(ast.iter_child_nodes(node))
@@ -942,6 +976,85 @@ def _narrowed_by(statement: ast.stmt, parameters: set[str]) -> list[str]:
     return narrowed
 
 
+_LOOP_STATEMENTS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _blocks(statement: ast.stmt) -> list[list[ast.stmt]]:
+    """The sequences of statements a compound statement holds (none for a simple one, nor for a `def` or a class,
+    whose bodies are scopes of their own)."""
+    found = [getattr(statement, field, None) or [] for field in ("body", "orelse", "finalbody")] \
+        if statement.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) else []
+    found += [handler.body for handler in getattr(statement, "handlers", ())]
+    found += [case.body for case in getattr(statement, "cases", ())]
+    return found
+
+
+def _headers(statement: ast.stmt) -> list[ast.AST]:
+    """The parts of a compound statement that are not its sequences of statements: a test, a loop's target and
+    iterable, a `with`'s items, a handler's name, a `match`'s subject and patterns."""
+    parts: list[ast.AST] = [value for field, value in ast.iter_fields(statement)
+                            if field not in ("body", "orelse", "finalbody", "handlers", "cases")
+                            and isinstance(value, ast.AST)]
+    parts += [item for item in getattr(statement, "items", ())]
+    parts += [ast.Name(id=handler.name, ctx=ast.Store()) for handler in getattr(statement, "handlers", ())
+              if handler.name]
+    parts += [case.pattern for case in getattr(statement, "cases", ())]
+    return parts
+
+
+def _holds(first: ast.stmt, at: tuple[int, int], last: ast.stmt | None = None) -> bool:
+    """Whether the statements from `first` to `last` (or `first` alone) hold the position `at` (line, column)."""
+    last = last or first
+    return (first.lineno, first.col_offset) <= at \
+        <= (last.end_lineno or last.lineno, last.end_col_offset or 1 << 30)
+
+
+def _names_bound_by(node: ast.AST) -> list[str]:
+    """The names a binding node of `_NOTED` (not a `return`) binds: the targets of an assignment, a loop or a
+    comprehension, a `with`'s `as` names, a handler's or a pattern's name."""
+    if isinstance(node, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    targets = node.targets if isinstance(node, ast.Assign) else \
+        [item.optional_vars for item in node.items if item.optional_vars is not None] \
+        if isinstance(node, (ast.With, ast.AsyncWith)) else [getattr(node, "target", None)]
+    return [inner.id for target in targets if target is not None for inner in ast.walk(target)
+            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store)]
+
+
+def _may_bind(node: ast.AST, name: str) -> bool:
+    """Whether running `node` may bind `name` in the function's scope (nested functions and classes bind only
+    their own name there)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        kind = current.__class__
+        if kind is ast.Name:
+            if current.id == name and current.ctx.__class__ is not ast.Load:  # type: ignore[attr-defined]
+                return True
+            continue
+        if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            if current.name == name:  # type: ignore[attr-defined]
+                return True
+            stack.extend(current.decorator_list)  # type: ignore[attr-defined]
+            continue
+        if kind is ast.Lambda:
+            continue
+        if kind in (ast.Import, ast.ImportFrom):
+            if any((alias.asname or alias.name.partition(".")[0]) == name
+                   for alias in current.names):  # type: ignore[attr-defined]
+                return True
+            continue
+        if kind in (ast.Global, ast.Nonlocal) and name in current.names:  # type: ignore[attr-defined]
+            return True
+        if kind in (ast.ExceptHandler, ast.MatchAs, ast.MatchStar) and getattr(current, "name", None) == name \
+                or kind is ast.MatchMapping and current.rest == name:  # type: ignore[attr-defined]
+            return True
+        stack.extend(ast.iter_child_nodes(current))
+    return False
+
+
 class _Pending:
     """What the scan of one function collects for `_Values`: its returns, its local assignments, its calls with
     arguments, and the values it assigns to attributes of `self`."""
@@ -974,6 +1087,9 @@ class _Pending:
         # Names bound in a scope of their own inside the function: the parameters of its nested functions and
         # lambdas, the targets of its comprehensions. A call on such a name is not a call on a parameter of its.
         self.inner_names: set[str] = set()
+        self.read_on: dict[str, None] = {}  # the names it reads an attribute of (`meta.logits_indices`), in order
+        self.stored_on: set[tuple[str, str]] = set()  # (name, attr) of its stores `name.attr = ...`
+        self.shared: set[str] = set()  # names declared `nonlocal` or `global`: other code may bind them any time
 
     def never_rebound(self, name: str) -> bool:
         """Whether the parameter `name` holds what the call passed wherever the function reads it: never assigned
@@ -981,10 +1097,16 @@ class _Pending:
         return name not in self.assigned and name not in self.rebound and name not in self.inner_names
 
     def note_for_types(self, node) -> None:
+        """Note a binding in a nested function or lambda: only what it tells of the class of the objects a name
+        holds (a value assigned, or None for a loop's target, a handler's name, a parameter of a pattern...)."""
         if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
             self.typed.setdefault(node.targets[0].id, []).append(node.value)
-        else:
-            self._note_rebound(node)
+            return
+        self._note_rebound(node)
+        if node.__class__ in (ast.Return, ast.AugAssign, ast.Nonlocal, ast.Global):
+            return
+        for bound in _names_bound_by(node):
+            self.typed.setdefault(bound, []).append(None)
 
     def _note_rebound(self, node) -> None:
         kind = node.__class__
@@ -992,6 +1114,7 @@ class _Pending:
             self.rebound.add(node.target.id)
         elif kind is ast.Nonlocal or kind is ast.Global:
             self.rebound.update(node.names)
+            self.shared.update(node.names)
 
     def note(self, node) -> None:
         kind = node.__class__
@@ -1013,11 +1136,11 @@ class _Pending:
                 if item.optional_vars is not None:
                     self._bind(item.optional_vars, None)
         elif kind is ast.ExceptHandler and node.name:
-            self.assigned.setdefault(node.name, []).append(None)
+            self._bind(ast.Name(id=node.name), None)
         elif (kind is ast.MatchAs or kind is ast.MatchStar) and node.name:
-            self.assigned.setdefault(node.name, []).append(None)  # `case x:` binds `x`
+            self._bind(ast.Name(id=node.name), None)  # `case x:` binds `x`
         elif kind is ast.MatchMapping and node.rest:
-            self.assigned.setdefault(node.rest, []).append(None)
+            self._bind(ast.Name(id=node.rest), None)
         else:
             self._note_rebound(node)
 
@@ -1123,13 +1246,60 @@ class _Pending:
         return name not in self.rebound and all(value is not None and self.never_none(value, frozenset({name}))
                                                 for value in self.assigned.get(name, ()))
 
-    def _bind(self, target: ast.expr, value: ast.expr | None) -> None:
+    def reaching_value(self, read: ast.Name) -> ast.expr | None:
+        """The value of the one assignment `name = value` that certainly reaches `read` (of `name`) in the
+        function's own code: the nearest before it in the same sequence of statements, or in the sequences around
+        it, with nothing between that may bind `name`. What `idx = torch.from_numpy(idx).to(device)` makes of `idx =
+        np.repeat(...)` is the second value after it, not a disagreement. None where no single one does (then
+        every assignment counts, as `_Values._name` takes them): a name a nested scope binds too (a comprehension's
+        target, a nested function's parameter) or rebinds (`nonlocal`, `x += ...`), a loop around both that binds it
+        again, a read in a part of a `try` other than its body where another part binds it, a `for` target, a `with
+        ... as`."""
+        name, at = read.id, (read.lineno, read.col_offset)
+        if name in self.inner_names or name in self.rebound:
+            return None
+        block, found = self.body, None
+        while block:
+            index = next((index for index, statement in enumerate(block) if _holds(statement, at)), None)
+            if index is None:
+                return found
+            statement = block[index]
+            if statement.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) \
+                    or statement.__class__ in _LOOP_STATEMENTS and _may_bind(statement, name):
+                return None  # a read in a nested scope, or one a later iteration's assignment may reach
+            before = next((earlier for earlier in reversed(block[:index]) if _may_bind(earlier, name)), None)
+            if before is not None:  # (else what an outer sequence found holds: nothing nearer binds the name)
+                found = before.value if before.__class__ is ast.Assign and len(before.targets) == 1 \
+                    and before.targets[0].__class__ is ast.Name \
+                    and before.targets[0].id == name else None  # type: ignore[attr-defined]
+            inner = next((inner for inner in _blocks(statement)
+                          if inner and _holds(inner[0], at, inner[-1])), None)
+            if inner is None:
+                return found
+            if statement.__class__.__name__ in ("Try", "TryStar") and inner is not statement.body \
+                    and any(_may_bind(part, name) for other in _blocks(statement) if other is not inner
+                            for part in other):
+                return None  # a handler, `else` or `finally`: the other parts may have bound it, or part way
+            if any(_may_bind(part, name) for part in _headers(statement)):
+                return None  # `for name in ...`, `with ... as name`, `except E as name`, a walrus in a test
+            block = inner
+        return found
+
+    def _bind(self, target: ast.expr, value: ast.expr | None, typed: bool = True) -> None:
+        """Note that `target` is bound to `value` (None: a value not followed); `typed`: whether `value` tells the
+        class of the object (`_local_type`), which an element of a call's result does not."""
         if target.__class__ is ast.Name:
             self.assigned.setdefault(target.id, []).append(value)
-            self.typed.setdefault(target.id, []).append(value)
+            self.typed.setdefault(target.id, []).append(value if typed else None)
         elif target.__class__ in (ast.Tuple, ast.List):
-            for element in target.elts:
-                self._bind(element.value if element.__class__ is ast.Starred else element, None)
+            elements = target.elts  # type: ignore[attr-defined]
+            # `indices, meta = self._prepare(...)`: each name holds an element of what the call returns.
+            unpacked = value is not None and value.__class__ is ast.Call \
+                and not any(element.__class__ is ast.Starred for element in elements)
+            for index, element in enumerate(elements):
+                item = ast.copy_location(ast.Subscript(value=value, slice=ast.Constant(index), ctx=ast.Load()),
+                                         value) if unpacked else None
+                self._bind(element.value if element.__class__ is ast.Starred else element, item, typed=False)
 
 
 class _Values:
@@ -1138,8 +1308,15 @@ class _Values:
     Context free: a parameter's value is whatever every caller passes (resolved by the model)."""
 
     def __init__(self, parameters: set[str], assigned: dict[str, list[ast.expr | None]], self_name: str | None,
-                 reference_of, imports: dict[str, str], annotations: dict[str, str]) -> None:
+                 reference_of, imports: dict[str, str], annotations: dict[str, str],
+                 local_type=lambda name: None, reaching=lambda read: None,
+                 stored_on: set[tuple[str, str]] | frozenset = frozenset(),
+                 shared: set[str] | frozenset = frozenset()) -> None:
         self.parameters = parameters
+        self.local_type = local_type  # how to find the class of the object a local holds (`_local_type`)
+        self.reaching = reaching  # the one assignment that reaches a read, if there is one (`_Pending.reaching_value`)
+        self.stored_on = stored_on  # (local, attr) the function stores into: `local.attr` is then its own to tell
+        self.shared = shared  # names a `nonlocal` or `global` shares with other code
         self.annotations = annotations
         self.assigned = assigned
         self.self_name = self_name
@@ -1159,7 +1336,14 @@ class _Values:
             if kind:
                 return ["d", ["k", kind, f"the device `{_describe(expr)}`"]]
         if cls is ast.Name:
-            return self._name(expr.id, depth)
+            name = expr.id
+            if len(self.assigned.get(name, ())) > 1 or name in self.assigned and name in self.parameters:
+                # Rebound (`idx = np.repeat(...)`, then `idx = torch.from_numpy(idx).to(device)`): what this read
+                # sees, where one assignment certainly reaches it.
+                reaching = self.reaching(expr)
+                if reaching is not None:
+                    return self.of(reaching, depth + 1)
+            return self._name(name, depth)
         if cls is ast.Attribute:
             base = expr.value
             if (expr.attr == "device" or expr.attr in SAME_DEVICE_ATTRIBUTES) \
@@ -1172,11 +1356,18 @@ class _Values:
                     return ["a", expr.attr]
                 if base.id in self.parameters and base.id not in self.assigned:
                     return ["pa", base.id, expr.attr]
+                if base.id in self.assigned and (base.id, expr.attr) not in self.stored_on \
+                        and (typed := self.local_type(base.id)):
+                    return ["ta", typed, expr.attr]  # (not what the function itself stores into it)
             elif base.__class__ is ast.Attribute and base.value.__class__ is ast.Name \
                     and base.value.id == self.self_name:
                 return ["sa", base.attr, expr.attr]
             return []
         if cls is ast.Subscript:
+            if expr.value.__class__ is ast.Call and expr.slice.__class__ is ast.Constant \
+                    and expr.slice.value.__class__ is int:  # `f(x)[0]`, or `a, b = f(x)` (see `_Pending._bind`)
+                inner = self.of(expr.value, depth + 1)
+                return ["e", expr.slice.value, inner] if inner else []
             return self.of(expr.value, depth + 1)
         if cls is ast.BinOp:
             return _either(self.of(expr.left, depth + 1), self.of(expr.right, depth + 1))
@@ -1189,7 +1380,18 @@ class _Values:
             return self._call(expr, depth)
         return []
 
+    def returned(self, expr: ast.expr) -> list:
+        """The value of what a `return` returns: a tuple written out (`return indices, meta`) is kept element by
+        element, for the callers that unpack it (`["e", index, value]`)."""
+        if expr.__class__ is ast.Tuple and not any(element.__class__ is ast.Starred
+                                                    for element in expr.elts):  # type: ignore[attr-defined]
+            elements = [self.of(element) for element in expr.elts]  # type: ignore[attr-defined]
+            return ["tuple", *elements] if any(elements) else []
+        return self.of(expr)
+
     def _name(self, name: str, depth: int) -> list:
+        if name in self.shared:
+            return []  # a nested function's `nonlocal name` rebinds it where no assignment of the function shows
         if name not in self.assigned:
             return ["p", name] if name in self.parameters else []
         if name in self._names:
@@ -1198,7 +1400,10 @@ class _Values:
         found = [self.of(value, depth + 1) if value is not None else [] for value in self.assigned[name]]
         if name in self.parameters:
             found.append(["p", name])
-        value = found[0] if found[0] and all(other == found[0] for other in found[1:]) else []
+        # Bound to values each known (`x = meta.x` in one branch, `x = self.buf[1:]` in the other): one or another,
+        # placed where they all agree (`ProjectModel._value`).
+        distinct = [value for index, value in enumerate(found) if value not in found[:index]]
+        value = [] if not all(distinct) else distinct[0] if len(distinct) == 1 else ["both", *distinct]
         self._names[name] = value
         return value
 
@@ -1652,7 +1857,9 @@ class ProjectModel:
     _data_loading: dict[str, str | None] = field(default_factory=dict)
     _data_reach: frozenset[str] | None = None  # `_reached_by_data_loaders`
     _holders: dict[str, set[str]] | None = None
-    _used_as_values: frozenset[str] | None = None  # every name some file uses as a value (`named`)
+    # The names some file uses as values (`named`): a function or class each bare name resolves to in its file;
+    # by name alone, the attributes and the bare names that resolve to nothing of the project (a local, perhaps).
+    _used_as_values: tuple[frozenset[str], frozenset[str]] | None = None
     _imported: frozenset[str] | None = None  # the modules other modules import from
     _bound_attributes: dict[str, set[str]] | None = None  # a method's name -> the attributes it is bound to
     _literals: dict[tuple[str, str], frozenset | None] = field(default_factory=dict)
@@ -2118,6 +2325,29 @@ class ProjectModel:
         self._unresolved_names, self._unresolved_calls, self._unseen_names, self._unseen_callers = set(), {}, {}, {}
         self._parameter_classes = found
 
+    def _parameter_class(self, function: str, name: str) -> str | None:
+        """The project class of the objects the parameter `name` of `function` holds, for the attributes read on it
+        (`meta.logits_indices`): the class it is annotated with; with no annotation, the one every call the model
+        sees passes (`_passed_class`, asked here once the calls are resolved for good: no call's target depends on
+        it)."""
+        record = self.functions[function]
+        annotation = record["params"].get(name)
+        if annotation:
+            resolved = self._resolve_name(record["module"], annotation)
+            return resolved if resolved in self.classes else None
+        held = self._parameter_classes.get((function, name)) or self._passed_class(function, name)
+        # The nearest base of the classes the calls pass: a subclass may place the attribute otherwise.
+        return held if held is not None and not self._subclasses(held) else None
+
+    def _held_class(self, record: dict, typed: str) -> str | None:
+        """The project class of the object a local of the function holds (see `_local_type`), for the attributes
+        read on it: the class made (`c:Meta`, exactly that class), or one a function, a method or an attribute
+        gives where no subclass of it may be what it holds instead."""
+        held = self._class_of(record, typed)
+        if held is None or typed.startswith("c:") and self._resolve_name(record["module"], typed[2:]) == held:
+            return held
+        return held if not self._subclasses(held) else None
+
     def _passed_class(self, function: str, name: str, depth: int = 0) -> str | None:
         """The project class of the objects every call of `function` the model sees passes its parameter `name`
         (see `_type_parameters`); None when some call passes something else, or calls the model cannot see may."""
@@ -2159,7 +2389,7 @@ class ProjectModel:
             return False
         related = self._related_classes(function.rpartition(".")[0])
         return bool(record.get("decorated")) or any(self.classes[name].get("remade") for name in related) \
-            or not {name.rpartition(".")[2] for name in related}.isdisjoint(self._names_used_as_values()) \
+            or any(self._used_as_value(name) for name in related) \
             or bool(record["class"]) and self._framework_base(_record_class(record))
 
     def _propagate_hotness(self) -> None:
@@ -2352,7 +2582,7 @@ class ProjectModel:
         may call it. (`literals` asks this of every function but `__init__`, whose callers it judges by the
         classes handed on instead.)"""
         short = function.rpartition(".")[2]
-        return bool(record.get("decorated") or short in self._names_used_as_values()
+        return bool(record.get("decorated") or self._used_as_value(function)
                     or short.startswith("__") and short != "__init__"
                     or record["class"] and self._framework_base(_record_class(record)))
 
@@ -2445,9 +2675,13 @@ class ProjectModel:
             holder = self.attribute_type(own_class, value[1]) if own_class else None
             return self._placed_attribute(holder, value[2], depth) if holder else None
         if kind == "pa":
-            annotation = record["params"].get(value[1])
-            holder = self._resolve_name(record["module"], annotation) if annotation else None
-            return self._placed_attribute(holder, value[2], depth) if holder in self.classes else None
+            return self._placed_attribute(self._parameter_class(function, value[1]), value[2], depth)
+        if kind == "ta":
+            return self._placed_attribute(self._held_class(record, value[1]), value[2], depth)
+        if kind == "e":
+            return self._element(value[1], value[2], function, depth)
+        if kind == "tuple":
+            return None  # a tuple is no tensor; its elements are placed where they are taken (`_element`)
         found = [self._value(part, function, depth + 1) for part in value[1:]]
         if kind == "or":
             on_gpu = next((placed for placed in found if placed is not None and placed.placement == GPU), None)
@@ -2495,6 +2729,23 @@ class ProjectModel:
                 if function and self._places_host(value, f"{record['module']}.{function}", 0):
                     return True
         return False
+
+    def _element(self, index: int, value: list, function: str, depth: int) -> AttributePlacement | None:
+        """Where element `index` of a value of `function` lives: of a call's result, the element each function it
+        may run returns there (`return indices, meta`; a function returning no tuple written out returns a tensor,
+        whose element is where it is); of any other value, where the value is."""
+        record = self.functions[function]
+        if value[0] not in ("c", "m") or not (targets := self._value_targets(record, value[1],
+                                                                            _call_index(record, value[1]))):
+            return self._value(value, function, depth + 1) if value[0] != "c" else None
+        return _agreed([self._memoized(self._results, (target, index), depth,
+                                       lambda target=target: self._returned_element(target, index, depth))
+                        for target, _ in targets])
+
+    def _returned_element(self, function: str, index: int, depth: int) -> AttributePlacement | None:
+        found = _agreed([self._value(_element_returned(returned, index), function, depth + 1)
+                         for returned in self.functions[function].get("returns", [])])
+        return found.through(f"what `{short_name(function)}` returns", f"from {found.where}") if found else None
 
     def _places_host(self, value: list, function: str, depth: int) -> bool:
         if value and value[0] == "both":  # `a if c else b`: either
@@ -2592,7 +2843,7 @@ class ProjectModel:
         record = self.functions.get(function)
         name = function.rpartition(".")[2]
         if record is None or not record["name"] or function in self.hot or record.get("decorated") \
-                or name.startswith("__") or name in self._names_used_as_values() \
+                or name.startswith("__") or self._used_as_value(function) \
                 or record["class"] and name.startswith("on_"):  # an event hook: `on_step_end`, `on_after_backward`
             return False
         if record["module"] not in self._imported_modules():
@@ -2625,12 +2876,25 @@ class ProjectModel:
             self._imported = frozenset(found)
         return self._imported
 
-    def _names_used_as_values(self) -> frozenset[str]:
-        """Every name some file of the project uses as a value, not to call it (the summaries' `named`)."""
+    def _used_as_value(self, qualified: str) -> bool:
+        """Whether some file of the project uses the function or class `qualified` as a value, not to call it (the
+        summaries' `named`): `partial(decode, ...)` names the `decode` its file defines or imports, not every
+        function of that name; an attribute (`register(self.on_alloc)`), or a bare name that names nothing of the
+        project where it is written, may be any of that name."""
         if self._used_as_values is None:
-            self._used_as_values = frozenset(name for summary in self.summaries.values()
-                                             for name in summary.get("named", ()))
-        return self._used_as_values
+            resolved, by_name = set(), set()
+            for summary in self.summaries.values():
+                by_name.update(summary.get("named_attributes", ()))
+                ambiguous = summary.get("ambiguous", ())
+                for name in summary.get("named", ()):
+                    found = self._resolve_name(summary["module"], name) if name not in ambiguous else None
+                    if found is None:
+                        by_name.add(name)
+                    else:
+                        resolved.add(found)
+            self._used_as_values = frozenset(resolved), frozenset(by_name)
+        resolved, by_name = self._used_as_values
+        return qualified in resolved or qualified.rpartition(".")[2] in by_name
 
     def _bound_attribute_names(self) -> dict[str, set[str]]:
         """For each method's name, the attributes some class binds it to (`self._decode = self._decode_loop`)."""
@@ -2892,8 +3156,8 @@ class ProjectModel:
         the attribute's number annotation; for "attribute_type" and "type" a project class; for "built_once" whether
         the class is an `nn.Module` or an optimizer."""
         kind, first, second = question
-        if kind in ("once", "built", "data", "uncalled", "parameter", "result", "literals", "python_value",
-                    "integer_tensors") and first not in self.functions:
+        if kind in ("once", "built", "data", "uncalled", "parameter", "result", "element", "literals",
+                    "python_value", "integer_tensors", "local") and first not in self.functions:
             return None  # asked of a function the project no longer has: a question kept from an earlier run
         if kind == "once":
             return self.called_only_from_run_once_code(first)
@@ -2917,10 +3181,18 @@ class ProjectModel:
             return self.parameter(first, second)
         if kind == "result":
             return self.call_result(first, second)
+        if kind == "element":
+            index, _, reference = second.partition(":")
+            return self._element(int(index), ["c", reference], first, 0)
         if kind == "scalar":
             return self.number_field(first, second) if first in self.classes else None
         if kind == "attribute_type":
             return self.attribute_type(first, second) if first in self.classes else None
+        if kind == "local":
+            typed = self.functions[first].get("locals", {}).get(second)
+            if typed == f"p:{second}":
+                return self._parameter_class(first, second)
+            return self._held_class(self.functions[first], typed) if typed else None
         if kind == "type":
             resolved = self._resolve_name(first, second)
             return resolved if resolved in self.classes else None
@@ -3255,6 +3527,14 @@ def _call_index(record: dict, reference: str) -> int:
     return found[0] if len(found) == 1 else -1
 
 
+def _element_returned(returned: list, index: int) -> list:
+    """The value of element `index` of what a `return` returns: of a tuple written out, its element there (unknown
+    past its end); of anything else (a tensor), the whole."""
+    if returned and returned[0] == "tuple":
+        return returned[1 + index] if len(returned) > 1 + index else []
+    return returned
+
+
 def _agreed(found: list[AttributePlacement | None]) -> AttributePlacement | None:
     """The first of `found` when there is one and all are placed, in one place; None otherwise."""
     if not found or any(placed is None for placed in found):
@@ -3394,6 +3674,15 @@ class FileView:
         held = self._ask(("attribute_type", class_name, attr)) if class_name else None
         return held if isinstance(held, str) else None
 
+    def local_class(self, local_qualname: str, name: str) -> str | None:
+        """The project class of the object the local `name` of the function holds, when every assignment to it in
+        the function makes one of that class (`meta = Meta(...)`, `meta = self._prepare(...)` of a method whose
+        result is annotated or made so; see `_local_type`)."""
+        if self.module is None:
+            return None
+        held = self._ask(("local", self.qualified(local_qualname), name))
+        return held if isinstance(held, str) else None
+
     def scalar_attribute(self, class_name: str | None, attr: str) -> str | None:
         """`int`, `float` or `bool` when `<object of class_name>.attr` is annotated so in the project (a config
         dataclass's field) and holds no tensor the project places (ProjectModel.number_field)."""
@@ -3418,6 +3707,16 @@ class FileView:
         if not reference:
             return None
         placed = self._ask(("result", self.qualified(local_qualname), reference))
+        return placed if isinstance(placed, AttributePlacement) else None
+
+    def call_element(self, local_qualname: str, call: ast.Call, index: int) -> AttributePlacement | None:
+        """Where element `index` of the result of `call`, made in the function, lives (`indices, meta =
+        self._prepare(...)`), by what the project functions it may call return there."""
+        record = self.summary["functions"].get(local_qualname) if self.summary is not None else None
+        reference = call_reference(call, record["params"], record.get("self") or None) if record is not None else None
+        if not reference:
+            return None
+        placed = self._ask(("element", self.qualified(local_qualname), f"{index}:{reference}"))
         return placed if isinstance(placed, AttributePlacement) else None
 
     def called_only_from_run_once_code(self, local_qualname: str) -> str | None:

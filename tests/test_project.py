@@ -781,6 +781,16 @@ def test_an_attribute_of_a_typed_attribute_is_placed_by_its_class(tmp_path):
     assert "`CpuGpuBuffer.gpu` (pkg.buffer) has a host side `cpu`" in findings[0]["message"]
 
 
+def test_a_count_of_gpus_beside_a_count_of_cpus_is_no_device_copy(tmp_path):
+    # torchx's `Resource(cpu: int, gpu: int)`: numbers of devices a scheduler asks for, not a buffer's two sides.
+    specs = ("from dataclasses import dataclass\n\n\n@dataclass\nclass Resource:\n    cpu: int\n    gpu: int\n")
+    scheduler = ("from pkg.specs import Resource\n\n\nclass Scheduler:\n    def forward(self, roles: list):\n"
+                 "        for role in roles:\n            resource = Resource(cpu=role.cpus, gpu=role.gpus)\n"
+                 "            if resource.gpu > 0:\n                role.devices = resource.gpu\n")
+    make_project(tmp_path, specs=specs, scheduler=scheduler)
+    assert by_file(check(tmp_path)) == {}
+
+
 def test_a_tree_the_repository_ignores_is_in_the_model_when_checked(tmp_path):
     """A vendored or downloaded tree inside a repository that ignores it: checked on purpose, it is its own
     project's content, so its cross-file facts count."""
@@ -1724,6 +1734,24 @@ def test_a_default_device_says_nothing_where_calls_the_model_cannot_see_may_pass
     # Handed on as a value, `decode` may be called with `device="cuda"` where no summary shows it.
     make_project(tmp_path, codec=CODEC, cli="from pkg.codec import decode\n\n\ndef run(frames):\n"
                                           f"    return list(decode(frames))\n\n\n{hidden}")
+    assert by_file(check(tmp_path)) == {"codec.py": [(6, "HDL101")]}
+
+
+def test_a_function_of_the_same_name_handed_on_in_another_module_leaves_the_default_known(tmp_path):
+    # `other.py` hands on its own `decode`; the codec's, which every call leaves at `device="cpu"`, is not handed on.
+    other = ("import functools\n\n\ndef decode(frames, device):\n    return frames\n\n\n"
+             "def on_gpu():\n    return functools.partial(decode, device='cuda')\n")
+    make_project(tmp_path, codec=CODEC, other=other, cli="from pkg.codec import decode\n\n\ndef run(frames):\n"
+                                                         "    return list(decode(frames))\n")
+    assert by_file(check(tmp_path)) == {}
+
+
+def test_a_function_imported_from_either_of_two_modules_and_handed_on_may_be_either(tmp_path):
+    # `try: from pkg.slow import decode` / `except ImportError: from pkg.codec import decode`: either is handed on.
+    hands_on = ("import functools\n\ntry:\n    from pkg.slow import decode\nexcept ImportError:\n"
+                "    from pkg.codec import decode\n\n\ndef on_gpu():\n    return functools.partial(decode, device='cuda')\n")
+    make_project(tmp_path, codec=CODEC, slow="def decode(frames, device):\n    return frames\n", gpu=hands_on,
+                 cli="from pkg.codec import decode\n\n\ndef run(frames):\n    return list(decode(frames))\n")
     assert by_file(check(tmp_path)) == {"codec.py": [(6, "HDL101")]}
 
 
@@ -2760,3 +2788,224 @@ def test_a_call_deep_in_an_imported_project_module_keeps_the_methods_of_its_name
     findings = check(tmp_path)
     assert by_file(findings) == {"handler.py": [(6, "HDL102")]}
     assert "hot: Net.forward -> Engine.run_encoder" in findings[0]["message"]
+
+
+META = '''\
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class SpecMeta:
+    logits_indices: torch.Tensor
+    num_tokens: int
+
+
+def build_meta(n) -> SpecMeta:
+    return SpecMeta(logits_indices=torch.arange(n, device="cuda"), num_tokens=n)
+'''
+
+META_RUNNER = '''\
+import numpy as np
+import torch
+
+from pkg.meta import SpecMeta, build_meta
+
+
+class Runner:
+    def _spec_meta(self, n):
+        return SpecMeta(logits_indices=torch.arange(n, device="cuda"), num_tokens=n)
+
+    def execute_model(self, n):
+        {bind}
+        return meta.logits_indices[-1].item()
+'''
+
+
+@pytest.mark.parametrize("bind", [
+    "meta = SpecMeta(logits_indices=torch.arange(n, device='cuda'), num_tokens=n)",
+    "meta = self._spec_meta(n)",
+    "meta = build_meta(n)",
+])
+def test_an_attribute_of_a_local_holding_a_project_object_is_placed_by_its_class(tmp_path, bind):
+    # `meta` holds a `SpecMeta` (made here, by a method returning one, by a function annotated so): its
+    # `logits_indices` is what the calls building a `SpecMeta` pass, on the GPU.
+    make_project(tmp_path, meta=META, runner=META_RUNNER.replace("{bind}", bind))
+    findings = check(tmp_path)
+    assert by_file(findings) == {"runner.py": [(13, "HDL201")]}
+    assert "`SpecMeta.logits_indices` (pkg.meta)" in findings[0]["message"]
+
+
+def test_an_attribute_of_a_parameter_with_no_annotation_is_placed_by_the_class_its_calls_pass(tmp_path):
+    # `use(meta)`: its one call passes a `SpecMeta`, so `meta.logits_indices` is the field that class places.
+    runner = META_RUNNER.replace("{bind}", "meta = SpecMeta(logits_indices=torch.arange(n, device='cuda'), "
+                                           "num_tokens=n)\n        return self.use(meta)\n\n"
+                                           "    def use(self, meta):")
+    make_project(tmp_path, meta=META, runner=runner)
+    assert by_file(check(tmp_path)) == {"runner.py": [(16, "HDL201")]}
+    # A second call passing a host tensor's holder: the calls disagree.
+    other = "\n\nclass HostMeta:\n    def __init__(self, n):\n        self.logits_indices = torch.arange(n)\n"
+    (tmp_path / "pkg" / "meta.py").write_text(META + other)
+    (tmp_path / "pkg" / "runner.py").write_text(
+        runner.replace("import SpecMeta,", "import HostMeta, SpecMeta,")
+        + "\n    def warm_up(self, n):\n        return self.use(HostMeta(n))\n")
+    assert by_file(check(tmp_path)) == {}
+
+
+def test_an_attribute_of_a_local_that_may_hold_another_class_is_not_placed_by_one(tmp_path):
+    other = "\n\nclass HostMeta:\n    def __init__(self, n):\n        self.logits_indices = torch.arange(n)\n"
+    make_project(tmp_path, meta=META + other, runner=META_RUNNER.replace("import SpecMeta,", "import HostMeta, SpecMeta,")
+                 .replace("{bind}", "meta = self._spec_meta(n)\n        if n > 8:\n            meta = HostMeta(n)"))
+    assert by_file(check(tmp_path)) == {}
+
+
+@pytest.mark.parametrize("bind", [
+    # the second element of a function's result annotated `tuple[SpecMeta, HostMeta]`
+    "_, meta = split(n)",
+    # the name a handler binds
+    "meta = SpecMeta(logits_indices=torch.arange(n, device='cuda'), num_tokens=n)\n        try:\n"
+    "            n = n + 1\n        except HostMeta as meta:\n            return meta.logits_indices[-1].item()",
+    # a nested function's parameter of the same name
+    "meta = SpecMeta(logits_indices=torch.arange(n, device='cuda'), num_tokens=n)\n\n        def last(meta):\n"
+    "            return meta.logits_indices[-1].item()\n\n        return last(HostMeta(n))",
+])
+def test_a_local_some_binding_gives_another_class_is_not_placed_by_one(tmp_path, bind):
+    other = ("\n\nclass HostMeta(Exception):\n    def __init__(self, n):\n        self.logits_indices = torch.arange(n)\n"
+             "\n\ndef split(n) -> tuple[SpecMeta, HostMeta]:\n    return build_meta(n), HostMeta(n)\n")
+    runner = META_RUNNER.replace("import SpecMeta,", "import HostMeta, SpecMeta, split,").replace("{bind}", bind)
+    make_project(tmp_path, meta=META + other, runner=runner)
+    assert by_file(check(tmp_path, "--select", "HDL201")) == {}
+
+
+def test_an_attribute_a_function_stores_into_its_local_is_not_placed_by_the_class(tmp_path):
+    runner = META_RUNNER.replace("{bind}", "meta = build_meta(n)\n        meta.logits_indices = torch.arange(n)\n"
+                                           "        return self._last(meta.logits_indices)\n\n"
+                                           "    def _last(self, indices):\n        return indices[-1].item()\n")
+    make_project(tmp_path, meta=META, runner=runner)
+    assert by_file(check(tmp_path, "--select", "HDL201")) == {}
+
+
+def test_a_parameter_passed_a_subclass_that_places_the_attribute_otherwise_is_not_placed(tmp_path):
+    meta = ("import torch\n\n\nclass Meta:\n    def __init__(self, n):\n"
+            "        self.logits_indices = torch.arange(n, device='cuda')\n\n\nclass HostMeta(Meta):\n"
+            "    def __init__(self, n):\n        self.logits_indices = torch.arange(n)\n")
+    runner = ("from pkg.meta import HostMeta, Meta\n\n\nclass Runner:\n    def use(self, meta):\n"
+              "        return meta.logits_indices[-1].item()\n\n    def execute_model(self, n):\n"
+              "        return self.use(Meta(n)), self.use(HostMeta(n))\n")
+    make_project(tmp_path, meta=meta, runner=runner)
+    assert by_file(check(tmp_path, "--select", "HDL201")) == {}
+
+
+REBOUND = '''\
+import numpy as np
+import torch
+
+
+class Runner:
+    def __init__(self):
+        self.query_start = torch.zeros(64, dtype=torch.int32, device="cuda")
+
+    def _last_index(self, indices):
+        return indices[-1].item()
+
+    def execute_model(self, n, spec):
+        {bind}
+        return self._last_index(indices)
+'''
+
+
+@pytest.mark.parametrize(("bind", "found"), [
+    # rebound to its upload: the call passes the upload
+    ("indices = np.repeat(np.arange(n), 2)\n        indices = torch.from_numpy(indices).to('cuda', non_blocking=True)",
+     [(10, "HDL201")]),
+    # one value in each branch, both on the GPU
+    ("if spec:\n            indices = torch.arange(n, device='cuda')\n        else:\n"
+     "            indices = self.query_start[1:] - 1", [(10, "HDL201")]),
+    # the upload may not have happened: host or GPU
+    ("indices = np.repeat(np.arange(n), 2)\n        if spec:\n"
+     "            indices = torch.from_numpy(indices).to('cuda', non_blocking=True)", []),
+    # rebound to a host tensor before the call
+    ("indices = torch.arange(n, device='cuda')\n        indices = torch.arange(n)", []),
+    # a loop may bind it again after the read
+    ("indices = torch.arange(n, device='cuda')\n        for _ in range(2):\n"
+     "            self._last_index(indices)\n            indices = indices.tolist()", []),
+    # a comprehension's own `indices`, and one binding it inside another name's assignment
+    ("indices = torch.arange(n)\n        indices = indices.to('cuda')\n"
+     "        return [self._last_index(indices) for indices in spec]", []),
+    ("indices = torch.arange(n)\n        lengths = torch.tensor([len(indices) for indices in spec], device='cuda')\n"
+     "        return self._last_index(indices), lengths", []),
+    # read in `finally`: the handler may have bound it
+    ("indices = torch.arange(n, device='cuda')\n        try:\n            n = n + 1\n        except RuntimeError:\n"
+     "            indices = torch.arange(n)\n        finally:\n            self._last_index(indices)", []),
+    # a nested function rebinds it (`nonlocal`)
+    ("indices = torch.arange(n, device='cuda')\n\n        def to_host():\n            nonlocal indices\n"
+     "            indices = torch.arange(n)\n\n        to_host()\n        return self._last_index(indices)", []),
+    # two statements on one line: the read follows the second
+    ("indices = torch.arange(n, device='cuda')\n        indices = torch.arange(n); self._last_index(indices)", []),
+])
+def test_a_name_rebound_passes_what_reaches_the_call(tmp_path, bind, found):
+    make_project(tmp_path, runner=REBOUND.replace("{bind}", bind))
+    assert by_file(check(tmp_path, "--select", "HDL201")).get("runner.py", []) == found
+
+
+UNPACKED = '''\
+import torch
+
+
+class Runner:
+    def __init__(self):
+        self.query_start = torch.zeros(64, dtype=torch.int32, device="cuda")
+
+    def _prepare_inputs(self, n):
+        indices = self.query_start[1:] - 1
+        return indices, torch.arange(n), n
+
+    def _last_index(self, indices):
+        return indices[-1].item()
+
+    def execute_model(self, n):
+        {use}
+'''
+
+
+@pytest.mark.parametrize(("use", "found"), [
+    # passed on after unpacking: the callee reads the element the call returns first
+    ("indices, positions, count = self._prepare_inputs(n)\n        return self._last_index(indices)",
+     [(13, "HDL201")]),
+    # read where it is unpacked, or taken by its index
+    ("indices, positions, count = self._prepare_inputs(n)\n        return indices.sum().item()", [(17, "HDL201")]),
+    ("return self._prepare_inputs(n)[0].sum().item()", [(16, "HDL201")]),
+    # the second element is a host tensor
+    ("indices, positions, count = self._prepare_inputs(n)\n        return self._last_index(positions)", []),
+    ("indices, positions, count = self._prepare_inputs(n)\n        return positions.sum().item()", []),
+])
+def test_an_element_of_a_tuple_a_project_function_returns_is_placed_by_its_position(tmp_path, use, found):
+    make_project(tmp_path, runner=UNPACKED.replace("{use}", use))
+    assert by_file(check(tmp_path, "--select", "HDL201")).get("runner.py", []) == found
+
+
+def test_a_change_to_what_a_function_returns_changes_the_elements_unpacked_in_another_file(tmp_path, monkeypatch):
+    # runner.py names no device: only the model says that `indices` is on the GPU, and the cache must ask again.
+    monkeypatch.chdir(tmp_path)
+    prep = "import torch\n\n\ndef prepare_inputs(n):\n    return torch.arange(n, device='cuda'), n\n"
+    runner = ("from pkg.prep import prepare_inputs\n\n\nclass Runner:\n    def execute_model(self, n):\n"
+              "        indices, count = prepare_inputs(n)\n        return indices.sum().item()\n")
+    make_project(tmp_path, prep=prep, runner=runner)
+    assert by_file(check(tmp_path, cache=True)) == {"runner.py": [(7, "HDL201")]}
+    (tmp_path / "pkg" / "prep.py").write_text(prep.replace(", device='cuda'", ""))
+    assert check(tmp_path, cache=True) == []
+    (tmp_path / "pkg" / "prep.py").write_text(prep)
+    assert by_file(check(tmp_path, cache=True)) == {"runner.py": [(7, "HDL201")]}
+
+
+def test_an_element_of_a_function_returning_other_values_too_is_not_placed(tmp_path):
+    # One `return` gives a list the model does not follow: the first element may be anything. The file is still
+    # checked (the read of a tensor made on the GPU is reported).
+    runner = UNPACKED.replace("        return indices, torch.arange(n), n\n",
+                              "        if n > 8:\n            return [n]\n"
+                              "        return indices, torch.arange(n), n\n")
+    make_project(tmp_path, runner=runner.replace(
+        "{use}", "indices, positions, count = self._prepare_inputs(n)\n"
+                 "        return indices.sum().item(), torch.ones(n, device='cuda').sum().item()"))
+    assert by_file(check(tmp_path, "--select", "HDL201")) == {"runner.py": [(19, "HDL201")]}
