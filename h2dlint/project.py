@@ -267,7 +267,7 @@ class _Summarizer:
             summary["named"] = list(self.named)
         if self.named_attributes:
             summary["named_attributes"] = list(self.named_attributes)
-        # A name imported from two places (under `try`/`if`) or imported and defined names either: `imports` keeps one.
+        # A name imported from two places (under `try`/`if`), or both imported and defined, may name either of them.
         defined = {name for statement in tree.body for name in _bound_names(statement, imports=False)}
         ambiguous = [*self.rebound_imports, *sorted(defined.intersection(self.imports))]
         if ambiguous:

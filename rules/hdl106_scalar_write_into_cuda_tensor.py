@@ -36,7 +36,7 @@ class ScalarWriteIntoCudaTensor(Rule):
     `dist.all_reduce`, which NCCL runs on CUDA tensors), `cuda_t[i] = v` or
     `cuda_t[i, j] = v`, or through a tensor of integers, `cuda_t[ids] = v`, `cuda_t[:, ids] = v`,
     where it runs often: in a loop, a `forward`, a step function; not in a block no call of
-    the project takes (see HDL101).
+    the project takes (see HDL101), nor in test code (a test module, a `test_*` function).
 
     ## Why is this bad?
     For a CUDA tensor, PyTorch turns the Python number into a 0-d **CPU** tensor and

@@ -27,7 +27,7 @@ class ListIndexIntoCudaTensor(Rule):
     annotated `list[int]`, or what a function of the same file annotated
     `-> list[...]` (or returning only lists) returns. The tensor must be known to be on
     a CUDA device (see HDL201 for what counts). Not in a block no call of the project
-    takes (see HDL101).
+    takes (see HDL101), nor in test code (a test module, a `test_*` function).
 
     ## Why is this bad?
     PyTorch turns a list index into an index tensor on the indexed tensor's device:
