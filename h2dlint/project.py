@@ -1024,12 +1024,15 @@ def _names_bound_by(node: ast.AST) -> list[str]:
 
 
 def _may_bind(node: ast.AST, name: str) -> bool:
-    """Whether running `node` may bind `name` in the function's scope (nested functions and classes bind only
-    their own name there)."""
+    """Whether running `node` may bind `name` in the function's scope to another value (nested functions and
+    classes bind only their own name there; `x += y` updates what `x` holds, which stays where it was)."""
     stack = [node]
     while stack:
         current = stack.pop()
         kind = current.__class__
+        if kind is ast.AugAssign and current.target.__class__ is ast.Name:  # type: ignore[attr-defined]
+            stack.append(current.value)  # type: ignore[attr-defined]
+            continue
         if kind is ast.Name:
             if current.id == name and current.ctx.__class__ is not ast.Load:  # type: ignore[attr-defined]
                 return True
@@ -1252,11 +1255,10 @@ class _Pending:
         it, with nothing between that may bind `name`. What `idx = torch.from_numpy(idx).to(device)` makes of `idx =
         np.repeat(...)` is the second value after it, not a disagreement. None where no single one does (then
         every assignment counts, as `_Values._name` takes them): a name a nested scope binds too (a comprehension's
-        target, a nested function's parameter) or rebinds (`nonlocal`, `x += ...`), a loop around both that binds it
-        again, a read in a part of a `try` other than its body where another part binds it, a `for` target, a `with
+        target, a nested function's parameter) or rebinds (`nonlocal`), a loop around both that binds it again, a read in a part of a `try` other than its body where another part binds it, a `for` target, a `with
         ... as`."""
         name, at = read.id, (read.lineno, read.col_offset)
-        if name in self.inner_names or name in self.rebound:
+        if name in self.inner_names or name in self.shared:
             return None
         block, found = self.body, None
         while block:
@@ -1672,11 +1674,13 @@ def _local_type(name: str, pending: _Pending, self_name: str | None, depth: int 
     when every assignment to it agrees: `sa:attr` (the type of `self.attr`, or of its elements; `sa:attr.attr` of
     `self.attr.attr`), `p:param` (an annotated parameter), `c:Name` (a class made, or a function whose result is
     annotated), `r:method:<how>` (the annotated result of `method` called on an object found so). None when
-    unknown."""
+    unknown. An assignment of `None` (`meta = None` in the branch that needs none) does not count: where an
+    attribute is read or a method called, the name holds an object."""
     values = pending.typed.get(name)
     if not values or depth > 3:
         return None
-    found = {_type_of(value, pending, self_name, depth) if value is not None else None for value in values}
+    found = {_type_of(value, pending, self_name, depth) if value is not None else None for value in values
+             if value is None or not is_none(value)}
     return found.pop() if len(found) == 1 else None
 
 

@@ -2827,13 +2827,15 @@ class Runner:
     "meta = SpecMeta(logits_indices=torch.arange(n, device='cuda'), num_tokens=n)",
     "meta = self._spec_meta(n)",
     "meta = build_meta(n)",
+    # `None` in the branch that reads no attribute of it
+    "meta = None\n        if n > 1:\n            meta = self._spec_meta(n)",
 ])
 def test_an_attribute_of_a_local_holding_a_project_object_is_placed_by_its_class(tmp_path, bind):
     # `meta` holds a `SpecMeta` (made here, by a method returning one, by a function annotated so): its
     # `logits_indices` is what the calls building a `SpecMeta` pass, on the GPU.
     make_project(tmp_path, meta=META, runner=META_RUNNER.replace("{bind}", bind))
     findings = check(tmp_path)
-    assert by_file(findings) == {"runner.py": [(13, "HDL201")]}
+    assert by_file(findings) == {"runner.py": [(13 + bind.count("\n"), "HDL201")]}
     assert "`SpecMeta.logits_indices` (pkg.meta)" in findings[0]["message"]
 
 
@@ -2943,6 +2945,10 @@ class Runner:
      "            indices = torch.arange(n)\n\n        to_host()\n        return self._last_index(indices)", []),
     # two statements on one line: the read follows the second
     ("indices = torch.arange(n, device='cuda')\n        indices = torch.arange(n); self._last_index(indices)", []),
+    # updated in place before the upload: `+=` keeps it where it is
+    ("indices = np.arange(n)\n        indices += 1\n"
+     "        indices = torch.from_numpy(indices).to('cuda', non_blocking=True)\n        self._last_index(indices)",
+     [(10, "HDL201")]),
 ])
 def test_a_name_rebound_passes_what_reaches_the_call(tmp_path, bind, found):
     make_project(tmp_path, runner=REBOUND.replace("{bind}", bind))
@@ -3009,3 +3015,4 @@ def test_an_element_of_a_function_returning_other_values_too_is_not_placed(tmp_p
         "{use}", "indices, positions, count = self._prepare_inputs(n)\n"
                  "        return indices.sum().item(), torch.ones(n, device='cuda').sum().item()"))
     assert by_file(check(tmp_path, "--select", "HDL201")) == {"runner.py": [(19, "HDL201")]}
+
