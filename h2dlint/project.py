@@ -3703,25 +3703,22 @@ class FileView:
     def call_result(self, local_qualname: str, call: ast.Call) -> AttributePlacement | None:
         """Where the result of `call`, made in the function, lives, by what the project functions it may call
         return."""
-        # The function is this file's: its record is the summary's, as the model holds it.
-        record = self.summary["functions"].get(local_qualname) if self.summary is not None else None
-        if record is None:
-            return None
-        reference = call_reference(call, record["params"], record.get("self") or None)
-        if not reference:
-            return None
-        placed = self._ask(("result", self.qualified(local_qualname), reference))
+        reference = self._reference(local_qualname, call)
+        placed = self._ask(("result", self.qualified(local_qualname), reference)) if reference else None
         return placed if isinstance(placed, AttributePlacement) else None
 
     def call_element(self, local_qualname: str, call: ast.Call, index: int) -> AttributePlacement | None:
         """Where element `index` of the result of `call`, made in the function, lives (`indices, meta =
         self._prepare(...)`), by what the project functions it may call return there."""
-        record = self.summary["functions"].get(local_qualname) if self.summary is not None else None
-        reference = call_reference(call, record["params"], record.get("self") or None) if record is not None else None
-        if not reference:
-            return None
-        placed = self._ask(("element", self.qualified(local_qualname), f"{index}:{reference}"))
+        reference = self._reference(local_qualname, call)
+        placed = self._ask(("element", self.qualified(local_qualname), f"{index}:{reference}")) if reference else None
         return placed if isinstance(placed, AttributePlacement) else None
+
+    def _reference(self, local_qualname: str, call: ast.Call) -> str | None:
+        """The reference the summary writes `call`, made in the function, with (see `call_reference`)."""
+        # The function is this file's: its record is the summary's, as the model holds it.
+        record = self.summary["functions"].get(local_qualname) if self.summary is not None else None
+        return call_reference(call, record["params"], record.get("self") or None) if record is not None else None
 
     def called_only_from_run_once_code(self, local_qualname: str) -> str | None:
         """Where the function is called from, when every call of it in the project is in code that runs once."""
